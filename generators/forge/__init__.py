@@ -1,0 +1,1 @@
+"""forge: hardware inventory in, validated per-cluster GitOps overlays out."""

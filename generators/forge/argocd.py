@@ -1,0 +1,107 @@
+"""The Argo CD bootstrap of one cluster: an AppProject, a root Application (app of apps) and one
+child Application per component, in sync-wave order.
+
+`kubectl apply -k clusters/<cluster>/argocd` once; from then on the root Application manages the
+folder it came from, itself included.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from forge.charts import ChartPin
+from forge.components.base import Component
+from forge.model import ClusterModel
+from forge.paths import ARGOCD_DIR, CLUSTERS_DIR, OVERLAYS_DIR
+
+# Kinds every project needs whatever its components: forge ships Namespaces (base/<component>/).
+_ALWAYS_CLUSTER_KINDS = (("", "Namespace"),)
+
+
+def app_name(cluster: ClusterModel, component: str) -> str:
+    # Prefixed by cluster: one Argo CD may manage both fleets from the same namespace.
+    return f"{cluster.name}-{component}"
+
+
+def bootstrap_objects(cluster: ClusterModel, components: list[Component], pins: dict[str, ChartPin]) -> dict[str, dict[str, Any]]:
+    """File name (inside clusters/<cluster>/argocd/) -> object."""
+    files = {"appproject.yaml": app_project(cluster, components, pins), "root-application.yaml": root_application(cluster)}
+    for component in components:
+        files[f"application-{component.name}.yaml"] = component_application(cluster, component, pins.get(component.chart or ""))
+    return files
+
+
+def app_project(cluster: ClusterModel, components: list[Component], pins: dict[str, ChartPin]) -> dict[str, Any]:
+    argo = cluster.settings.argocd
+    server = argo.destination.server
+    namespaces = sorted({c.namespace for c in components} | {argo.namespace})
+    kinds = sorted({k for c in components for k in c.cluster_kinds} | set(_ALWAYS_CLUSTER_KINDS))
+    repos = sorted({cluster.settings.git.repo_url} | {pins[c.chart].repo for c in components if c.chart})
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "AppProject",
+        "metadata": {"name": argo.project, "namespace": argo.namespace},
+        "spec": {
+            "description": f"forge-managed components of cluster {cluster.name}",
+            "sourceRepos": repos,
+            "destinations": [{"server": server, "namespace": ns} for ns in namespaces],
+            "clusterResourceWhitelist": [{"group": g, "kind": k} for g, k in kinds],
+            "orphanedResources": {"warn": True},
+        },
+    }
+
+
+def _sync_policy(options: list[str]) -> dict[str, Any]:
+    return {
+        "automated": {"prune": True, "selfHeal": True},
+        "syncOptions": options,
+        "retry": {"limit": 10, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "5m"}},
+    }
+
+
+def root_application(cluster: ClusterModel) -> dict[str, Any]:
+    argo, git = cluster.settings.argocd, cluster.settings.git
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Application",
+        "metadata": {"name": app_name(cluster, "root"), "namespace": argo.namespace},
+        "spec": {
+            "project": argo.project,
+            "source": {"repoURL": git.repo_url, "targetRevision": git.revision,
+                       "path": str(Path(CLUSTERS_DIR, cluster.name, ARGOCD_DIR))},
+            "destination": {"server": argo.destination.server, "namespace": argo.namespace},
+            "syncPolicy": _sync_policy(["PrunePropagationPolicy=foreground"]),
+        },
+    }
+
+
+def component_application(cluster: ClusterModel, component: Component, pin: ChartPin | None) -> dict[str, Any]:
+    argo, git = cluster.settings.argocd, cluster.settings.git
+    overlay = str(Path(OVERLAYS_DIR, cluster.name, component.name))
+    sources: list[dict[str, Any]] = []
+    if pin:
+        sources.append({
+            "repoURL": pin.repo, "chart": pin.chart, "targetRevision": pin.version,
+            "helm": {"releaseName": component.release_name or component.name,
+                     "valueFiles": [f"$values/{overlay}/values.yaml"]},
+        })
+        sources.append({"repoURL": git.repo_url, "targetRevision": git.revision, "ref": "values"})
+    sources.append({"repoURL": git.repo_url, "targetRevision": git.revision, "path": overlay})
+    options = ["CreateNamespace=false"]  # base/<component>/ ships the Namespace with its labels
+    if component.server_side_apply:
+        options.append("ServerSideApply=true")
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Application",
+        "metadata": {
+            "name": app_name(cluster, component.name),
+            "namespace": argo.namespace,
+            "annotations": {"argocd.argoproj.io/sync-wave": str(component.sync_wave)},
+        },
+        "spec": {
+            "project": argo.project,
+            "sources": sources,
+            "destination": {"server": argo.destination.server, "namespace": component.namespace},
+            "syncPolicy": _sync_policy(options),
+        },
+    }

@@ -1,0 +1,94 @@
+"""The `forge` command. The one place errors reach the user: a ForgeError prints its lines and
+exits non-zero; anything else is a bug and keeps its traceback.
+
+Exit codes: 0 fine, 1 the check found differences or failures, 2 bad input or environment.
+"""
+from __future__ import annotations
+
+import functools
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from forge.errors import ForgeError
+
+EXIT_FOUND = 1
+EXIT_ERROR = 2
+
+
+def _user_errors(func):
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except ForgeError as exc:
+            for line in exc.lines():
+                click.echo(f"error: {line}" if not line[:1].isspace() else line, err=True)
+            sys.exit(EXIT_ERROR)
+
+    return wrapper
+
+
+root_option = click.option(
+    "--root", type=click.Path(file_okay=False, path_type=Path), default=".", show_default=True,
+    envvar="FORGE_ROOT", help="The forge repository to work on.",
+)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def main() -> None:
+    """forge: hardware inventory in, validated per-cluster GitOps overlays out.
+
+    Edit clusters/<cluster>/inventory.yaml, then `forge generate`; CI runs check, render, validate.
+    """
+
+
+@main.command()
+@root_option
+@_user_errors
+def generate(root: Path) -> None:
+    """Write overlays/ and clusters/*/argocd/ from every inventory (atomically)."""
+    from forge.generate import build_tree
+    from forge.writer import write_tree
+
+    tree = build_tree(root)
+    write_tree(root, tree)
+    click.echo(f"generated {len(tree.files)} files from {len({p.split('/')[1] for p in tree.files if p.startswith('overlays/')})} clusters")
+
+
+@main.command()
+@root_option
+@_user_errors
+def check(root: Path) -> None:
+    """Fail, listing the files, if generated files differ from what the inventories give."""
+    from forge.generate import build_tree
+    from forge.writer import diff_tree
+
+    problems = diff_tree(root, build_tree(root))
+    if problems:
+        for line in problems:
+            click.echo(f"out of date: {line}", err=True)
+        click.echo(f"{len(problems)} generated files differ from the inventory: run `make generate`", err=True)
+        sys.exit(EXIT_FOUND)
+    click.echo("generated files are in step with the inventories")
+
+
+@main.command()
+@root_option
+@click.option("--jobs", "-j", type=click.IntRange(1, 64), default=None, help="Parallel kustomize builds (default: CPU count).")
+@_user_errors
+def render(root: Path, jobs: int | None) -> None:
+    """kustomize build every overlay and bootstrap into build/rendered/<cluster>/."""
+    from forge.render import render_all
+
+    started = time.perf_counter()
+    counts = render_all(root, jobs=jobs)
+    for cluster, count in sorted(counts.items()):
+        click.echo(f"{cluster}: {count} objects")
+    click.echo(f"rendered in {time.perf_counter() - started:.2f}s")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,76 @@
+"""NVIDIA GPU Operator: driver, MIG layouts, GPUDirect RDMA and DCGM metrics, from the inventory."""
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from forge.components.base import WAVE_GPU, Component
+from forge.model import MIG_DISABLED, ClusterModel
+
+MIG_CONFIG_NAME = "forge-mig-parted-config"
+
+
+class GpuOperator(Component):
+    name = "gpu-operator"
+    namespace = "gpu-operator"
+    sync_wave = WAVE_GPU
+    chart = "gpu-operator"
+    server_side_apply = True  # the ClusterPolicy CRD is too large for client-side apply
+    cluster_kinds = (
+        ("apiextensions.k8s.io", "CustomResourceDefinition"),
+        ("rbac.authorization.k8s.io", "ClusterRole"),
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+        ("node.k8s.io", "RuntimeClass"),
+        ("nvidia.com", "ClusterPolicy"),
+        ("nvidia.com", "NVIDIADriver"),
+    )
+    # The chart documents these only in comments under migManager.config (values.yaml of v26.7.0).
+    declared_values = frozenset({"migManager.config.name", "migManager.config.create", "migManager.config.data"})
+
+    def enabled(self, cluster: ClusterModel) -> bool:
+        return bool(cluster.gpu_nodes)
+
+    def values(self, cluster: ClusterModel) -> dict[str, Any]:
+        return {
+            # One NFD per cluster: the node-feature-discovery component deploys it.
+            "nfd": {"enabled": False},
+            "operator": {"nodeSelector": cluster.system_node_selector, "tolerations": cluster.system_tolerations},
+            "daemonsets": {"tolerations": cluster.gpu_tolerations},
+            "driver": {
+                "version": cluster.driver_version,
+                # GPUDirect RDMA (nvidia-peermem) needs NICs that can do it; the DOCA/OFED driver
+                # comes from the Network Operator's container, not from the host.
+                "rdma": {"enabled": cluster.gpudirect_rdma, "useHostMofed": False},
+            },
+            "mig": {"strategy": cluster.mig_strategy},
+            "migManager": {
+                "config": {
+                    "name": MIG_CONFIG_NAME,
+                    "create": True,
+                    "default": MIG_DISABLED,
+                    "data": {"config.yaml": mig_parted_config(cluster)},
+                },
+            },
+            "dcgmExporter": {"serviceMonitor": {"enabled": True}},
+        }
+
+
+def mig_parted_config(cluster: ClusterModel) -> str:
+    """mig-parted's config: exactly the layouts the cluster's nodes use, as YAML text."""
+    configs: dict[str, list[dict[str, Any]]] = {}
+    for name, groups in cluster.mig_layouts_used.items():
+        gpu_count = max((n.gpu_count for n in cluster.gpu_nodes if n.mig_layout == name), default=0)
+        entries: list[dict[str, Any]] = []
+        named: set[int] = set()
+        for group in groups:
+            devices: Any = "all" if group.gpus == "all" else sorted(group.gpus)
+            named |= set(range(gpu_count)) if group.gpus == "all" else set(group.gpus)
+            entries.append({"devices": devices, "mig-enabled": True, "mig-devices": dict(sorted(group.profiles.items()))})
+        rest = sorted(set(range(gpu_count)) - named)
+        if not groups:
+            entries.append({"devices": "all", "mig-enabled": False})
+        elif rest:
+            entries.append({"devices": rest, "mig-enabled": False})
+        configs[name] = entries
+    return yaml.safe_dump({"version": "v1", "mig-configs": configs}, sort_keys=False, default_flow_style=None)

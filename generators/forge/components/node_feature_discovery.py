@@ -1,0 +1,61 @@
+"""node-feature-discovery: the one NFD per cluster, and the node labels and taints of the inventory.
+
+Both NVIDIA operators bundle an NFD; two would fight over the same labels, so both are told to
+use this one. Per-node labels (rack, profile, roles, MIG layout, the inventory's extra labels)
+and taints reach the nodes through a NodeFeatureRule per node that matches the node's name:
+GitOps owns them, nobody runs `kubectl label` by hand.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from forge.components.base import WAVE_FOUNDATION, Component, custom_resource
+from forge.model import ClusterModel, NodeModel
+
+# PCI classes NFD labels by vendor: network (02) for the Network Operator's NIC selection,
+# display (03), processing accelerators (12) and 0b40 (co-processors) for GPUs.
+PCI_CLASSES = ["02", "03", "0b40", "12"]
+
+
+class NodeFeatureDiscovery(Component):
+    name = "node-feature-discovery"
+    namespace = "node-feature-discovery"
+    sync_wave = WAVE_FOUNDATION
+    chart = "node-feature-discovery"
+    cluster_kinds = (
+        ("apiextensions.k8s.io", "CustomResourceDefinition"),
+        ("rbac.authorization.k8s.io", "ClusterRole"),
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+        ("nfd.k8s-sigs.io", "NodeFeatureRule"),
+    )
+
+    def values(self, cluster: ClusterModel) -> dict[str, Any]:
+        system = {"nodeSelector": cluster.system_node_selector, "tolerations": cluster.system_tolerations}
+        master: dict[str, Any] = dict(system)
+        if any(n.taints for n in cluster.nodes):
+            master["enableTaints"] = True  # taints in our NodeFeatureRules are ignored otherwise
+        return {
+            "master": master,
+            "worker": {
+                "tolerations": cluster.all_node_tolerations,
+                "config": {"sources": {"pci": {"deviceClassWhitelist": PCI_CLASSES, "deviceLabelFields": ["vendor"]}}},
+            },
+            "gc": dict(system),
+        }
+
+    def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
+        return [node_rule(node) for node in cluster.nodes]
+
+
+def node_rule(node: NodeModel) -> dict[str, Any]:
+    rule: dict[str, Any] = {"name": f"forge-node-{node.name}", "labels": node.labels}
+    if node.taints:
+        rule["taints"] = [{"key": t.key, "value": t.value, "effect": t.effect} if t.value else
+                          {"key": t.key, "effect": t.effect} for t in node.taints]
+    rule["matchFeatures"] = [{"feature": "system.name", "matchExpressions": {"nodename": {"op": "In", "value": [node.name]}}}]
+    return custom_resource({
+        "apiVersion": "nfd.k8s-sigs.io/v1alpha1",
+        "kind": "NodeFeatureRule",
+        "metadata": {"name": f"forge-node-{node.name}"},
+        "spec": {"rules": [rule]},
+    })

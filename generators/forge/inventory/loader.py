@@ -1,0 +1,203 @@
+"""Read inventory YAML keeping line numbers, validate its shape and rules, report every problem.
+
+ruamel.yaml's round-trip loader remembers where each key and list item stands; we copy the
+document into plain Python values (so pydantic's strict mode sees real ints and strs) and keep
+a map from field path to line, which turns every error into `file:line: path: message`.
+"""
+from __future__ import annotations
+
+import types
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import MarkedYAMLError
+from ruamel.yaml.scalarbool import ScalarBoolean
+
+from forge.errors import InventoryError, Problem
+from forge.inventory.schema import Inventory
+
+Path_ = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class LoadedInventory:
+    inventory: Inventory
+    file: str  # as given, relative to the repo when possible: it appears in errors and headers
+    lines: dict[Path_, int]
+
+    def line_of(self, path: Path_) -> int:
+        return line_for(self.lines, path)
+
+    def problem(self, path: Path_, message: str) -> Problem:
+        return Problem(self.file, self.line_of(path), format_path(path), message)
+
+
+def format_path(path: Path_) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def line_for(lines: dict[Path_, int], path: Path_) -> int:
+    """The line of the deepest part of `path` the document has (a missing key: its parent)."""
+    for end in range(len(path), -1, -1):
+        if path[:end] in lines:
+            return lines[path[:end]]
+    return 1
+
+
+def _plain(node: Any, path: Path_, lines: dict[Path_, int]) -> Any:
+    if isinstance(node, CommentedMap):
+        out = {}
+        for key, value in node.items():
+            lines[path + (key,)] = node.lc.key(key)[0] + 1
+            out[key] = _plain(value, path + (key,), lines)
+        return out
+    if isinstance(node, CommentedSeq):
+        items = []
+        for index, value in enumerate(node):
+            lines[path + (index,)] = node.lc.item(index)[0] + 1
+            items.append(_plain(value, path + (index,), lines))
+        return items
+    if isinstance(node, ScalarBoolean) or isinstance(node, bool):
+        return bool(node)
+    if isinstance(node, int):
+        return int(node)
+    if isinstance(node, float):
+        return float(node)
+    if isinstance(node, str):
+        return str(node)
+    return node
+
+
+def parse_yaml(text: str, file: str) -> tuple[Any, dict[Path_, int]]:
+    yaml = YAML(typ="rt")
+    try:
+        document = yaml.load(text)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else 1
+        raise InventoryError([Problem(file, line, "", f"not valid YAML: {exc.problem or exc}")]) from None
+    lines: dict[Path_, int] = {(): 1}
+    return _plain(document, (), lines), lines
+
+
+_TYPE_NAMES = {
+    "string_type": "a string", "int_type": "an integer", "bool_type": "true or false",
+    "float_type": "a number", "dict_type": "a mapping", "list_type": "a list",
+    "model_type": "a mapping", "model_attributes_type": "a mapping", "int_from_float": "an integer",
+}
+
+
+def _describe(value: Any) -> str:
+    kind = {bool: "boolean", int: "integer", float: "number", str: "string", dict: "mapping",
+            list: "list", type(None): "nothing"}.get(type(value), type(value).__name__)
+    shown = "" if isinstance(value, (dict, list)) or value is None else f" {value!r}"
+    return f"{kind}{shown}"
+
+
+def _unwrap(annotation: Any) -> list[Any]:
+    """The model classes an annotation can hold (through Optional, list, dict, Annotated)."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _unwrap(typing.get_args(annotation)[0])
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    if origin in (list, dict, typing.Union, types.UnionType):
+        args = typing.get_args(annotation)
+        args = args[1:] if origin is dict else args
+        return [m for arg in args for m in _unwrap(arg)]
+    return []
+
+
+def _model_at(model: type[BaseModel], path: Path_) -> type[BaseModel] | None:
+    current: list[type[BaseModel]] = [model]
+    for part in path:
+        if isinstance(part, int):
+            continue
+        nxt = []
+        for m in current:
+            field = m.model_fields.get(part)
+            nxt += _unwrap(field.annotation) if field else []
+        if not nxt:
+            # a dict key (node name, profile name) keeps us at the dict's value model
+            continue
+        current = nxt
+    return current[0] if current else None
+
+
+def _data_path(data: Any, loc: tuple) -> Path_:
+    """Pydantic's error location, minus its union/validator tags that are not in the data."""
+    path: list[str | int] = []
+    node = data
+    for part in loc:
+        if isinstance(node, dict) and part in node:
+            path.append(part)
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+            path.append(part)
+            node = node[part]
+        elif isinstance(node, dict) and isinstance(part, str) and part.isidentifier():
+            path.append(part)  # a missing key; union and key tags are never identifiers
+            node = None
+    return tuple(path)
+
+
+def problems_from_validation(exc: ValidationError, data: Any, model: type[BaseModel],
+                             loaded_file: str, lines: dict[Path_, int], prefix: Path_ = ()) -> list[Problem]:
+    problems = []
+    for err in exc.errors(include_url=False):
+        path = prefix + _data_path(data, err["loc"])
+        kind = err["type"]
+        if kind == "extra_forbidden":
+            owner = _model_at(model, path[len(prefix):-1])
+            allowed = ", ".join(owner.model_fields) if owner else "?"
+            message = f"unknown key '{path[-1]}' (expected one of: {allowed})"
+        elif kind == "missing":
+            message = f"missing required key '{err['loc'][-1]}'"
+        elif kind in _TYPE_NAMES:
+            message = f"expected {_TYPE_NAMES[kind]}, got {_describe(err['input'])}"
+            if kind == "string_type" and isinstance(err["input"], (int, float)):
+                message += " (quote it)"
+        elif kind == "string_pattern_mismatch":
+            message = f"'{err['input']}' does not match the expected form {err['ctx']['pattern']}"
+        elif kind == "value_error":
+            message = str(err["ctx"]["error"])
+        elif kind == "literal_error":
+            message = f"got {err['input']!r}; {err['msg'][0].lower()}{err['msg'][1:]}"
+        else:
+            message = err["msg"][0].lower() + err["msg"][1:]
+        problems.append(Problem(loaded_file, line_for(lines, path), format_path(path), message))
+    return problems
+
+
+def load_inventory_text(text: str, file: str) -> LoadedInventory:
+    """Parse and check one inventory; raises InventoryError listing every problem."""
+    data, lines = parse_yaml(text, file)
+    if not isinstance(data, dict):
+        raise InventoryError([Problem(file, 1, "", "expected a mapping with cluster, profiles, nodes")])
+    try:
+        inventory = Inventory.model_validate(data)
+    except ValidationError as exc:
+        raise InventoryError(problems_from_validation(exc, data, Inventory, file, lines)) from None
+    loaded = LoadedInventory(inventory, file, lines)
+    from forge.inventory.checks import check_inventory  # rules that span fields
+
+    problems = check_inventory(loaded, data)
+    if problems:
+        raise InventoryError(problems)
+    return loaded
+
+
+def load_inventory(path: Path, display: str | None = None) -> LoadedInventory:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InventoryError([Problem(display or str(path), 1, "", f"cannot read: {exc.strerror}")]) from None
+    return load_inventory_text(text, display or str(path))

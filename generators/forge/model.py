@@ -1,0 +1,166 @@
+"""The derived, typed model of one cluster: facts computed once here, emitters only read them."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from forge.hardware import DRIVER_BY_ARCHITECTURE, GPU_MODELS, NIC_MODELS, GpuModel, NicModel
+from forge.inventory import LoadedInventory
+from forge.inventory.schema import ClusterSettings, MigLayoutGroup, NicSpec, NvmeSpec, Profile, Taint
+
+# Our node label namespace. Labels reach nodes through node-feature-discovery (see nfd component).
+LABEL_DOMAIN = "forge.exa.ai"
+MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+MIG_DISABLED = "all-disabled"  # the GPU Operator's own name for "no MIG"; always in our config
+CONTROL_PLANE_LABEL = "node-role.kubernetes.io/control-plane"  # set by kubeadm/Kubespray itself
+# The installer taints control-plane nodes itself; that key is not ours to manage, but every
+# controller we place there must tolerate it.
+CONTROL_PLANE_TOLERATION = {"key": CONTROL_PLANE_LABEL, "operator": "Exists", "effect": "NoSchedule"}
+
+
+@dataclass(frozen=True)
+class NodeModel:
+    name: str
+    rack: str
+    roles: tuple[str, ...]
+    profile_name: str
+    profile: Profile
+    extra_labels: dict[str, str]
+    taints: tuple[Taint, ...]
+    mig_layout: str | None  # None: the node has no MIG-capable GPU
+
+    @property
+    def gpu(self) -> GpuModel | None:
+        return GPU_MODELS[self.profile.gpu.model] if self.profile.gpu else None
+
+    @property
+    def gpu_count(self) -> int:
+        return self.profile.gpu.count if self.profile.gpu else 0
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """Every label forge puts on this node, in a stable order."""
+        labels = {f"{LABEL_DOMAIN}/rack": self.rack, f"{LABEL_DOMAIN}/profile": self.profile_name}
+        labels.update({f"{LABEL_DOMAIN}/role.{role}": "true" for role in sorted(self.roles)})
+        if self.mig_layout:
+            labels[MIG_CONFIG_LABEL] = self.mig_layout
+        labels.update(sorted(self.extra_labels.items()))
+        return labels
+
+    def nics(self, role: str | None = None) -> list[tuple[NicSpec, NicModel]]:
+        return [(n, NIC_MODELS[n.model]) for n in self.profile.nics if role in (None, n.role)]
+
+    @property
+    def nvme(self) -> tuple[NvmeSpec, ...]:
+        return tuple(self.profile.nvme)
+
+
+@dataclass(frozen=True)
+class ClusterModel:
+    name: str
+    source: str  # the inventory file, repo-relative: named in every generated file's header
+    settings: ClusterSettings
+    nodes: tuple[NodeModel, ...]
+    component_settings: dict[str, dict[str, Any]]
+
+    @property
+    def kubernetes_version(self) -> str:
+        return self.settings.kubernetes_version
+
+    @cached_property
+    def gpu_nodes(self) -> tuple[NodeModel, ...]:
+        return tuple(n for n in self.nodes if n.gpu)
+
+    @cached_property
+    def gpu_count(self) -> int:
+        return sum(n.gpu_count for n in self.gpu_nodes)
+
+    @cached_property
+    def gpu_models(self) -> tuple[GpuModel, ...]:
+        return tuple(GPU_MODELS[k] for k in sorted({n.gpu.key for n in self.gpu_nodes}))
+
+    @cached_property
+    def driver_version(self) -> str | None:
+        """One driver for the whole cluster: the newest branch any of its GPU generations needs."""
+        versions = {DRIVER_BY_ARCHITECTURE[m.architecture] for m in self.gpu_models}
+        return max(versions, key=lambda v: tuple(int(p) for p in v.split("."))) if versions else None
+
+    @cached_property
+    def gpudirect_nics(self) -> tuple[tuple[NodeModel, NicSpec, NicModel], ...]:
+        """NICs that can move data straight to and from GPU memory, on GPU nodes."""
+        return tuple((node, spec, model) for node in self.gpu_nodes
+                     for spec, model in node.nics() if model.gpudirect_rdma)
+
+    @property
+    def gpudirect_rdma(self) -> bool:
+        return bool(self.gpudirect_nics)
+
+    @cached_property
+    def mig_layouts_used(self) -> dict[str, list[MigLayoutGroup]]:
+        """Exactly the layouts some node uses, always with the 'all MIG off' layout first."""
+        used = sorted({n.mig_layout for n in self.nodes if n.mig_layout} - {MIG_DISABLED})
+        return {MIG_DISABLED: [], **{name: self.settings.mig_layouts[name] for name in used}}
+
+    @cached_property
+    def mig_strategy(self) -> str:
+        """'single' when every MIG GPU on a node is cut the same way, else 'mixed'.
+
+        The device plugin's single strategy advertises MIG slices as plain nvidia.com/gpu, which
+        is only well-defined when all GPUs of a node carry one profile and none is left whole. A layout is 'uniform' when it
+        is one group over `all` GPUs with one profile; nodes with MIG off fit either strategy.
+        """
+        for groups in self.mig_layouts_used.values():
+            if groups and not (len(groups) == 1 and groups[0].gpus == "all" and len(groups[0].profiles) == 1):
+                return "mixed"
+        return "single"
+
+    @cached_property
+    def label_namespaces(self) -> tuple[str, ...]:
+        """Label prefixes forge sets on nodes (node-feature-discovery must be allowed each)."""
+        return tuple(sorted({k.split("/")[0] for n in self.nodes for k in n.labels if "/" in k}))
+
+    @cached_property
+    def gpu_tolerations(self) -> list[dict[str, str]]:
+        """Tolerations for DaemonSets that must run on every GPU node, from the nodes' taints."""
+        return _tolerations(t for n in self.gpu_nodes for t in n.taints)
+
+    @cached_property
+    def all_node_tolerations(self) -> list[dict[str, str]]:
+        """For DaemonSets that belong on every node (node labelling, log shipping)."""
+        return [CONTROL_PLANE_TOLERATION, *_tolerations(t for n in self.nodes for t in n.taints)]
+
+    @property
+    def system_node_selector(self) -> dict[str, str]:
+        """Where controllers run: the control-plane nodes, by the label the installer sets."""
+        return {CONTROL_PLANE_LABEL: ""}
+
+    @cached_property
+    def system_tolerations(self) -> list[dict[str, str]]:
+        return [CONTROL_PLANE_TOLERATION, *_tolerations(t for n in self.nodes if "control-plane" in n.roles for t in n.taints)]
+
+    def settings_for(self, component: str) -> dict[str, Any]:
+        return self.component_settings.get(component, {})
+
+
+def _tolerations(taints) -> list[dict[str, str]]:
+    seen = sorted({(t.key, t.value, t.effect) for t in taints})
+    return [{"key": k, "operator": "Equal", "value": v, "effect": e} if v else
+            {"key": k, "operator": "Exists", "effect": e} for k, v, e in seen]
+
+
+def derive(loaded: LoadedInventory) -> ClusterModel:
+    inv = loaded.inventory
+    nodes = []
+    for node in inv.nodes:
+        profile = inv.profiles[node.profile]
+        mig_capable = bool(profile.gpu and GPU_MODELS[profile.gpu.model].mig_capable)
+        layout = (node.mig_layout or profile.mig_layout or MIG_DISABLED) if mig_capable else None
+        nodes.append(NodeModel(
+            name=node.name, rack=node.rack, roles=tuple(node.roles), profile_name=node.profile,
+            profile=profile, extra_labels=dict(node.labels), taints=tuple(node.taints), mig_layout=layout,
+        ))
+    return ClusterModel(
+        name=inv.cluster.name, source=loaded.file, settings=inv.cluster, nodes=tuple(nodes),
+        component_settings=dict(inv.components),
+    )

@@ -1,0 +1,15 @@
+"""Where things live in the repo. Every path forge writes is relative to the repo root."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+# The repo forge works on: $FORGE_ROOT, else the checkout this package sits in (editable install).
+REPO_ROOT = Path(os.environ.get("FORGE_ROOT") or Path(__file__).resolve().parents[2])
+
+CLUSTERS_DIR = "clusters"
+OVERLAYS_DIR = "overlays"
+BASE_DIR = "base"
+INVENTORY_FILE = "inventory.yaml"
+ARGOCD_DIR = "argocd"  # clusters/<cluster>/argocd: the generated Argo CD bootstrap
+RENDERED_DIR = Path("build/rendered")
