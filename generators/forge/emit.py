@@ -15,6 +15,9 @@ class _Dumper(yaml.SafeDumper):
     def increase_indent(self, flow: bool = False, indentless: bool = False):  # lists indented under keys
         return super().increase_indent(flow, False)
 
+    def ignore_aliases(self, data) -> bool:  # an object used twice is written out twice, no &id001
+        return True
+
 
 def _str(dumper: yaml.SafeDumper, value: str):
     style = "|" if "\n" in value else None

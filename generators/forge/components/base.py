@@ -4,6 +4,9 @@ subclass, one line in `forge.components.COMPONENTS`.
 What a component gives the pipeline:
 - `values(cluster)`: Helm values for its pinned upstream chart (None when it has no chart);
 - `manifests(cluster)`: extra Kubernetes objects for its overlay (custom resources, ConfigMaps);
+- `remote_base(cluster)`: for projects with no Helm chart, upstream kustomize manifests at a
+  pinned git tag, deployed as one more source of the Application (see RemoteBase);
+- `check(loaded, settings)`: inventory rules spanning its settings and the rest of the inventory;
 - class attributes that the Argo CD bootstrap and validation read: namespace, sync wave, chart
   key in charts/versions.yaml, cluster-scoped kinds its chart creates (for the AppProject), and
   values keys the chart reads but documents only in comments (so the values check knows them).
@@ -12,11 +15,16 @@ Everything cluster-specific comes from the `ClusterModel`; a component never rea
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Iterator
 
 from pydantic import BaseModel, ConfigDict
 
 from forge.model import ClusterModel
+
+if TYPE_CHECKING:
+    from forge.errors import Problem
+    from forge.inventory.loader import LoadedInventory
 
 # Sync waves of the child Applications: foundations (node labels, CRD-only pieces) first,
 # then operators in dependency order, then what runs on top of them.
@@ -31,6 +39,23 @@ WAVE_OBSERVABILITY = 50
 
 # Inside one Application: CRDs (wave 0 by default) before the custom resources that need them.
 CR_SYNC_WAVE = "5"
+
+
+@dataclass(frozen=True)
+class RemoteBase:
+    """Upstream manifests a component deploys from a git repository pinned to a tag, for projects
+    that publish kustomize manifests and no Helm chart (Kubeflow's training-operator).
+
+    Argo CD builds `path` of `repo_url` at `revision` as one more source of the component's
+    Application, with `patches` (kustomize patches, as Argo CD's `source.kustomize.patches`)
+    applied; forge's own overlay stays a separate source. forge never fetches it: `forge render`
+    builds only our overlay, as it does for charts.
+    """
+
+    repo_url: str
+    revision: str  # a tag: never a branch, so a resync cannot change what runs
+    path: str
+    patches: tuple[dict[str, Any], ...] = field(default=())
 
 
 class NoSettings(BaseModel):
@@ -49,12 +74,28 @@ class Component:
     # Values keys the chart reads but documents only in comments, as dotted paths.
     declared_values: ClassVar[frozenset[str]] = frozenset()
     Settings: ClassVar[type[BaseModel]] = NoSettings
+    # Argo CD ignoreDifferences entries: fields a controller owns at runtime (webhook certificates).
+    ignore_differences: ClassVar[tuple[dict[str, Any], ...]] = ()
 
     def enabled(self, cluster: ClusterModel) -> bool:
         return True
 
     def settings(self, cluster: ClusterModel) -> Any:
         return self.Settings.model_validate(cluster.settings_for(self.name))
+
+    def check(self, loaded: "LoadedInventory", settings: Any) -> "Iterator[Problem]":
+        """Rules that span this component's settings and the rest of the inventory (buckets it
+        names, nodes it needs). Called with the validated Settings; yields `loaded.problem(...)`."""
+        return iter(())
+
+    def namespaces(self, cluster: ClusterModel) -> tuple[str, ...]:
+        """Every namespace the component's Application deploys into (for the AppProject): its own,
+        plus any its manifests name explicitly (Flyte's project namespaces)."""
+        return (self.namespace,)
+
+    def remote_base(self, cluster: ClusterModel) -> RemoteBase | None:
+        """Upstream kustomize manifests deployed in place of a chart (chart stays None)."""
+        return None
 
     def values(self, cluster: ClusterModel) -> dict[str, Any] | None:
         return None
