@@ -62,6 +62,11 @@ class Component:
     def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
         return []
 
+    def examples(self, cluster: ClusterModel) -> list[dict[str, Any]]:
+        """Objects for people to copy, written under overlays/<cluster>/<name>/examples/: not in
+        the kustomization, so Argo CD never syncs them."""
+        return []
+
     @property
     def module(self) -> str:
         return type(self).__module__
