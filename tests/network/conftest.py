@@ -1,0 +1,35 @@
+"""Fixtures of the network fabric tests (helpers live in network_helpers.py)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from forge.generate import build_tree
+from forge.model import ClusterModel
+from network_helpers import A100_FILE, H200_FILE, REPO, model_of
+
+
+@pytest.fixture(scope="session")
+def h200() -> ClusterModel:
+    return model_of(H200_FILE)
+
+
+@pytest.fixture(scope="session")
+def a100() -> ClusterModel:
+    return model_of(A100_FILE)
+
+
+@pytest.fixture(scope="session")
+def tree():
+    """The generated tree of the real repository (pure: nothing is written)."""
+    return build_tree(REPO)
+
+
+@pytest.fixture(scope="session")
+def upstream() -> Path:
+    value = os.environ.get("FORGE_UPSTREAM")
+    if not value:
+        pytest.skip("FORGE_UPSTREAM is not set: no upstream chart data to validate against")
+    return Path(value)
