@@ -83,7 +83,10 @@ def parse_yaml(text: str, file: str) -> tuple[Any, dict[Path_, int]]:
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
-        raise InventoryError([Problem(file, line, "", f"not valid YAML: {exc.problem or exc}")]) from None
+        message = f"not valid YAML: {exc.problem or exc}"
+        if exc.context and exc.context_mark and exc.context_mark.line + 1 != line:
+            message += f" ({exc.context.strip()} at line {exc.context_mark.line + 1})"
+        raise InventoryError([Problem(file, line, "", message)]) from None
     lines: dict[Path_, int] = {(): 1}
     return _plain(document, (), lines), lines
 
@@ -182,14 +185,15 @@ def load_inventory_text(text: str, file: str) -> LoadedInventory:
     data, lines = parse_yaml(text, file)
     if not isinstance(data, dict):
         raise InventoryError([Problem(file, 1, "", "expected a mapping with cluster, profiles, nodes")])
+    from forge.inventory.checks import check_inventory, check_raw  # rules that span fields
+
+    problems = check_raw(file, data, lines)
     try:
         inventory = Inventory.model_validate(data)
     except ValidationError as exc:
-        raise InventoryError(problems_from_validation(exc, data, Inventory, file, lines)) from None
+        raise InventoryError(problems + problems_from_validation(exc, data, Inventory, file, lines)) from None
     loaded = LoadedInventory(inventory, file, lines)
-    from forge.inventory.checks import check_inventory  # rules that span fields
-
-    problems = check_inventory(loaded, data)
+    problems += check_inventory(loaded, data)
     if problems:
         raise InventoryError(problems)
     return loaded

@@ -87,15 +87,16 @@ def convert(node: Any, *, in_junctor: bool = False) -> dict[str, Any]:
     extra = node.get("additionalProperties")
     if isinstance(extra, dict):
         out["additionalProperties"] = convert(extra)
-    elif extra is False:
-        out["additionalProperties"] = False
-    elif (
+    elif extra is False or (
         extra is None
         and not in_junctor
         and node.get("x-kubernetes-preserve-unknown-fields") is not True
         and (node.get("type") == "object" or "properties" in node)
     ):
         out["additionalProperties"] = False  # pruned by the API server -> strict error
+        # Without a `properties` keyword jsonschema_rs reports only the first extra value, at
+        # the parent's path, with no field name; an empty one makes it name every field.
+        out.setdefault("properties", {})
     return out
 
 
