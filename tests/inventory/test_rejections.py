@@ -185,8 +185,8 @@ def test_invalid_yaml_names_the_line():
 
 def test_duplicate_key_names_the_line():
     text = edit("    cpu_threads: 192\n", "    cpu_threads: 192\n    cpu_threads: 96\n")
-    found = problems(text)
-    assert len(found) == 1 and found[0].startswith(f"{FILE}:{line_of(text, 'cpu_threads: 96')}: <top>: not valid YAML: found duplicate key \"cpu_threads\"")
+    assert problems(text) == [f"{FILE}:{line_of(text, 'cpu_threads: 96')}: profiles.sr680a-h200.cpu_threads: "
+                              f"duplicate key 'cpu_threads' (first at line {line_of(text, 'cpu_threads: 192')}): YAML keeps only the last"]
 
 
 def test_gpu_role_must_match_the_profile():

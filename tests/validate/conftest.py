@@ -7,9 +7,6 @@ from pathlib import Path
 
 import pytest
 
-FIXTURES = Path(__file__).parent / "fixtures"
-
-
 @pytest.fixture(scope="session")
 def kube():
     from forge.validate.kube import KubeSchemas

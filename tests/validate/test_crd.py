@@ -1,11 +1,13 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import pytest
 
 from forge.validate.crd import CrdSchemas
-from conftest import FIXTURES
+
+FIXTURES = Path(__file__).parent / "fixtures"  # hand-written CRDs, not upstream ones
 
 WIDGET = {
     "apiVersion": "example.com/v1",
@@ -132,3 +134,14 @@ def test_validator_compiled_once(crds):
     first = crd.validators["v1"]
     crds.validate(widget())
     assert crd.validators["v1"] is first
+
+
+def test_junctor_branches_do_not_forbid_fields():
+    from forge.validate.crd import convert
+
+    node = {"type": "object", "properties": {"a": {"type": "object", "properties": {"x": {"type": "string"}, "y": {"type": "string"}}}},
+            "anyOf": [{"properties": {"a": {"properties": {"x": {}}}}}, {"required": ["a"]}]}
+    out = convert(node)
+    assert out["additionalProperties"] is False and out["properties"]["a"]["additionalProperties"] is False
+    branch = out["anyOf"][0]
+    assert "additionalProperties" not in branch and "additionalProperties" not in branch["properties"]["a"]

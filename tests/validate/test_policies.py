@@ -92,7 +92,8 @@ def test_values_images():
         "plain": {"image": "busybox:latest"},
         "untagged": {"image": "busybox"},  # the chart adds its tag: not judged here
         "list": [{"image": {"repository": "a/b", "tag": ""}}],
+        "deployment": {"image": {"tag": "latest"}},  # flyte-binary style: only the tag set
         "unrelated": {"tag": "latest"},
     }
     paths = sorted(p for p, _ in check_values_images(values))
-    assert paths == ["driver.version", "image.tag", "list[0].image.tag", "plain.image"]
+    assert paths == ["deployment.image.tag", "driver.version", "image.tag", "list[0].image.tag", "plain.image"]

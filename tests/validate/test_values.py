@@ -1,9 +1,10 @@
 from __future__ import annotations
 
-from forge.validate.values import check_values, coalesce
-from conftest import FIXTURES
+from pathlib import Path
 
-CHART = FIXTURES / "chart"  # hand-written fixture chart data (see its values.yaml)
+from forge.validate.values import check_values, coalesce
+
+CHART = Path(__file__).parent / "fixtures" / "chart"  # hand-written fixture chart data (see its values.yaml)
 
 
 def test_known_keys_pass():
