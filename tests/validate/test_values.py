@@ -86,3 +86,11 @@ def test_coalesce_is_helm_like():
     base = {"a": {"b": 1, "c": [1, 2]}, "d": 1}
     assert coalesce(base, {"a": {"c": [3]}, "d": None}) == {"a": {"b": 1, "c": [3]}}
     assert base == {"a": {"b": 1, "c": [1, 2]}, "d": 1}
+
+
+def test_label_maps_are_free_form_even_with_an_example_default(tmp_path):
+    # Fixture chart data (not an upstream chart): a nodeSelector default with one example label.
+    (tmp_path / "values.yaml").write_text("operator:\n  nodeSelector:\n    kubernetes.io/os: linux\n  replicas: 1\n")
+    assert check_values({"operator": {"nodeSelector": {"node-role.kubernetes.io/control-plane": ""}}}, tmp_path) == []
+    assert check_values({"operator": {"replicaz": 2}}, tmp_path) == [
+        ("operator.replicaz", "unknown key 'replicaz' (did you mean 'replicas'? chart default has: nodeSelector, replicas)")]

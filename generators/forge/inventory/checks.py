@@ -71,7 +71,6 @@ def _node_references(loaded: LoadedInventory, inv: Inventory) -> Iterator[Proble
 
 
 def _profile_capacity(loaded: LoadedInventory, inv: Inventory) -> Iterator[Problem]:
-    interface_owner: dict[str, str] = {}
     for name, profile in inv.profiles.items():
         at = ("profiles", name)
         server = SERVER_MODELS[profile.server]
@@ -84,7 +83,7 @@ def _profile_capacity(loaded: LoadedInventory, inv: Inventory) -> Iterator[Probl
             yield loaded.problem(at + ("nvme",), f"{len(profile.nvme)} NVMe devices do not fit a {profile.server} (at most {server.max_nvme})")
         yield from _duplicates(loaded, at + ("nvme",), [d.device for d in profile.nvme], "device", "NVMe device")
         yield from _duplicates(loaded, at + ("nvme",), [d.mount for d in profile.nvme], "mount", "NVMe mount path")
-        interface_owner.clear()
+        owner: dict[str, str] = {}  # interface -> the NIC entry that lists it first
         for j, nic in enumerate(profile.nics):
             nic_at = at + ("nics", j)
             model = NIC_MODELS[nic.model]
@@ -94,9 +93,9 @@ def _profile_capacity(loaded: LoadedInventory, inv: Inventory) -> Iterator[Probl
             if len(nic.interfaces) != ports:
                 yield loaded.problem(nic_at + ("interfaces",), f"{nic.count} card(s) x {nic.ports} port(s) = {ports} interfaces expected, {len(nic.interfaces)} listed")
             for k, iface in enumerate(nic.interfaces):
-                owner = interface_owner.setdefault(iface, f"nics[{j}]")
-                if owner != f"nics[{j}]" or nic.interfaces.index(iface) != k:
-                    yield loaded.problem(nic_at + ("interfaces", k), f"interface '{iface}' is already used by {owner} of this profile")
+                if iface in owner:
+                    yield loaded.problem(nic_at + ("interfaces", k), f"interface '{iface}' is already used by {owner[iface]} of this profile")
+                owner.setdefault(iface, f"nics[{j}]")
 
 
 def _duplicates(loaded: LoadedInventory, at: tuple, values: list[str], field: str, what: str) -> Iterator[Problem]:
