@@ -5,7 +5,9 @@ at run time, so the IPPool CRD is not among the chart's CRDs that forge validate
 the IPPool spec is built from the model below, whose fields and rules are those of nv-ipam's own
 API (Mellanox/nvidia-k8s-ipam `api/v1alpha1/ippool_type.go` and `ippool_validate.go`, as shipped
 with Network Operator 26.4.1): unknown fields are refused, and `IPPoolSpec` re-checks what nv-ipam's
-webhook would (subnet, block size, gateway in subnet).
+webhook would (subnet, block size, gateway in subnet). `ippool_crd()` describes the same model as a
+CRD for `forge validate` (Component.runtime_crds): forge's description of nv-ipam's API, used
+only to validate, never synced (the operator owns the real CRD).
 
 How nv-ipam fills a pool (`pkg/ipam-controller/allocator`): each node matching the pool's node
 selector gets one block of `perNodeBlockSize` consecutive addresses; blocks start after the
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -91,6 +93,44 @@ class IpamConfig(_Strict):
 
     def to_json(self) -> str:
         return json.dumps(self.model_dump(), separators=(", ", ": "))
+
+
+def _structural(node: Any, defs: dict[str, Any]) -> Any:
+    """A pydantic JSON schema node as a CRD (structural OpenAPI v3) schema node: references
+    inlined, Optional as nullable, no titles/defaults, no `additionalProperties: false` (CRDs
+    forbid it; unknown fields are pruned, which forge's CRD check reports as errors)."""
+    if isinstance(node, list):
+        return [_structural(n, defs) for n in node]
+    if not isinstance(node, dict):
+        return node
+    if "$ref" in node:
+        return _structural(defs[node["$ref"].rsplit("/", 1)[1]], defs)
+    branches = node.get("anyOf")
+    if branches and any(b.get("type") == "null" for b in branches):
+        rest = [b for b in branches if b.get("type") != "null"]
+        if len(rest) == 1:
+            return {**_structural(rest[0], defs), "nullable": True}
+    skip = {"title", "default", "description", "$defs", "additionalProperties"}
+    return {k: _structural(v, defs) for k, v in node.items() if k not in skip}
+
+
+def ippool_crd() -> dict[str, Any]:
+    schema = IPPoolSpec.model_json_schema()
+    spec = _structural(schema, schema.get("$defs", {}))
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "ippools.nv-ipam.nvidia.com"},
+        "spec": {
+            "group": "nv-ipam.nvidia.com",
+            "names": {"kind": "IPPool", "listKind": "IPPoolList", "plural": "ippools", "singular": "ippool"},
+            "scope": "Namespaced",
+            "versions": [{
+                "name": API_VERSION.rsplit("/", 1)[1], "served": True, "storage": True,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": spec}, "required": ["spec"]}},
+            }],
+        },
+    }
 
 
 def ip_pool(name: str, namespace: str, spec: IPPoolSpec) -> dict:

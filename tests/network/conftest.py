@@ -1,14 +1,12 @@
-"""Fixtures of the network fabric tests (helpers live in network_helpers.py)."""
+"""Fixtures of the network fabric tests (helpers live in network_helpers.py; the repo-wide ones,
+such as upstream_dir and repo_inputs, in tests/conftest.py)."""
 from __future__ import annotations
-
-import os
-from pathlib import Path
 
 import pytest
 
 from forge.generate import build_tree
 from forge.model import ClusterModel
-from network_helpers import A100_FILE, H200_FILE, REPO, model_of
+from tests.network.network_helpers import A100_FILE, H200_FILE, REPO, model_of
 
 
 @pytest.fixture(scope="session")
@@ -25,11 +23,3 @@ def a100() -> ClusterModel:
 def tree():
     """The generated tree of the real repository (pure: nothing is written)."""
     return build_tree(REPO)
-
-
-@pytest.fixture(scope="session")
-def upstream() -> Path:
-    value = os.environ.get("FORGE_UPSTREAM")
-    if not value:
-        pytest.skip("FORGE_UPSTREAM is not set: no upstream chart data to validate against")
-    return Path(value)

@@ -1,9 +1,7 @@
 """Helpers of the network fabric tests: the real inventories, inventory edits with line numbers,
-a scratch copy of the repo, the upstream chart data. (A module name of its own: other test areas
-have a conftest.py too, and `from conftest import` would pick whichever was imported first.)"""
+the upstream chart data."""
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -12,8 +10,8 @@ from forge.charts import chart_pins
 from forge.errors import InventoryError
 from forge.inventory import load_inventory, load_inventory_text
 from forge.model import ClusterModel, derive
+from tests.conftest import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 H200_FILE = "clusters/h200/inventory.yaml"
 A100_FILE = "clusters/a100/inventory.yaml"
 
@@ -44,17 +42,6 @@ def problems_of(text: str, file: str = H200_FILE) -> list[str]:
     with pytest.raises(InventoryError) as caught:
         load_inventory_text(text, file)
     return [str(p) for p in caught.value.problems]
-
-
-def scratch_repo(tmp_path: Path, clusters: dict[str, str]) -> Path:
-    """A repository copy holding what build_tree reads: the given inventories (name -> text), the
-    hand-written bases and the chart pins."""
-    for name, text in clusters.items():
-        (tmp_path / "clusters" / name).mkdir(parents=True)
-        (tmp_path / "clusters" / name / "inventory.yaml").write_text(text)
-    shutil.copytree(REPO / "base", tmp_path / "base")
-    shutil.copytree(REPO / "charts", tmp_path / "charts")
-    return tmp_path
 
 
 def chart_data(upstream: Path, key: str) -> Path:

@@ -8,7 +8,7 @@ import pytest
 import yaml
 from ruamel.yaml import YAML
 
-from network_helpers import A100_FILE, H200_FILE, REPO, h200_text, model_of, scratch_repo
+from tests.network.network_helpers import A100_FILE, H200_FILE, REPO, h200_text, model_of
 from forge.charts import chart_pins
 from forge.components import COMPONENTS
 from forge.components.gpu_operator import GpuOperator
@@ -157,19 +157,18 @@ def test_h200_gpudirect_rdma_uses_the_operator_doca_driver(tree, h200):
     assert {m.key for _, _, m in h200.gpudirect_nics} == {"connectx-7"}  # the storage DPUs do not count
 
 
-def test_removing_the_connectx7_nics_turns_gpudirect_off_and_drops_rdma_network(tmp_path):
-    """The issue's acceptance: delete the CX-7 entry from the H200 profile, change nothing else."""
+def test_removing_the_connectx7_nics_turns_gpudirect_off_and_drops_rdma_network(repo_inputs):
+    """The issue's acceptance: delete the CX-7 entry from the H200 profile (a copy of the repo's
+    inputs in tmp_path), change nothing else."""
     rt = YAML()
     data = rt.load(h200_text())
     nics = data["profiles"]["sr680a-h200"]["nics"]
     assert [n["model"] for n in nics] == ["connectx-7", "bluefield-3"]
     del nics[0]
-    root = scratch_repo(tmp_path, {})
-    (root / "clusters" / "h200").mkdir(parents=True)
-    with open(root / H200_FILE, "w") as out:
+    with open(repo_inputs / H200_FILE, "w") as out:
         rt.dump(data, out)
 
-    tree = build_tree(root)
+    tree = build_tree(repo_inputs)
     assert docs(tree, "overlays/h200/gpu-operator/values.yaml")["driver"]["rdma"] == {"enabled": False, "useHostMofed": False}
     resources = plugin_resources(tree)
     assert set(resources) == {"rdma_storage"}

@@ -4,7 +4,7 @@ Every case edits one thing in the real H200 inventory and expects exactly the pr
 """
 from __future__ import annotations
 
-from network_helpers import H200_FILE, edit, h200_text, line_of, problems_of
+from tests.network.network_helpers import H200_FILE, edit, h200_text, line_of, problems_of
 
 F = H200_FILE
 COMPUTE_PORTS = "enp26s0np0, enp60s0np0, enp77s0np0, enp94s0np0, enp156s0np0, enp188s0np0, enp204s0np0, enp220s0np0"

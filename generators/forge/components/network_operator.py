@@ -104,6 +104,10 @@ class NetworkOperator(Component):
             objs.append(custom_resource(ip_pool(rail)))
         return objs
 
+    def runtime_crds(self, cluster: ClusterModel) -> list[dict[str, Any]]:
+        # The operator installs nv-ipam's CRDs when it deploys nvIpam; the chart does not ship them.
+        return [nvipam.ippool_crd()] if cluster.rails else []
+
     def examples(self, cluster: ClusterModel) -> list[dict[str, Any]]:
         """A two-node all-reduce over the compute fabric, for people to copy (never synced)."""
         resource = cluster.rdma_resource("compute")

@@ -203,7 +203,7 @@ def _rdma_interface_roles(loaded: LoadedInventory, inv: Inventory) -> Iterator[P
                 continue
             for k, iface in enumerate(nic.interfaces):
                 role, owner = first.setdefault(iface, (nic.role, name))
-                if role != nic.role:
+                if role != nic.role and owner != name:  # inside one profile: a duplicate, reported above
                     yield loaded.problem(("profiles", name, "nics", j, "interfaces", k),
                                          f"interface '{iface}' is a {nic.role} port here but a {role} port in profile '{owner}'; "
                                          "the RDMA device plugin selects ports by name across the cluster, so a name keeps one role")
