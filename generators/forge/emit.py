@@ -15,7 +15,7 @@ class _Dumper(yaml.SafeDumper):
     def increase_indent(self, flow: bool = False, indentless: bool = False):  # lists indented under keys
         return super().increase_indent(flow, False)
 
-    def ignore_aliases(self, data) -> bool:  # an object used twice is written out twice, no &id001
+    def ignore_aliases(self, data) -> bool:  # a shared list is written out in full, never as &id001
         return True
 
 

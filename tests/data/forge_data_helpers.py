@@ -13,11 +13,11 @@ from typing import Any, Callable
 import pytest
 import yaml
 
-from forge.errors import InventoryError, Problem
+from forge.errors import ForgeError, InventoryError, Problem
 from forge.inventory import load_inventory_text
 from forge.inventory.loader import LoadedInventory
 from forge.model import ClusterModel, derive
-from forge.tools import kustomize_command
+from forge.tools import kustomize_build_command
 
 REPO = Path(__file__).resolve().parents[2]
 CLUSTERS = ("h200", "a100")
@@ -80,10 +80,10 @@ def generated_dir(folder: str, prefix: str = "") -> list[dict[str, Any]]:
 def rendered(cluster: str, component: str) -> list[dict[str, Any]]:
     """`kustomize build` of one overlay, as Argo CD would build it (skips without kustomize)."""
     try:
-        command = kustomize_command(REPO)
-    except Exception as exc:  # ForgeError: no kustomize/kubectl here
+        command = kustomize_build_command(REPO)
+    except ForgeError as exc:  # no kustomize, nor kubectl
         pytest.skip(f"no kustomize to render with: {exc}")
-    proc = subprocess.run([*command, "build", str(REPO / "overlays" / cluster / component)],
+    proc = subprocess.run([*command, str(REPO / "overlays" / cluster / component)],
                           capture_output=True, text=True, check=True)
     return [d for d in yaml.safe_load_all(proc.stdout) if d]
 

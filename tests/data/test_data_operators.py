@@ -8,7 +8,7 @@ import json
 
 import pytest
 import yaml
-from forge_data_helpers import CLUSTERS, REPO, generated, needs_upstream, rendered, upstream_dir
+from tests.data.forge_data_helpers import CLUSTERS, REPO, generated, needs_upstream, rendered, upstream_dir
 
 from forge.charts import chart_pins
 from forge.components import COMPONENTS

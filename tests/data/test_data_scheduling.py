@@ -3,7 +3,7 @@ classes for operators, and rejections (message and file:line)."""
 from __future__ import annotations
 
 import pytest
-from forge_data_helpers import edit, generated, inventory_text, line_of, only_problem, problems_of, rendered
+from tests.data.forge_data_helpers import edit, generated, inventory_text, line_of, only_problem, problems_of, rendered
 
 
 def classes(cluster: str) -> dict[str, dict]:

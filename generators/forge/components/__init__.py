@@ -6,12 +6,14 @@ from forge.components.base import Component
 from forge.components.flyte import Flyte
 from forge.components.gpu_operator import GpuOperator
 from forge.components.kuberay_operator import KuberayOperator
+from forge.components.network_operator import NetworkOperator
 from forge.components.node_feature_discovery import NodeFeatureDiscovery
 from forge.components.scheduling import Scheduling
 from forge.components.training_operator import TrainingOperator
 
 COMPONENTS: tuple[Component, ...] = (
     NodeFeatureDiscovery(),
+    NetworkOperator(),
     GpuOperator(),
     Scheduling(),
     TrainingOperator(),
