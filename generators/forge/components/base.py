@@ -4,6 +4,8 @@ subclass, one line in `forge.components.COMPONENTS`.
 What a component gives the pipeline:
 - `values(cluster)`: Helm values for its pinned upstream chart (None when it has no chart);
 - `manifests(cluster)`: extra Kubernetes objects for its overlay (custom resources, ConfigMaps);
+- `expected_in_hydrated(cluster)`: fields the objects its chart renders must carry (checked on
+  the hydrated output, e.g. the GPU Operator's ClusterPolicy has the driver version we asked for);
 - class attributes that the Argo CD bootstrap and validation read: namespace, sync wave, chart
   key in charts/versions.yaml, cluster-scoped kinds its chart creates (for the AppProject), and
   values keys the chart reads but documents only in comments (so the values check knows them).
@@ -12,7 +14,7 @@ Everything cluster-specific comes from the `ClusterModel`; a component never rea
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
@@ -31,6 +33,16 @@ WAVE_OBSERVABILITY = 50
 
 # Inside one Application: CRDs (wave 0 by default) before the custom resources that need them.
 CR_SYNC_WAVE = "5"
+
+
+class Expected(NamedTuple):
+    """A field a custom resource (or other object) in the component's hydrated output must have:
+    what the inventory asked for, checked after the upstream chart turned our values into it."""
+
+    kind: str
+    name: str  # metadata.name
+    path: str | tuple[str, ...]  # dotted ("spec.driver.version"), or a tuple when a key has dots
+    value: Any
 
 
 class NoSettings(BaseModel):
@@ -61,6 +73,16 @@ class Component:
 
     def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
         return []
+
+    def expected_in_hydrated(self, cluster: ClusterModel) -> list[Expected]:
+        """Fields the objects the chart renders from our values must have (`forge validate
+        --hydrated` checks them): catches a value the chart dropped or moved on the way."""
+        return []
+
+    @property
+    def release(self) -> str:
+        """The Helm release name, as the Argo CD Application passes it to `helm template`."""
+        return self.release_name or self.name
 
     @property
     def module(self) -> str:
