@@ -10,14 +10,32 @@ from pydantic import ValidationError
 
 from forge.errors import Problem
 from forge.hardware import GPU_MODELS, MIG_SLICES_COMPUTE, MIG_SLICES_MEMORY, NIC_MODELS, SERVER_MODELS
-from forge.inventory.loader import LoadedInventory, problems_from_validation
+from forge.inventory.loader import LoadedInventory, format_path, line_for, problems_from_validation
 from forge.inventory.schema import Inventory, MigLayoutGroup
 
 
+def check_raw(file: str, data: dict[str, Any], lines: dict) -> list[Problem]:
+    """Rules that hold even when the shape is wrong elsewhere, so one run reports them all."""
+    first: dict[str, int] = {}
+    problems = []
+    nodes = data.get("nodes")
+    for i, node in enumerate(nodes if isinstance(nodes, list) else []):
+        name = node.get("name") if isinstance(node, dict) else None
+        if not isinstance(name, str):
+            continue
+        if name in first:
+            where = line_for(lines, ("nodes", first[name]))
+            path = ("nodes", i, "name")
+            problems.append(Problem(file, line_for(lines, path), format_path(path), f"duplicate node name '{name}' (first defined at line {where})"))
+        else:
+            first[name] = i
+    return problems
+
+
 def check_inventory(loaded: LoadedInventory, data: dict[str, Any]) -> list[Problem]:
+    """Rules over the typed inventory (its shape is known to be right)."""
     inv = loaded.inventory
     return [
-        *_unique_nodes(loaded, inv),
         *_node_references(loaded, inv),
         *_profile_capacity(loaded, inv),
         *_mig_layouts(loaded, inv),
@@ -25,16 +43,6 @@ def check_inventory(loaded: LoadedInventory, data: dict[str, Any]) -> list[Probl
         *_bucket_names(loaded, inv),
         *_component_settings(loaded, inv, data),
     ]
-
-
-def _unique_nodes(loaded: LoadedInventory, inv: Inventory) -> Iterator[Problem]:
-    first: dict[str, int] = {}
-    for i, node in enumerate(inv.nodes):
-        if node.name in first:
-            where = loaded.line_of(("nodes", first[node.name]))
-            yield loaded.problem(("nodes", i, "name"), f"duplicate node name '{node.name}' (first defined at line {where})")
-        else:
-            first[node.name] = i
 
 
 def _node_references(loaded: LoadedInventory, inv: Inventory) -> Iterator[Problem]:
@@ -63,7 +71,6 @@ def _node_references(loaded: LoadedInventory, inv: Inventory) -> Iterator[Proble
 
 
 def _profile_capacity(loaded: LoadedInventory, inv: Inventory) -> Iterator[Problem]:
-    interface_owner: dict[str, str] = {}
     for name, profile in inv.profiles.items():
         at = ("profiles", name)
         server = SERVER_MODELS[profile.server]
@@ -76,7 +83,7 @@ def _profile_capacity(loaded: LoadedInventory, inv: Inventory) -> Iterator[Probl
             yield loaded.problem(at + ("nvme",), f"{len(profile.nvme)} NVMe devices do not fit a {profile.server} (at most {server.max_nvme})")
         yield from _duplicates(loaded, at + ("nvme",), [d.device for d in profile.nvme], "device", "NVMe device")
         yield from _duplicates(loaded, at + ("nvme",), [d.mount for d in profile.nvme], "mount", "NVMe mount path")
-        interface_owner.clear()
+        owner: dict[str, str] = {}  # interface -> the NIC entry that lists it first
         for j, nic in enumerate(profile.nics):
             nic_at = at + ("nics", j)
             model = NIC_MODELS[nic.model]
@@ -86,9 +93,9 @@ def _profile_capacity(loaded: LoadedInventory, inv: Inventory) -> Iterator[Probl
             if len(nic.interfaces) != ports:
                 yield loaded.problem(nic_at + ("interfaces",), f"{nic.count} card(s) x {nic.ports} port(s) = {ports} interfaces expected, {len(nic.interfaces)} listed")
             for k, iface in enumerate(nic.interfaces):
-                owner = interface_owner.setdefault(iface, f"nics[{j}]")
-                if owner != f"nics[{j}]" or nic.interfaces.index(iface) != k:
-                    yield loaded.problem(nic_at + ("interfaces", k), f"interface '{iface}' is already used by {owner} of this profile")
+                if iface in owner:
+                    yield loaded.problem(nic_at + ("interfaces", k), f"interface '{iface}' is already used by {owner[iface]} of this profile")
+                owner.setdefault(iface, f"nics[{j}]")
 
 
 def _duplicates(loaded: LoadedInventory, at: tuple, values: list[str], field: str, what: str) -> Iterator[Problem]:
