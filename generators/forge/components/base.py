@@ -60,6 +60,9 @@ class Component:
     cluster_kinds: ClassVar[tuple[tuple[str, str], ...]] = ()
     # Values keys the chart reads but documents only in comments, as dotted paths.
     declared_values: ClassVar[frozenset[str]] = frozenset()
+    # Values keys computed from the inventory: set on every cluster, also where the result happens
+    # to equal the chart's default, so `forge validate --hydrated` does not call them redundant.
+    inventory_values: ClassVar[frozenset[str]] = frozenset()
     Settings: ClassVar[type[BaseModel]] = NoSettings
 
     def enabled(self, cluster: ClusterModel) -> bool:

@@ -27,6 +27,7 @@ class GpuOperator(Component):
     )
     # The chart documents these only in comments under migManager.config (values.yaml of v26.7.0).
     declared_values = frozenset({"migManager.config.name", "migManager.config.create", "migManager.config.data"})
+    inventory_values = frozenset({"driver.version", "driver.rdma.enabled", "mig.strategy", "daemonsets.tolerations"})
 
     def enabled(self, cluster: ClusterModel) -> bool:
         return bool(cluster.gpu_nodes)

@@ -37,6 +37,17 @@ SOURCE_FILE = "source.yaml"
 ARCHIVE_FILE = "archive.tgz"
 
 
+class ManyErrors(ForgeError):
+    """Several problems, one printed line each."""
+
+    def __init__(self, lines: list[str]):
+        self._lines = lines
+        super().__init__("\n".join(lines))
+
+    def lines(self) -> list[str]:
+        return list(self._lines)
+
+
 def cache_root(root: Path) -> Path:
     """$FORGE_CHART_CACHE (e.g. a CI cache shared by checkouts), else .cache/charts in the repo."""
     env = os.environ.get("FORGE_CHART_CACHE")
@@ -47,8 +58,9 @@ def entry_dir(root: Path, pin: ChartPin) -> Path:
     return cache_root(root) / pin.data_dir_name
 
 
-def fetch_command(pin: ChartPin) -> str:
-    return f"forge charts pull {pin.key}   (air-gapped: forge charts pull --from <mirror> {pin.key})"
+def fetch_hint(pin: ChartPin) -> str:
+    """The commands that put a pin's chart in the cache."""
+    return f"`forge charts pull {pin.key}` (without network: `forge charts pull --from <mirror> {pin.key}`)"
 
 
 def cached_chart(root: Path, pin: ChartPin) -> Path | None:
@@ -137,6 +149,10 @@ def _unpack(archive: Path, into: Path) -> None:
 
 def pull_one(root: Path, pin: ChartPin, lock: dict, mirror: Path | None = None, require_digest: bool = False) -> Pulled:
     """Fetch one chart into the cache (whole, or not at all)."""
+    expected, _ = recorded_digest(lock, pin)
+    archive = cached_archive(root, pin)
+    if expected and archive and file_digest(archive) == expected:
+        return Pulled(pin, f"the cache ({entry_dir(root, pin)})", expected, True, None)  # already there, verified
     cache = cache_root(root)
     cache.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{pin.data_dir_name}.", dir=cache))
@@ -214,7 +230,7 @@ def lock_digests(root: Path, pins: list[ChartPin]) -> tuple[list[LockEntry], lis
             if recorded:
                 notes.append(f"{pin.key}: kept the recorded digest ({why})")
             else:
-                notes.append(f"{pin.key}: digest stays null: {why} (`{fetch_command(pin)}` from an archive first)")
+                notes.append(f"{pin.key}: digest stays null: {why} (fetch its archive first: {fetch_hint(pin)})")
         elif not recorded:
             notes.append(f"{pin.key}: recorded {digest} from {archive} (check it is the archive you trust before committing)")
         entries.append(LockEntry(pin.key, pin.repo, pin.chart, pin.version, digest or recorded))

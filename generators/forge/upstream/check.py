@@ -15,6 +15,8 @@ Per cluster:
 """
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +32,7 @@ from forge.upstream.hydrate import HYDRATED_DIR, Job, hydrated_file, jobs_for, l
 from forge.upstream.reads import redundant_keys, unread_keys
 from forge.validate.crd import CrdSchemas
 from forge.validate.failure import Failure
-from forge.validate.kube import KubeSchemas
+from forge.validate.run import kube_schemas
 from forge.validate.objects import object_id
 from forge.validate.policies import check_policies
 
@@ -65,7 +67,7 @@ def _check_cluster(root: Path, cluster: str, version: str, jobs: list[Job], repo
         loaded[job.component.name] = load_hydrated(path)
     crds = CrdSchemas()
     crds.add_objects(obj for objs in loaded.values() for obj, _ in objs)
-    kube = KubeSchemas(version)
+    kube = kube_schemas(version)
     fail = report.failures.append
     for job in jobs:
         name = job.component.name
@@ -80,7 +82,7 @@ def _check_cluster(root: Path, cluster: str, version: str, jobs: list[Job], repo
                 else:
                     problems = [("apiVersion", f"no schema for {obj.get('apiVersion')} {obj.get('kind')}: not built into "
                                                f"Kubernetes {kube.version} and no CRD for it in the cluster's hydrated output")]
-            problems = problems + check_policies(obj, required_labels={})
+            problems = problems + [p for p in check_policies(obj, required_labels={}) if not _switched_off(obj, p[0])]
             for path, reason in problems:
                 fail(Failure(cluster, name, where, path, reason))
         report.objects[cluster] = report.objects.get(cluster, 0) + len(loaded[name])
@@ -92,12 +94,33 @@ def _check_cluster(root: Path, cluster: str, version: str, jobs: list[Job], repo
                 report.keys[cluster] = report.keys.get(cluster, 0) + _count_leaves(values)
                 for key, reason in unread_keys(chart, values):
                     fail(Failure(cluster, name, f"{rel_values}:{lines.get(key, 1)}", key, reason))
-                for key, reason in redundant_keys(chart, values):
+                for key, reason in redundant_keys(chart, values, job.component.inventory_values):
                     report.warnings.append(Failure(cluster, name, f"{rel_values}:{lines.get(key, 1)}", key, reason))
 
-        for expected in job.component.expected_in_hydrated(job.cluster):
-            for path, reason in check_expected([o for o, _ in loaded[name]], Expected(*expected)):
+        for item in job.component.expected_in_hydrated(job.cluster):
+            expected = Expected(*item)
+            for path, reason in check_expected([o for o, _ in loaded[name]], expected):
                 fail(Failure(cluster, name, f"{expected.kind}/{expected.name}", path, reason))
+
+
+_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def _switched_off(obj: dict[str, Any], path: str) -> bool:
+    """True when a policy problem sits in a section the object switches off (`enabled: false`):
+    operators' custom resources list every operand with its image, and a disabled operand's image
+    is never pulled (the GPU Operator's ClusterPolicy has `vgpuManager: {enabled: false,
+    image: vgpu-manager}` with no version unless vGPU is used)."""
+    node: Any = obj
+    for name, index in _PART.findall(path):
+        if isinstance(node, dict) and node.get("enabled") is False:
+            return True
+        key: Any = int(index) if index else name
+        try:
+            node = node[key]
+        except (KeyError, IndexError, TypeError):
+            return False
+    return False
 
 
 def _lookup(obj: Any, parts: tuple[str, ...]) -> tuple[bool, Any]:
@@ -113,7 +136,7 @@ def _lookup(obj: Any, parts: tuple[str, ...]) -> tuple[bool, Any]:
 
 
 def _show(value: Any) -> str:
-    text = repr(value)
+    text = json.dumps(value, default=str)
     return text if len(text) <= 60 else text[:57] + "..."
 
 

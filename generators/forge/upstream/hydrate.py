@@ -33,7 +33,7 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 
@@ -43,8 +43,8 @@ from forge.components import Component
 from forge.errors import ForgeError
 from forge.generate import enabled_components, load_clusters
 from forge.model import ClusterModel
-from forge.tools import helm_command, kustomize_command
-from forge.upstream.cache import cache_root, cached_chart, fetch_command
+from forge.tools import helm_command, kustomize_build_command
+from forge.upstream.cache import ManyErrors, cache_root, cached_chart, fetch_hint
 
 HYDRATED_DIR = Path("build/hydrated")
 IN_CLUSTER = "https://kubernetes.default.svc"
@@ -93,8 +93,8 @@ def jobs_for(root: Path, clusters: list[ClusterModel], pins: dict[str, ChartPin]
                             app["spec"]["destination"]["namespace"], value_files, path_src["path"]))
     if missing:
         lines = [f"chart {p.chart} {p.version} ('{p.key}' in {VERSIONS_FILE}) is not in the chart cache "
-                 f"{cache_root(root)}: run `{fetch_command(p)}`" for p in missing.values()]
-        raise ForgeError("\n".join(lines + ["nothing was hydrated"]))
+                 f"{cache_root(root)}: run {fetch_hint(p)}" for p in missing.values()]
+        raise ManyErrors(lines + ["nothing was hydrated"])
     for job in jobs:
         for rel in (*job.value_files, f"{job.overlay}/kustomization.yaml"):
             if not (root / rel).is_file():
@@ -108,10 +108,10 @@ def _repo_path(value_file: str) -> str:
 
 
 def builtin_api_versions(kubernetes_version: str) -> set[str]:
-    from forge.validate.kube import KubeSchemas  # loads schema indexes: only when hydrating
+    from forge.validate.run import kube_schemas  # loads schema indexes: only when hydrating
 
     try:
-        kinds = KubeSchemas(kubernetes_version).kinds()
+        kinds = kube_schemas(kubernetes_version).kinds()
     except ValueError as exc:
         raise ForgeError(str(exc)) from None
     out: set[str] = set()
@@ -175,18 +175,17 @@ def _header(job: Job, api_count: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def hydrate_all(root: Path, out: Path | None = None, jobs: int | None = None,
-                progress: Callable[[str], None] | None = None) -> dict[str, dict[str, int]]:
+def hydrate_all(root: Path, out: Path | None = None, jobs: int | None = None) -> dict[str, dict[str, int]]:
     """Hydrate everything; returns objects per cluster and component."""
     out = out or root / HYDRATED_DIR
     clusters = load_clusters(root)
     todo = jobs_for(root, clusters, chart_pins(root))
-    helm, kustomize = helm_command(root), kustomize_command(root)
+    helm, kustomize = helm_command(root), kustomize_build_command(root)
     workers = jobs or os.cpu_count() or 2
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
         overlay_text = dict(zip(todo, pool.map(
-            lambda j: _run([*kustomize, "build", str(root / j.overlay)], f"kustomize build {j.overlay}"), todo)))
+            lambda j: _run([*kustomize, str(root / j.overlay)], f"kustomize build {j.overlay}"), todo)))
         charted = [j for j in todo if j.pin]
         base = {c.name: base_api_versions(c) for c in clusters}
         for job in todo:
@@ -198,8 +197,6 @@ def hydrate_all(root: Path, out: Path | None = None, jobs: int | None = None,
             stale = [j for j in charted if used.get(j) != want[j]]
             if not stale:
                 break
-            if progress:
-                progress(f"helm template: {len(stale)} renders")
 
             def render(job: Job) -> str:
                 return _run([*helm, *helm_args(root, job, want[job])],

@@ -9,11 +9,13 @@ evaluated on the chart's defaults merged with our values, as Helm does) is parse
 
 * `.Values.a.b`, `$.Values.a.b`, `$root.Values.a.b`, `.ctx.Values.a.b` name the path a.b of the
   chart the template belongs to (a subchart's path is prefixed by its key, alias or name, in the
-  parent's values; `global.*` is shared by all charts);
+  parent's values; `global.*` is shared by all charts, and a subchart also gets its parent's
+  `<subchart>.global.*`);
 * `index P "k" "l"`, `get P "k"`, `hasKey P "k"`, `dig "k" "l" d P`, `pluck "k" P` extend P by
   literal keys; with a non-literal key (`index .Values.images $name`) P is read whole;
 * `.` is rebound by `with P` (so `.x` inside is P.x) and by a helper call `include "h" P`, whose
-  `define` body is then followed with `.` = P; `$v := P` binds a variable the same way;
+  `define` body is then followed with `.` = P; `$v := P` binds a variable the same way; a helper
+  context built with `dict "k" P ...` keeps its fields (`.k.x` inside is P.x);
 * a path is read *whole* (every key below it counts as read) when it reaches a function that can
   pass a subtree on: `toYaml`, `toJson`, `tpl`, `merge`, `dict`, `list`, `set`, `keys`, ... —
   any function not in the small list of scalar functions below (`quote`, `eq`, `default`, ...);
@@ -32,7 +34,8 @@ Where the method can miss (report a key as read that has no effect)
   .Values.x.config` into a custom resource: the CRD schema check of the hydrated output catches
   unknown fields there; into a ConfigMap: nothing does);
 * an intermediate path used in an action with an unknown function (treated as passing it on);
-* a helper called with a computed context (`include "h" (dict "v" .Values.x)`): x is read whole.
+* a helper called with a context computed otherwise than by `dict` (`merge`, `set`, `list`): what
+  it holds is read whole.
 And where it can report a key that is read (a false alarm, visible and fixable):
 * template code inside values strings (`tpl .Values.x .`) or in files read with `.Files.Get`;
 * `.Subcharts.<name>.Values` and other reflective access.
@@ -40,6 +43,7 @@ And where it can report a key that is read (a false alarm, visible and fixable):
 from __future__ import annotations
 
 import copy
+import json
 import difflib
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -59,8 +63,22 @@ class _Root:
 
 
 ROOT = _Root()
-# A binding: ROOT, the set of values paths a value may come from, or None (anything else).
-Binding = Union[_Root, frozenset, None]
+
+
+@dataclass(frozen=True)
+class _Dict:
+    """A `dict "k" v ...` built in a template, typically a helper's context
+    (`include "h" (dict "Values" .Values "cfg" .Values.x)`): its fields keep their bindings."""
+
+    items: tuple[tuple[str, Any], ...]
+
+    def get(self, key: str) -> "Binding":
+        return dict(self.items).get(key)
+
+
+# A binding: ROOT, the set of values paths a value may come from, a template-built dict, or None
+# (anything else).
+Binding = Union[_Root, frozenset, _Dict, None]
 _NO_INPUT = object()
 
 # Functions that consume their arguments as scalars (print, compare, test, transform text):
@@ -207,6 +225,9 @@ class ReadScan:
         if isinstance(b, frozenset):
             for p in b:
                 self.reads[p] = self.reads.get(p, False) or whole
+        elif isinstance(b, _Dict) and whole:  # passed on whole: all it holds is
+            for _, value in b.items:
+                self._read(value, True)
 
     def _walk(self, items: list[Item], sc: _Scope) -> None:
         for item in items:
@@ -303,7 +324,12 @@ class ReadScan:
 
     def _chain(self, base: Binding, parts: list[str], sc: _Scope) -> Binding:
         if "Values" in parts:  # .Values, $.Values, $root.Values, .context.Values: a root context
-            return frozenset({_abs(sc.prefix, parts[parts.index("Values") + 1:])})
+            rest = tuple(parts[parts.index("Values") + 1:])
+            if rest[:1] == ("global",) and sc.prefix:
+                # A subchart's globals: the top chart's `global`, merged over what the parent's
+                # values set under `<subchart>.global`; both reach it.
+                return frozenset({rest, sc.prefix + rest})
+            return frozenset({_abs(sc.prefix, rest)})
         return self._fields(base, tuple(parts))
 
     @staticmethod
@@ -312,6 +338,8 @@ class ReadScan:
             return base
         if isinstance(base, frozenset):
             return frozenset(p + parts for p in base)
+        if isinstance(base, _Dict):
+            return ReadScan._fields(base.get(parts[0]), parts[1:])
         return None  # .Release.Name, .Chart.Version, a field of a computed value
 
     def _command(self, cmd: list[Any], sc: _Scope, piped: Any) -> Binding:
@@ -369,6 +397,8 @@ class ReadScan:
             for b in bindings[1:]:
                 self._read(self._fields(b, (lits[0],)), True)
             return None
+        if name == "dict" and len(ops) % 2 == 0 and all(k is not None for k in lits[0::2]):
+            return _Dict(tuple(zip(lits[0::2], bindings[1::2])))  # type: ignore[arg-type]
         if name in PASSTHROUGH_FUNCS:
             out: Binding = None
             for b in bindings:
@@ -437,11 +467,16 @@ def effective_defaults(chart: Chart) -> dict[str, Any]:
     return out
 
 
-def redundant_keys(chart: Chart, values: dict[str, Any]) -> list[tuple[str, str]]:
-    """(dotted key, reason) for every key we set to exactly the chart's own default."""
+def redundant_keys(chart: Chart, values: dict[str, Any], exempt: Iterable[str] = ()) -> list[tuple[str, str]]:
+    """(dotted key, reason) for every key we set to exactly the chart's own default, except the
+    exempt ones (and what is below them): values computed from the inventory."""
     defaults = effective_defaults(chart)
+    exempt = tuple(exempt)
     out = []
     for path, value in leaves(values):
+        dotted = ".".join(path)
+        if any(dotted == e or dotted.startswith(e + ".") for e in exempt):
+            continue
         found, default = _lookup(defaults, path)
         if found and value is not None and default == value and type(default) is type(value):
             out.append((".".join(path), f"redundant: {_show(value)} is already the chart's default"))
@@ -449,7 +484,5 @@ def redundant_keys(chart: Chart, values: dict[str, Any]) -> list[tuple[str, str]
 
 
 def _show(value: Any) -> str:
-    text = repr(value) if not isinstance(value, str) else f"'{value}'"
-    if isinstance(value, bool):
-        text = "true" if value else "false"
+    text = json.dumps(value, default=str)
     return text if len(text) <= 40 else text[:37] + "..."
