@@ -134,3 +134,10 @@ def test_removed_cluster_loses_its_generated_files(repo_inputs: Path):
     assert not (repo_inputs / "overlays/a100").exists()
     assert not (repo_inputs / "clusters/a100/argocd").exists()
     assert (repo_inputs / "overlays/h200/gpu-operator/values.yaml").is_file()
+
+
+def test_generated_yaml_has_no_anchors_or_aliases():
+    # Components share lists (tolerations, selectors) between values keys; readers and diffs
+    # must see them written out, not as &id001 / *id001.
+    for rel, text in build_tree(REPO).files.items():
+        assert "&id0" not in text and "*id0" not in text, rel

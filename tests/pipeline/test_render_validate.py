@@ -22,7 +22,7 @@ def test_render_writes_one_file_per_component_and_counts_objects(repo_inputs: Pa
     rendered = repo_inputs / "build/rendered"
     assert sorted(p.relative_to(rendered).as_posix() for p in rendered.rglob("*.yaml")) == [
         "a100/argocd.yaml", "a100/gpu-operator.yaml", "a100/node-feature-discovery.yaml",
-        "h200/argocd.yaml", "h200/gpu-operator.yaml", "h200/node-feature-discovery.yaml",
+        "h200/argocd.yaml", "h200/gpu-operator.yaml", "h200/network-operator.yaml", "h200/node-feature-discovery.yaml",
     ]
     h200 = list(yaml.safe_load_all((rendered / "h200/node-feature-discovery.yaml").read_text()))
     kinds = sorted({o["kind"] for o in h200})

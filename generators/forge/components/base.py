@@ -77,6 +77,17 @@ class Component:
     def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
         return []
 
+    def runtime_crds(self, cluster: ClusterModel) -> list[dict[str, Any]]:
+        """CRDs of kinds `manifests()` uses that the component's operator installs itself at run
+        time (so neither the chart nor the upstream data has them), as forge describes them.
+        Only `forge validate` reads these; they are never written or synced."""
+        return []
+
+    def examples(self, cluster: ClusterModel) -> list[dict[str, Any]]:
+        """Objects for people to copy, written under overlays/<cluster>/<name>/examples/: not in
+        the kustomization, so Argo CD never syncs them."""
+        return []
+
     def expected_in_hydrated(self, cluster: ClusterModel) -> list[Expected]:
         """Fields the objects the chart renders from our values must have (`forge validate
         --hydrated` checks them): catches a value the chart dropped or moved on the way."""

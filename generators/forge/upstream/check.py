@@ -3,7 +3,8 @@
 Per cluster:
 * every object against the Kubernetes schemas of the cluster's minor (strict: unknown fields are
   errors), or else against the CRDs found in the cluster's hydrated output — the charts ship
-  their own, so no schema folder is needed; an object neither knows is a failure, never a pass;
+  their own, so no schema folder is needed — or, last, against the CRDs an operator installs at
+  run time (`Component.runtime_crds`); an object none of them knows is a failure, never a pass;
 * the pipeline's house rules (forge.validate.policies: pinned images, no Secret data, Pod
   Security level on Namespaces). The required forge labels are not asked of chart output: the
   overlay's kustomization labels only its own objects, and `forge validate` checks those;
@@ -67,6 +68,9 @@ def _check_cluster(root: Path, cluster: str, version: str, jobs: list[Job], repo
         loaded[job.component.name] = load_hydrated(path)
     crds = CrdSchemas()
     crds.add_objects(obj for objs in loaded.values() for obj, _ in objs)
+    runtime_crds = CrdSchemas()  # last resort: CRDs an operator installs itself, as forge describes them
+    for job in jobs:
+        runtime_crds.add_objects(job.component.runtime_crds(job.cluster))
     kube = kube_schemas(version)
     fail = report.failures.append
     for job in jobs:
@@ -77,6 +81,8 @@ def _check_cluster(root: Path, cluster: str, version: str, jobs: list[Job], repo
             problems = kube.validate(obj)
             if problems is None:
                 problems = crds.validate(obj)
+                if problems is None:
+                    problems = runtime_crds.validate(obj)
                 if problems is not None:
                     report.by_crd[cluster] = report.by_crd.get(cluster, 0) + 1
                 else:

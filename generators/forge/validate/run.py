@@ -67,6 +67,9 @@ def validate_cluster(cluster: ClusterModel, objects: dict[str, list[dict[str, An
     rendered_crds = CrdSchemas()  # CRDs this cluster's own output ships win over the upstream ones
     for objs in objects.values():
         rendered_crds.add_objects(objs)
+    runtime_crds = CrdSchemas()  # last resort: forge's description of CRDs an operator installs itself
+    for component in enabled_components(cluster):
+        runtime_crds.add_objects(component.runtime_crds(cluster))
     required = labels_for(cluster.name)
     for component, objs in objects.items():
         for obj in objs:
@@ -77,6 +80,8 @@ def validate_cluster(cluster: ClusterModel, objects: dict[str, list[dict[str, An
                 problems = rendered_crds.validate(obj)
             if problems is None:
                 problems = base_crds.validate(obj)
+            if problems is None:
+                problems = runtime_crds.validate(obj)
             if problems is None:
                 what = f"{cluster.name} / {component} / {obj.get('apiVersion')} {obj.get('kind')}"
                 if strict_crds:
