@@ -84,7 +84,7 @@ def component_application(cluster: ClusterModel, component: Component, pin: Char
     if pin:
         sources.append({
             "repoURL": pin.repo, "chart": pin.chart, "targetRevision": pin.version,
-            "helm": {"releaseName": component.release_name or component.name,
+            "helm": {"releaseName": component.release,
                      "valueFiles": [f"$values/{overlay}/values.yaml"]},
         })
         sources.append({"repoURL": git.repo_url, "targetRevision": git.revision, "ref": "values"})

@@ -96,10 +96,18 @@ def render(root: Path, jobs: int | None) -> None:
 @click.option("--upstream", type=click.Path(file_okay=False, path_type=Path), envvar="FORGE_UPSTREAM",
               help="Folder of upstream chart data (<chart>-<version>/ with values.yaml, values.schema.json, crds/). "
                    "Without it, custom resources and values files are reported unchecked. [env: FORGE_UPSTREAM]")
+@click.option("--hydrated", is_flag=True,
+              help="Validate build/hydrated/ (`forge hydrate`) instead: schemas and the CRDs the charts ship, "
+                   "policies, values keys the chart ignores or sets to its default, what the charts' custom resources carry.")
 @_user_errors
-def validate(root: Path, upstream: Path | None) -> None:
+def validate(root: Path, upstream: Path | None, hydrated: bool) -> None:
     """Validate build/rendered/ and the values files: schemas, CRDs, chart values, policies."""
     from forge.validate.run import validate_repo
+
+    if hydrated:
+        from forge.upstream.cli import validate_hydrated_command
+
+        return validate_hydrated_command(root)
 
     report = validate_repo(root, upstream or None)
     for failure in report.failures:
@@ -124,6 +132,12 @@ def bench(root: Path, nodes: int, clusters: int, upstream: Path | None) -> None:
     from forge.bench import bench as run_bench
 
     run_bench(root, nodes, clusters, upstream or None)
+
+
+from forge.upstream.cli import charts, hydrate  # noqa: E402  (chart cache and hydration: forge.upstream)
+
+main.add_command(charts)
+main.add_command(hydrate)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -7,6 +7,8 @@ What a component gives the pipeline:
 - `remote_base(cluster)`: for projects with no Helm chart, upstream kustomize manifests at a
   pinned git tag, deployed as one more source of the Application (see RemoteBase);
 - `check(loaded, settings)`: inventory rules spanning its settings and the rest of the inventory;
+- `expected_in_hydrated(cluster)`: fields the objects its chart renders must carry (checked on
+  the hydrated output, e.g. the GPU Operator's ClusterPolicy has the driver version we asked for);
 - class attributes that the Argo CD bootstrap and validation read: namespace, sync wave, chart
   key in charts/versions.yaml, cluster-scoped kinds its chart creates (for the AppProject), and
   values keys the chart reads but documents only in comments (so the values check knows them).
@@ -16,7 +18,7 @@ Everything cluster-specific comes from the `ClusterModel`; a component never rea
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Iterator
+from typing import TYPE_CHECKING, Any, ClassVar, Iterator, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
@@ -58,6 +60,16 @@ class RemoteBase:
     patches: tuple[dict[str, Any], ...] = field(default=())
 
 
+class Expected(NamedTuple):
+    """A field a custom resource (or other object) in the component's hydrated output must have:
+    what the inventory asked for, checked after the upstream chart turned our values into it."""
+
+    kind: str
+    name: str  # metadata.name
+    path: str | tuple[str, ...]  # dotted ("spec.driver.version"), or a tuple when a key has dots
+    value: Any
+
+
 class NoSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
@@ -73,6 +85,9 @@ class Component:
     cluster_kinds: ClassVar[tuple[tuple[str, str], ...]] = ()
     # Values keys the chart reads but documents only in comments, as dotted paths.
     declared_values: ClassVar[frozenset[str]] = frozenset()
+    # Values keys computed from the inventory: set on every cluster, also where the result happens
+    # to equal the chart's default, so `forge validate --hydrated` does not call them redundant.
+    inventory_values: ClassVar[frozenset[str]] = frozenset()
     Settings: ClassVar[type[BaseModel]] = NoSettings
     # Argo CD ignoreDifferences entries: fields a controller owns at runtime (webhook certificates).
     ignore_differences: ClassVar[tuple[dict[str, Any], ...]] = ()
@@ -113,6 +128,16 @@ class Component:
         """Objects for people to copy, written under overlays/<cluster>/<name>/examples/: not in
         the kustomization, so Argo CD never syncs them."""
         return []
+
+    def expected_in_hydrated(self, cluster: ClusterModel) -> list[Expected]:
+        """Fields the objects the chart renders from our values must have (`forge validate
+        --hydrated` checks them): catches a value the chart dropped or moved on the way."""
+        return []
+
+    @property
+    def release(self) -> str:
+        """The Helm release name, as the Argo CD Application passes it to `helm template`."""
+        return self.release_name or self.name
 
     @property
     def module(self) -> str:
