@@ -1,13 +1,17 @@
 """The component registry: adding a component is one module and one line here."""
 from __future__ import annotations
 
+from forge.components.alloy import Alloy
 from forge.components.base import Component
 from forge.components.gpu_operator import GpuOperator
+from forge.components.loki import Loki
 from forge.components.node_feature_discovery import NodeFeatureDiscovery
+from forge.components.prometheus import Prometheus, PrometheusCrds
 
 COMPONENTS: tuple[Component, ...] = (
     NodeFeatureDiscovery(),
     GpuOperator(),
+    PrometheusCrds(), Prometheus(), Loki(), Alloy(),
 )
 
 __all__ = ["COMPONENTS", "Component"]
