@@ -111,7 +111,7 @@ def gpu_rules(cluster: ClusterModel) -> list[dict[str, Any]]:
               f"{gpu} remapped a row after an uncorrectable error; a GPU reset is pending",
               "Drain the node when the running job allows and reset the GPU to apply the remap."),
         alert("GpuFellOffBus",
-              f"{m.NODE_GPUS_EXPECTED} - on ({m.NODE_LABEL}) (count by ({m.NODE_LABEL}) "
+              f"{m.NODE_GPUS_EXPECTED} - on ({m.NODE_LABEL}) group_left () (count by ({m.NODE_LABEL}) "
               f"(count by ({m.NODE_LABEL}, {m.DCGM_GPU_LABEL}) ({m.GPU_TEMP})) "
               f"or on ({m.NODE_LABEL}) ({m.NODE_GPUS_EXPECTED} * 0)) > 0",
               "critical", "{{ $labels.node }} reports {{ $value }} GPU(s) fewer than the inventory lists",
@@ -124,7 +124,8 @@ def gpu_rules(cluster: ClusterModel) -> list[dict[str, Any]]:
     if any(n.profile.gpu and n.profile.gpu.nvlink for n in cluster.gpu_nodes):
         rules += [
             alert("GpuNvlinkErrors",
-                  f'sum by ({GPU_BY}) (increase({{__name__=~"{m.NVLINK_CRC_DATA}|{m.NVLINK_REPLAY}"}}[15m])) > {NVLINK_ERROR_BURST}',
+                  " or ".join(f"sum by ({GPU_BY}) (increase({name}[15m])) > {NVLINK_ERROR_BURST}"
+                              for name in (m.NVLINK_CRC_DATA, m.NVLINK_REPLAY)),
                   "warning", f"{gpu} shows NVLink CRC/replay errors",
                   "A degrading NVLink slows every collective on the node: check `nvidia-smi nvlink -e`, "
                   "drain and reseat the GPU/baseboard if errors keep rising."),
@@ -253,16 +254,19 @@ def storage_rules(cluster: ClusterModel) -> list[dict[str, Any]]:
 
 # ---- Alluxio and Flyte --------------------------------------------------------------------------
 
+def _sum_rates(names: Iterable[str], namespace: str, window: str) -> str:
+    """Sum of the rates of several counters. Not `rate({__name__=~"a|b"})`: two counters with the
+    same labels collide once rate() drops their names. A counter not exported counts as 0."""
+    return " + ".join(f"(sum(rate({name}{selector(namespace=namespace)}[{window}])) or vector(0))" for name in names)
+
+
 def alluxio_rules() -> list[dict[str, Any]]:
     ns = m.ALLUXIO_NAMESPACE
-    hits = "|".join(m.ALLUXIO_HIT_BYTES)
-    everything = f"{hits}|{m.ALLUXIO_MISS_BYTES}"
     workers = selector(namespace=ns, pod_re=m.ALLUXIO_WORKER_POD)
     ready = selector(namespace=ns, pod_re=m.ALLUXIO_WORKER_POD, condition="true")
     return [
-        {"record": m.ALLUXIO_READ_BYTES, "expr": f'sum(rate({{__name__=~"{everything}", namespace="{ns}"}}[15m]))'},
-        {"record": m.ALLUXIO_HIT_RATIO,
-         "expr": f'sum(rate({{__name__=~"{hits}", namespace="{ns}"}}[15m])) / {m.ALLUXIO_READ_BYTES}'},
+        {"record": m.ALLUXIO_READ_BYTES, "expr": _sum_rates([*m.ALLUXIO_HIT_BYTES, m.ALLUXIO_MISS_BYTES], ns, "15m")},
+        {"record": m.ALLUXIO_HIT_RATIO, "expr": f"({_sum_rates(m.ALLUXIO_HIT_BYTES, ns, '15m')}) / {m.ALLUXIO_READ_BYTES}"},
         alert("AlluxioWorkerDown", f"up{workers} == 0 or kube_pod_status_ready{ready} == 0", "critical",
               "Alluxio worker {{ $labels.pod }} is down",
               "Reads it cached now go to S3: check the pod's events and logs (Loki: namespace=\"alluxio\"), "
@@ -279,10 +283,10 @@ def alluxio_rules() -> list[dict[str, Any]]:
 
 def flyte_rules() -> list[dict[str, Any]]:
     ns = m.FLYTE_NAMESPACE
-    errors = f"{m.FLYTE_SYSTEM_ERRORS}|{m.FLYTE_ABORT_ERRORS}"
     return [
         alert("FlytePropellerSystemErrors",
-              f'sum by (namespace) (rate({{__name__=~"{errors}", namespace="{ns}"}}[5m])) > 0', "warning",
+              " or ".join(f"sum by (namespace) (rate({name}{selector(namespace=ns)}[5m])) > 0"
+                          for name in (m.FLYTE_SYSTEM_ERRORS, m.FLYTE_ABORT_ERRORS)), "warning",
               "Flyte propeller fails to reconcile workflows (system errors)",
               "Look at flytepropeller's logs (Loki: namespace=\"flyte\") for the failing workflows; common "
               "causes are S3 access, the Kubernetes API and plugin errors.",
