@@ -47,6 +47,9 @@ class Loki(Component):
         ("rbac.authorization.k8s.io", "ClusterRole"),
         ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
     )
+    # bucketNames is documented only in the chart's comments; limits_config passes through to Loki's
+    # own configuration, where retention_period is a documented limit.
+    declared_values = frozenset({"loki.storage.bucketNames", "loki.limits_config.retention_period"})
     Settings = Settings
 
     def values(self, cluster: ClusterModel) -> dict[str, Any]:

@@ -39,7 +39,7 @@ CHART = "kube-prometheus-stack"
 # tests/observability checks this against the chart's values.yaml: every top-level `enabled: true`.
 CRDS_ONLY_OFF = (
     "alertmanager", "coreDns", "grafana", "kubeApiServer", "kubeControllerManager", "kubeDns", "kubeEtcd",
-    "kubeProxy", "kubeScheduler", "kubeStateMetrics", "kubelet", "nodeExporter", "prometheus",
+    "kubeProxy", "kubeScheduler", "kubeStateMetrics", "kubelet", "kubernetesServiceMonitors", "nodeExporter", "prometheus",
     "prometheusOperator", "thanosRuler", "windowsMonitoring",
 )
 

@@ -68,7 +68,7 @@ def fleet_overview(cluster: ClusterModel) -> dict[str, Any]:
         _panel("stat", "Fleet GPU utilisation", [(f"avg({util})", "")], "percent", 6, 0, 6, 4, max_value=100),
         _panel("stat", "Fleet GPU memory used", [(f"sum({mem_used}) / sum({mem_total})", "")], "percentunit", 12, 0, 6, 4,
                max_value=1),
-        _panel("stat", "Alluxio cache hit rate", [(m.ALLUXIO_HIT_RATIO, "")], "percentunit", 18, 0, 6, 4,
+        _panel("stat", "Alluxio cache hit rate (now)", [(m.ALLUXIO_HIT_RATIO, "")], "percentunit", 18, 0, 6, 4,
                thresholds=[("red", None), ("orange", 0.5), ("green", 0.8)], max_value=1),
         _panel("timeseries", "GPU utilisation per node", [(f"avg by ({m.RACK_LABEL}, {m.NODE_LABEL}) ({_by_rack(util)})",
                                                              "{{rack}} / {{node}}")], "percent", 0, 4, 12, max_value=100),
