@@ -5,11 +5,13 @@ from forge.components.alloy import Alloy
 from forge.components.base import Component
 from forge.components.gpu_operator import GpuOperator
 from forge.components.loki import Loki
+from forge.components.network_operator import NetworkOperator
 from forge.components.node_feature_discovery import NodeFeatureDiscovery
 from forge.components.prometheus import Prometheus, PrometheusCrds
 
 COMPONENTS: tuple[Component, ...] = (
     NodeFeatureDiscovery(),
+    NetworkOperator(),
     GpuOperator(),
     PrometheusCrds(), Prometheus(), Loki(), Alloy(),
 )

@@ -141,7 +141,11 @@ class Prometheus(Component):
 
 
 def pod_monitors() -> list[dict[str, Any]]:
-    """Scrape objects for components whose charts ship none (assumptions in forge.observability.metrics)."""
+    """Scrape objects for components whose charts ship none (assumptions in forge.observability.metrics).
+
+    The pods name no port, so endpoints give the number as `targetPort`: deprecated in favour of
+    `portNumber` but still honoured by operator v0.93, and known to every PodMonitor CRD version
+    (`forge validate` may check against the older copy Loki's chart data carries)."""
     def monitor(name: str, namespaces: dict[str, Any], labels: dict[str, Any], endpoints: list[dict[str, Any]]) -> dict[str, Any]:
         for endpoint in endpoints:
             endpoint["relabelings"] = [m.NODE_RELABELING]
@@ -155,14 +159,14 @@ def pod_monitors() -> list[dict[str, Any]]:
     alluxio = {"matchNames": [m.ALLUXIO_NAMESPACE]}
     return [
         monitor("forge-alluxio-master", alluxio, {"matchLabels": {"app": "alluxio", "role": "alluxio-master"}},
-                [{"portNumber": m.ALLUXIO_MASTER_WEB_PORT, "path": m.ALLUXIO_METRICS_PATH}]),
+                [{"targetPort": m.ALLUXIO_MASTER_WEB_PORT, "path": m.ALLUXIO_METRICS_PATH}]),
         monitor("forge-alluxio-worker", alluxio, {"matchLabels": {"app": "alluxio", "role": "alluxio-worker"}},
-                [{"portNumber": m.ALLUXIO_WORKER_WEB_PORT, "path": m.ALLUXIO_METRICS_PATH}]),
+                [{"targetPort": m.ALLUXIO_WORKER_WEB_PORT, "path": m.ALLUXIO_METRICS_PATH}]),
         monitor("forge-flyte-propeller", {"matchNames": [m.FLYTE_NAMESPACE]},
                 {"matchExpressions": [{"key": "app.kubernetes.io/name", "operator": "In",
                                        "values": ["flytepropeller", "flyte-binary"]}]},
-                [{"portNumber": m.FLYTE_PROPELLER_METRICS_PORT, "path": "/metrics"}]),
+                [{"targetPort": m.FLYTE_PROPELLER_METRICS_PORT, "path": "/metrics"}]),
         # The Network Operator's DOCA Telemetry Service, in whichever namespace the operator runs.
         monitor("forge-doca-telemetry", {"any": True}, {"matchLabels": dict(m.DOCA_TELEMETRY_POD_LABEL)},
-                [{"portNumber": m.DOCA_TELEMETRY_PORT, "path": "/metrics"}]),
+                [{"targetPort": m.DOCA_TELEMETRY_PORT, "path": "/metrics"}]),
     ]
