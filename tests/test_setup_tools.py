@@ -71,13 +71,15 @@ def test_missing_npm_and_wrong_helm_on_path_is_a_clear_error(tmp_path):
 
 
 def test_tools_of_the_pinned_version_on_path_are_linked_and_rerun_changes_nothing(tmp_path):
-    bin_dir = fake_bin(tmp_path / "bin", helm=f"echo {PINS['helm']['version']}", kustomize="echo v5.8.9")
+    bin_dir = fake_bin(tmp_path / "bin", helm=f"echo {PINS['helm']['version']}", kustomize="echo v5.8.9",
+                       promtool=f"echo 'promtool, version {PINS['promtool']['version']}+ds (branch: debian/sid)'")
     repo = tmp_path / "repo"
     first = run_setup(repo, bin_dir)
     assert first.returncode == 0, first.stderr
     tools = repo / "tools" / "bin"
     assert (tools / "helm").resolve() == (bin_dir / "helm").resolve()
     assert (tools / "kustomize").resolve() == (bin_dir / "kustomize").resolve()
+    assert (tools / "promtool").resolve() == (bin_dir / "promtool").resolve()
     before = {p.name: p.lstat().st_mtime_ns for p in tools.iterdir()}
     second = run_setup(repo, bin_dir)
     assert second.returncode == 0 and second.stdout == first.stdout

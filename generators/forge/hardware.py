@@ -21,7 +21,8 @@ class MigProfile:
 @dataclass(frozen=True)
 class GpuModel:
     key: str  # the name the inventory uses
-    product: str  # what `nvidia-smi` calls it (and NFD's nvidia.com/gpu.product label)
+    product: str  # NFD/GFD's nvidia.com/gpu.product label: the NVML name with spaces as dashes
+    nvml_name: str  # NVML's device name: `nvidia-smi` and DCGM's `modelName` metric label
     architecture: str  # ampere, hopper: selects the driver branch
     memory_gib: int
     pci_device_id: str  # vendor 10de
@@ -65,7 +66,7 @@ GPU_MODELS: MappingProxyType[str, GpuModel] = MappingProxyType({
     m.key: m
     for m in (
         GpuModel(
-            key="A100-80GB", product="NVIDIA-A100-SXM4-80GB", architecture="ampere", memory_gib=80,
+            key="A100-80GB", product="NVIDIA-A100-SXM4-80GB", nvml_name="NVIDIA A100-SXM4-80GB", architecture="ampere", memory_gib=80,
             pci_device_id="20b2", max_temp_c=85, max_power_w=400,
             mig_profiles=_mig(
                 ("1g.10gb", 1, 1, 7), ("1g.20gb", 1, 2, 4), ("2g.20gb", 2, 2, 3),
@@ -73,7 +74,7 @@ GPU_MODELS: MappingProxyType[str, GpuModel] = MappingProxyType({
             ),
         ),
         GpuModel(
-            key="H100-80GB", product="NVIDIA-H100-80GB-HBM3", architecture="hopper", memory_gib=80,
+            key="H100-80GB", product="NVIDIA-H100-80GB-HBM3", nvml_name="NVIDIA H100 80GB HBM3", architecture="hopper", memory_gib=80,
             pci_device_id="2330", max_temp_c=87, max_power_w=700,
             mig_profiles=_mig(
                 ("1g.10gb", 1, 1, 7), ("1g.20gb", 1, 2, 4), ("2g.20gb", 2, 2, 3),
@@ -81,7 +82,7 @@ GPU_MODELS: MappingProxyType[str, GpuModel] = MappingProxyType({
             ),
         ),
         GpuModel(
-            key="H200-141GB", product="NVIDIA-H200", architecture="hopper", memory_gib=141,
+            key="H200-141GB", product="NVIDIA-H200", nvml_name="NVIDIA H200", architecture="hopper", memory_gib=141,
             pci_device_id="2335", max_temp_c=87, max_power_w=700,
             mig_profiles=_mig(
                 ("1g.18gb", 1, 1, 7), ("1g.35gb", 1, 2, 4), ("2g.35gb", 2, 2, 3),
@@ -89,7 +90,7 @@ GPU_MODELS: MappingProxyType[str, GpuModel] = MappingProxyType({
             ),
         ),
         GpuModel(
-            key="L40S-48GB", product="NVIDIA-L40S", architecture="ada", memory_gib=48,
+            key="L40S-48GB", product="NVIDIA-L40S", nvml_name="NVIDIA L40S", architecture="ada", memory_gib=48,
             pci_device_id="26b9", max_temp_c=88, max_power_w=350,
         ),
     )

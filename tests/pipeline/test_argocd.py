@@ -57,13 +57,21 @@ def test_root_application_manages_the_bootstrap_folder():
 
 
 def test_every_component_has_a_base_with_its_namespace_and_protection():
+    # Each component's namespace is shipped by exactly one base (two Applications owning one
+    # Namespace would fight over it): prometheus-crds, CRDs only, leaves `monitoring` to prometheus.
+    shipped: dict[str, list[str]] = {}
     for component in COMPONENTS:
         base = REPO / "base" / component.name
+        assert (base / "kustomization.yaml").is_file(), component.name
         docs = [yaml.safe_load(p.read_text()) for p in sorted(base.glob("*.yaml")) if p.name != "kustomization.yaml"]
         namespaces = [d for d in docs if d["kind"] == "Namespace"]
-        assert [n["metadata"]["name"] for n in namespaces] == [component.namespace], component.name
-        ns = namespaces[0]["metadata"]
-        assert ns["labels"]["pod-security.kubernetes.io/enforce"] in {"privileged", "baseline", "restricted"}
-        assert ns["annotations"]["argocd.argoproj.io/sync-options"] == "Prune=false,Delete=false"
+        assert [n["metadata"]["name"] for n in namespaces] in ([component.namespace], []), component.name
+        for n in namespaces:
+            shipped.setdefault(n["metadata"]["name"], []).append(component.name)
+            ns = n["metadata"]
+            assert ns["labels"]["pod-security.kubernetes.io/enforce"] in {"privileged", "baseline", "restricted"}
+            assert ns["annotations"]["argocd.argoproj.io/sync-options"] == "Prune=false,Delete=false"
+    for component in COMPONENTS:
+        assert len(shipped.get(component.namespace, [])) == 1, (component.name, shipped.get(component.namespace))
         if component.chart:
             assert component.chart in chart_pins(REPO), f"{component.name}: chart '{component.chart}' not pinned"

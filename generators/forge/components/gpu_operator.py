@@ -7,6 +7,7 @@ import yaml
 
 from forge.components.base import WAVE_GPU, Component, Expected
 from forge.model import MIG_DISABLED, ClusterModel
+from forge.observability.metrics import DCGM_CONFIG_NAME, NODE_RELABELING, dcgm_metrics_csv
 
 MIG_CONFIG_NAME = "forge-mig-parted-config"
 
@@ -26,7 +27,8 @@ class GpuOperator(Component):
         ("nvidia.com", "NVIDIADriver"),
     )
     # The chart documents these only in comments under migManager.config (values.yaml of v26.7.0).
-    declared_values = frozenset({"migManager.config.name", "migManager.config.create", "migManager.config.data"})
+    declared_values = frozenset({"migManager.config.name", "migManager.config.create", "migManager.config.data",
+                                 "dcgmExporter.config.name", "dcgmExporter.config.create", "dcgmExporter.config.data"})
     inventory_values = frozenset({"driver.version", "driver.rdma.enabled", "mig.strategy", "daemonsets.tolerations"})
 
     def enabled(self, cluster: ClusterModel) -> bool:
@@ -54,7 +56,12 @@ class GpuOperator(Component):
                     "data": {"config.yaml": mig_parted_config(cluster)},
                 },
             },
-            "dcgmExporter": {"serviceMonitor": {"enabled": True}},
+            # The fields forge's alerts read (the exporter's defaults lack ECC and NVLink errors), and
+            # a `node` label on every series (forge.observability).
+            "dcgmExporter": {
+                "config": {"name": DCGM_CONFIG_NAME, "create": True, "data": dcgm_metrics_csv()},
+                "serviceMonitor": {"enabled": True, "relabelings": [NODE_RELABELING]},
+            },
         }
 
     def expected_in_hydrated(self, cluster: ClusterModel) -> list[Expected]:

@@ -1,0 +1,110 @@
+"""Loki: logs of every node and pod, stored in the cluster's S3 bucket.
+
+* Storage: the inventory's `cluster.s3.buckets.loki` bucket at `cluster.s3.endpoint`; the
+  credentials come from the existing Secret `cluster.s3.credentials_secret` (in namespace `loki`)
+  as environment variables, which Loki substitutes into its config (`-config.expand-env=true`):
+  the values and the rendered config only ever hold `${AWS_ACCESS_KEY_ID}`.
+* Retention: `components.loki.retention_days`, enforced by the compactor.
+* Deployment mode and replicas: from the estimated daily log volume (forge.observability.sizing).
+  Loki runs on the system (control-plane) nodes; its targets keep one replica per node (the
+  chart's hard anti-affinity), so a layout needing more replicas than there are system nodes is
+  an error here rather than Pending pods later.
+The log shipper (Grafana Alloy) is its own component, `alloy`.
+"""
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from forge.components.base import WAVE_OBSERVABILITY, Component
+from forge.errors import ForgeError
+from forge.model import CONTROL_PLANE_LABEL, ClusterModel
+from forge.observability import plain
+from forge.observability.sizing import LOKI_TARGETS, loki_daily_gb, loki_layout
+
+NAMESPACE = "loki"
+BUCKET_KEY = "loki"  # the key in cluster.s3.buckets
+GATEWAY_URL = "http://loki-gateway.loki.svc.cluster.local"  # release "loki": service loki-gateway, port 80
+PUSH_URL = f"{GATEWAY_URL}/loki/api/v1/push"
+SCHEMA_FROM = "2026-01-01"  # first day of the v13/TSDB schema; a new period is appended, never edited
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    retention_days: Annotated[int, Field(ge=1, le=3650)] = 30
+    # Measured GB/day once known; until then forge estimates it from the node counts.
+    daily_log_gb: Annotated[float, Field(gt=0)] | None = None
+
+
+class Loki(Component):
+    name = "loki"
+    namespace = NAMESPACE
+    sync_wave = WAVE_OBSERVABILITY
+    chart = "loki"
+    cluster_kinds = (
+        ("rbac.authorization.k8s.io", "ClusterRole"),
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+    )
+    # bucketNames is documented only in the chart's comments; limits_config passes through to Loki's
+    # own configuration, where retention_period is a documented limit.
+    declared_values = frozenset({"loki.storage.bucketNames", "loki.limits_config.retention_period"})
+    Settings = Settings
+
+    def values(self, cluster: ClusterModel) -> dict[str, Any]:
+        s: Settings = self.settings(cluster)
+        s3 = cluster.settings.s3
+        bucket = s3.buckets.get(BUCKET_KEY)
+        if bucket is None:
+            raise ForgeError(f"{cluster.source}: cluster.s3.buckets: no '{BUCKET_KEY}' bucket; Loki stores its chunks there "
+                             f"(have: {', '.join(sorted(s3.buckets)) or 'none'})")
+        gpu_nodes = len(cluster.gpu_nodes)
+        daily = s.daily_log_gb or loki_daily_gb(gpu_nodes=gpu_nodes, other_nodes=len(cluster.nodes) - gpu_nodes)
+        layout = loki_layout(daily)
+        system_nodes = sum(1 for n in cluster.nodes if "control-plane" in n.roles)
+        for target, replicas in layout.replicas.items():
+            if replicas > system_nodes:
+                raise ForgeError(f"{cluster.source}: Loki's {layout.mode} layout for {daily:g} GB/day needs {replicas} "
+                                 f"{target} replicas, one per node, but the cluster has {system_nodes} control-plane nodes; "
+                                 f"add system nodes or set components.loki.daily_log_gb")
+        system = {"nodeSelector": {CONTROL_PLANE_LABEL: ""}, "tolerations": cluster.system_tolerations}
+        values: dict[str, Any] = {
+            "deploymentMode": layout.mode,
+            "global": {
+                "extraArgs": ["-config.expand-env=true"],
+                "extraEnvFrom": [{"secretRef": {"name": s3.credentials_secret}}],
+            },
+            "loki": {
+                "auth_enabled": False,  # one tenant per cluster; the cluster label tells fleets apart
+                "commonConfig": {"replication_factor": layout.replication_factor},
+                "schemaConfig": {"configs": [{
+                    "from": SCHEMA_FROM, "store": "tsdb", "object_store": "s3", "schema": "v13",
+                    "index": {"prefix": "loki_index_", "period": "24h"},
+                }]},
+                "storage": {
+                    "type": "s3",
+                    "bucketNames": {"chunks": bucket, "ruler": bucket},
+                    "s3": {
+                        "endpoint": s3.endpoint,
+                        "region": s3.region,
+                        # Expanded by Loki from the Secret's environment variables at start-up.
+                        "accessKeyId": "${AWS_ACCESS_KEY_ID}",
+                        "secretAccessKey": "${AWS_SECRET_ACCESS_KEY}",
+                    },
+                },
+                "limits_config": {"retention_period": f"{s.retention_days * 24}h"},
+                "compactor": {"retention_enabled": True, "delete_request_store": "s3"},
+            },
+            "gateway": dict(system),
+            "chunksCache": dict(system),
+            "resultsCache": dict(system),
+            # The canary would need its own DaemonSet on every node; Alloy's metrics cover shipping.
+            "lokiCanary": {"enabled": False},
+            "test": {"enabled": False},
+        }
+        # Every target of every mode: ours get their replicas, the others 0 (the chart refuses mixes).
+        for mode, targets in LOKI_TARGETS.items():
+            for target in targets:
+                values[target] = {"replicas": layout.replicas[target], **system} if mode == layout.mode else {"replicas": 0}
+        return plain(values)

@@ -1,0 +1,172 @@
+"""kube-prometheus-stack: Prometheus, Alertmanager, Grafana, node-exporter, kube-state-metrics,
+plus forge's alert rules, scrape objects and dashboards.
+
+Two Applications from the one pinned chart:
+* `prometheus-crds` (wave WAVE_MONITORING_CRDS, before everything else but NFD): the chart with
+  every component switched off, so it installs only the monitoring.coreos.com CRDs. Charts of
+  later waves (the GPU Operator's DCGM ServiceMonitor, Loki, Alloy) create ServiceMonitors,
+  PodMonitors and PrometheusRules and need the CRDs at sync time; nothing else.
+* `prometheus` (wave WAVE_OBSERVABILITY): the stack itself, with `crds.enabled: false`. It runs
+  late because it needs what later waves bring (persistent volumes, the things it scrapes) and
+  the first waves must not wait for Prometheus pods to become healthy.
+Splitting the CRDs out of the same chart version keeps CRDs and operator in step by construction.
+
+Prometheus selects ServiceMonitors, PodMonitors, PrometheusRules, Probes and ScrapeConfigs from
+every namespace and release (`*SelectorNilUsesHelmValues: false`), labels everything it sends
+with `cluster=<name>`, and gets its retention, volume and memory from forge.observability.sizing.
+Grafana's admin credentials come only from an existing Secret; its data sources are the
+chart's Prometheus and forge's Loki.
+"""
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from forge.components.base import WAVE_MONITORING_CRDS, WAVE_OBSERVABILITY, Component, custom_resource
+from forge.components.loki import GATEWAY_URL as LOKI_URL
+from forge.model import ClusterModel
+from forge.observability import metrics as m
+from forge.observability import plain
+from forge.observability.dashboards import FLEET_OVERVIEW, dashboard_configmap, fleet_overview
+from forge.observability.rules import prometheus_rule
+from forge.observability.sizing import prometheus_size
+
+NAMESPACE = "monitoring"
+CHART = "kube-prometheus-stack"
+
+# Everything kube-prometheus-stack installs besides its CRDs, switched off for `prometheus-crds`.
+# tests/observability checks this against the chart's values.yaml: every top-level `enabled: true`.
+CRDS_ONLY_OFF = (
+    "alertmanager", "coreDns", "grafana", "kubeApiServer", "kubeControllerManager", "kubeDns", "kubeEtcd",
+    "kubeProxy", "kubeScheduler", "kubeStateMetrics", "kubelet", "kubernetesServiceMonitors", "nodeExporter", "prometheus",
+    "prometheusOperator", "thanosRuler", "windowsMonitoring",
+)
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    retention_days: Annotated[int, Field(ge=1, le=365)] = 15
+    scrape_interval_seconds: Annotated[int, Field(ge=5, le=300)] = 30
+    storage_class: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")] | None = None  # None: the default
+    # An existing Secret in `monitoring` with keys admin-user and admin-password; never the password.
+    grafana_admin_secret: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)] = "grafana-admin"
+
+
+class PrometheusCrds(Component):
+    name = "prometheus-crds"
+    namespace = NAMESPACE
+    sync_wave = WAVE_MONITORING_CRDS
+    chart = CHART
+    release_name = "prometheus-crds"
+    server_side_apply = True  # the Prometheus/Alertmanager CRDs exceed client-side apply's annotation limit
+    cluster_kinds = (("apiextensions.k8s.io", "CustomResourceDefinition"),)
+
+    def values(self, cluster: ClusterModel) -> dict[str, Any]:
+        return {"crds": {"enabled": True}, "defaultRules": {"create": False},
+                **{key: {"enabled": False} for key in CRDS_ONLY_OFF}}
+
+
+class Prometheus(Component):
+    name = "prometheus"
+    namespace = NAMESPACE
+    sync_wave = WAVE_OBSERVABILITY
+    chart = CHART
+    server_side_apply = True  # dashboard ConfigMaps grow past client-side apply's annotation limit
+    cluster_kinds = (
+        ("rbac.authorization.k8s.io", "ClusterRole"),
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),
+        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"),
+    )
+    Settings = Settings
+
+    def values(self, cluster: ClusterModel) -> dict[str, Any]:
+        s: Settings = self.settings(cluster)
+        size = prometheus_size(nodes=len(cluster.nodes), gpus=cluster.gpu_count,
+                               scrape_interval_s=s.scrape_interval_seconds, retention_days=s.retention_days)
+        system = {"nodeSelector": cluster.system_node_selector, "tolerations": cluster.system_tolerations}
+        claim: dict[str, Any] = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": f"{size.volume_gib}Gi"}}}
+        if s.storage_class:
+            claim["storageClassName"] = s.storage_class
+        interval = f"{s.scrape_interval_seconds}s"
+        return plain({
+            "crds": {"enabled": False},  # owned by the prometheus-crds Application
+            "prometheusOperator": {**system, "admissionWebhooks": {"deployment": dict(system), "patch": dict(system)}},
+            "prometheus": {
+                "prometheusSpec": {
+                    **system,
+                    "scrapeInterval": interval,
+                    "evaluationInterval": interval,
+                    "retention": f"{s.retention_days}d",
+                    "retentionSize": f"{size.retention_size_gb}GB",
+                    "storageSpec": {"volumeClaimTemplate": {"spec": claim}},
+                    "resources": {"requests": {"cpu": "1", "memory": f"{size.memory_gib}Gi"}},
+                    # Alerts, federation and remote writes say which fleet they come from.
+                    "externalLabels": {"cluster": cluster.name},
+                    # Every ServiceMonitor/PodMonitor/rule in the cluster, whichever chart made it.
+                    "serviceMonitorSelectorNilUsesHelmValues": False,
+                    "podMonitorSelectorNilUsesHelmValues": False,
+                    "ruleSelectorNilUsesHelmValues": False,
+                    "probeSelectorNilUsesHelmValues": False,
+                    "scrapeConfigSelectorNilUsesHelmValues": False,
+                },
+            },
+            "alertmanager": {"enabled": True, "alertmanagerSpec": dict(system)},
+            "grafana": {
+                "enabled": True,
+                **system,
+                # Only from an existing Secret: with admin.existingSecret set the chart renders no
+                # admin Secret of its own, and no adminPassword value exists to fall back on.
+                "admin": {"existingSecret": s.grafana_admin_secret, "userKey": "admin-user", "passwordKey": "admin-password"},
+                "additionalDataSources": [{
+                    "name": "Loki", "uid": "loki", "type": "loki", "access": "proxy", "url": LOKI_URL,
+                    "editable": False, "jsonData": {"maxLines": 5000},
+                }],
+            },
+            "kube-state-metrics": dict(system),
+            "prometheus-node-exporter": {
+                "tolerations": cluster.all_node_tolerations,
+                "prometheus": {"monitor": {"relabelings": [m.NODE_RELABELING]}},
+            },
+        })
+
+    def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
+        return [
+            custom_resource(prometheus_rule(cluster, NAMESPACE)),
+            *(custom_resource(pm) for pm in pod_monitors()),
+            dashboard_configmap(FLEET_OVERVIEW, NAMESPACE, fleet_overview(cluster)),
+        ]
+
+
+def pod_monitors() -> list[dict[str, Any]]:
+    """Scrape objects for components whose charts ship none (assumptions in forge.observability.metrics).
+
+    The pods name no port, so endpoints give the number as `targetPort`: deprecated in favour of
+    `portNumber` but still honoured by operator v0.93, and known to every PodMonitor CRD version
+    (`forge validate` may check against the older copy Loki's chart data carries)."""
+    def monitor(name: str, namespaces: dict[str, Any], labels: dict[str, Any], endpoints: list[dict[str, Any]]) -> dict[str, Any]:
+        for endpoint in endpoints:
+            endpoint["relabelings"] = [m.NODE_RELABELING]
+        return {
+            "apiVersion": "monitoring.coreos.com/v1",
+            "kind": "PodMonitor",
+            "metadata": {"name": name, "namespace": NAMESPACE},
+            "spec": {"namespaceSelector": namespaces, "selector": labels, "podMetricsEndpoints": endpoints},
+        }
+
+    alluxio = {"matchNames": [m.ALLUXIO_NAMESPACE]}
+    return [
+        monitor("forge-alluxio-master", alluxio, {"matchLabels": {"app": "alluxio", "role": "alluxio-master"}},
+                [{"targetPort": m.ALLUXIO_MASTER_WEB_PORT, "path": m.ALLUXIO_METRICS_PATH}]),
+        monitor("forge-alluxio-worker", alluxio, {"matchLabels": {"app": "alluxio", "role": "alluxio-worker"}},
+                [{"targetPort": m.ALLUXIO_WORKER_WEB_PORT, "path": m.ALLUXIO_METRICS_PATH}]),
+        monitor("forge-flyte-propeller", {"matchNames": [m.FLYTE_NAMESPACE]},
+                {"matchExpressions": [{"key": "app.kubernetes.io/name", "operator": "In",
+                                       "values": ["flytepropeller", "flyte-binary"]}]},
+                [{"targetPort": m.FLYTE_PROPELLER_METRICS_PORT, "path": "/metrics"}]),
+        # The Network Operator's DOCA Telemetry Service, in whichever namespace the operator runs.
+        monitor("forge-doca-telemetry", {"any": True}, {"matchLabels": dict(m.DOCA_TELEMETRY_POD_LABEL)},
+                [{"targetPort": m.DOCA_TELEMETRY_PORT, "path": "/metrics"}]),
+    ]

@@ -1,0 +1,125 @@
+"""Metric names the rules and dashboards read, in one place, with where each comes from.
+
+Every series forge's rules use carries a `node` label (the Kubernetes node name): the scrape
+objects add it from `__meta_kubernetes_pod_node_name` (NODE_RELABELING), so GPU, NIC and disk
+series of one machine join on it, and on the inventory's `forge:node_info` (rack, profile).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+NODE_LABEL = "node"
+RACK_LABEL = "rack"
+
+# Added to every ServiceMonitor/PodMonitor forge configures: the scraped pod's node as `node`.
+NODE_RELABELING: dict[str, Any] = {
+    "sourceLabels": ["__meta_kubernetes_pod_node_name"],
+    "targetLabel": NODE_LABEL,
+    "action": "replace",
+}
+
+# ---- DCGM exporter (GPU Operator) ---------------------------------------------------------------
+# The exporter's default field list leaves out the double-bit ECC and NVLink error counters, so the
+# GPU Operator is given this list instead (gpu-operator component, dcgmExporter.config).
+# (field, Prometheus type, help) as dcgm-exporter's CSV wants them.
+DCGM_FIELDS: tuple[tuple[str, str, str], ...] = (
+    ("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz)."),
+    ("DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz)."),
+    ("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C)."),
+    ("DCGM_FI_DEV_MEMORY_TEMP", "gauge", "Memory temperature (in C)."),
+    ("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W)."),
+    ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter", "Total energy consumption since boot (in mJ)."),
+    ("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "Total number of PCIe retries."),
+    ("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %)."),
+    ("DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %)."),
+    ("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB)."),
+    ("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB)."),
+    ("DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered."),
+    ("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "counter", "Total number of single-bit volatile ECC errors."),
+    ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter", "Total number of double-bit volatile ECC errors."),
+    ("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter", "Number of remapped rows for uncorrectable errors."),
+    ("DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter", "Number of remapped rows for correctable errors."),
+    ("DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "Whether remapping of rows has failed."),
+    ("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", "counter", "Total number of NVLink flow-control CRC errors."),
+    ("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL", "counter", "Total number of NVLink data CRC errors."),
+    ("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", "counter", "Total number of NVLink retries."),
+    ("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL", "counter", "Total number of NVLink recovery errors."),
+    ("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "counter", "Total number of NVLink bandwidth counters for all lanes."),
+    ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge", "Ratio of time the graphics engine is active."),
+    ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge", "Ratio of cycles the tensor (HMMA) pipe is active."),
+    ("DCGM_FI_PROF_DRAM_ACTIVE", "gauge", "Ratio of cycles the device memory interface is active sending or receiving data."),
+    ("DCGM_FI_PROF_PCIE_TX_BYTES", "gauge", "The rate of data transmitted over the PCIe bus in bytes per second."),
+    ("DCGM_FI_PROF_PCIE_RX_BYTES", "gauge", "The rate of data received over the PCIe bus in bytes per second."),
+    ("DCGM_FI_DRIVER_VERSION", "label", "Driver Version"),
+)
+DCGM_CONFIG_NAME = "forge-dcgm-metrics"  # the ConfigMap the GPU Operator creates from DCGM_FIELDS
+
+GPU_TEMP = "DCGM_FI_DEV_GPU_TEMP"
+GPU_POWER = "DCGM_FI_DEV_POWER_USAGE"
+GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
+GPU_FB_USED = "DCGM_FI_DEV_FB_USED"
+GPU_FB_FREE = "DCGM_FI_DEV_FB_FREE"
+GPU_XID = "DCGM_FI_DEV_XID_ERRORS"
+GPU_ECC_DBE = "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"
+GPU_ROW_REMAP_FAILURE = "DCGM_FI_DEV_ROW_REMAP_FAILURE"
+GPU_UNCORRECTABLE_REMAPPED_ROWS = "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"
+NVLINK_CRC_DATA = "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL"
+NVLINK_REPLAY = "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL"
+NVLINK_RECOVERY = "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL"
+DCGM_MODEL_LABEL = "modelName"  # NVML's device name, hardware.GpuModel.nvml_name
+DCGM_GPU_LABEL = "gpu"  # GPU index on the node
+
+# ---- node-exporter (kube-prometheus-stack) ------------------------------------------------------
+# netclass/netdev collectors are keyed by interface name (`device`), the names the inventory lists.
+NIC_UP = "node_network_up"
+NIC_INFO = "node_network_info"
+NIC_CARRIER_CHANGES = "node_network_carrier_changes_total"
+NIC_RX_ERRORS = "node_network_receive_errs_total"
+NIC_TX_ERRORS = "node_network_transmit_errs_total"
+# The infiniband collector reads the HCA port counters, which count RDMA traffic (RoCE bypasses
+# the kernel's netdev counters). Keyed by HCA (`device`=mlx5_0, `port`), not by interface name.
+IB_RX_BYTES = "node_infiniband_port_data_received_bytes_total"
+IB_TX_BYTES = "node_infiniband_port_data_transmitted_bytes_total"
+IB_SYMBOL_ERRORS = "node_infiniband_symbol_error_total"
+IB_LINK_DOWNED = "node_infiniband_link_downed_total"
+IB_RX_ERRORS = "node_infiniband_port_errors_received_total"
+FS_AVAIL = "node_filesystem_avail_bytes"
+FS_SIZE = "node_filesystem_size_bytes"
+
+# ---- Alluxio (namespace alluxio, release alluxio; Alluxio 2.9 PrometheusMetricsServlet) ---------
+# Assumption: the alluxio component enables metrics.PrometheusMetricsServlet; Dropwizard names
+# ("Cluster.BytesReadLocal") come out with dots as underscores, counters without a suffix.
+ALLUXIO_NAMESPACE = "alluxio"
+ALLUXIO_WORKER_POD = "alluxio-worker-.+"  # {{fullname}}-worker with release and chart "alluxio"
+ALLUXIO_HIT_BYTES = ("Cluster_BytesReadLocal", "Cluster_BytesReadDomain", "Cluster_BytesReadAlluxio")
+ALLUXIO_MISS_BYTES = "Cluster_BytesReadUfsAll"
+ALLUXIO_MASTER_WEB_PORT = 19999
+ALLUXIO_WORKER_WEB_PORT = 30000
+ALLUXIO_METRICS_PATH = "/metrics/prometheus/"
+
+# ---- Flyte (namespace flyte, release flyte; flytepropeller's own metric names) -------------------
+FLYTE_NAMESPACE = "flyte"
+FLYTE_PROPELLER_POD = "(flytepropeller|flyte-binary|flyte-flyte-binary).*"
+FLYTE_SYSTEM_ERRORS = "flyte:propeller:all:round:system_error_unlabeled"
+FLYTE_PANICS = "flyte:propeller:all:round:panic_unlabeled"
+FLYTE_ABORT_ERRORS = "flyte:propeller:all:round:abort_error_unlabeled"
+FLYTE_PROPELLER_METRICS_PORT = 10254  # flytepropeller's prof-port (serves /metrics)
+
+# ---- Network Operator --------------------------------------------------------------------------
+# DOCA Telemetry Service, when its NicClusterPolicy enables it: hostNetwork pods labelled
+# app.kubernetes.io/name=doca-telemetry serving Prometheus text on :9189 (no named port).
+DOCA_TELEMETRY_POD_LABEL = {"app.kubernetes.io/name": "doca-telemetry"}
+DOCA_TELEMETRY_PORT = 9189
+
+# ---- recording rules forge writes (forge.observability.rules) -----------------------------------
+NODE_INFO = "forge:node_info"  # 1 per inventory node: node, rack, profile
+NODE_GPUS_EXPECTED = "forge:node_gpus_expected"  # GPUs the inventory says a node has
+ALLUXIO_HIT_RATIO = "forge:alluxio_cache_hit_ratio:rate15m"
+ALLUXIO_READ_BYTES = "forge:alluxio_read_bytes:rate15m"
+
+
+def dcgm_metrics_csv() -> str:
+    """dcgm-exporter's metrics file: `field, type, help` per line."""
+    lines = ["# Written by forge (forge.observability.metrics.DCGM_FIELDS): the fields forge's alerts and dashboards read."]
+    lines += [f"{field}, {kind}, {help_text}" for field, kind, help_text in DCGM_FIELDS]
+    return "\n".join(lines) + "\n"
