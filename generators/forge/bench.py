@@ -51,6 +51,9 @@ def synthesize_fleet(root: Path, dest: Path, nodes: int, clusters: int) -> None:
         inventory = copy.deepcopy(template)
         inventory["cluster"].update(name=name, expected={})
         inventory["cluster"]["argocd"]["project"] = f"forge-{name}"
+        # A measured volume, as a real 100-node cluster would set; the estimate would ask for more
+        # Loki replicas than three control-plane nodes hold.
+        inventory.setdefault("components", {}).setdefault("loki", {})["daily_log_gb"] = 100
         for i, rail in enumerate(inventory["cluster"].get("network", {}).get("compute", {}).get("rails", [])):
             rail["cidr"] = f"10.{100 + i}.0.0/16"  # room for every synthetic node on each rail
         inventory["nodes"] = [{**n, "name": n["name"].replace("h200", name)} for n in control_plane] + [

@@ -86,10 +86,16 @@ def test_fleets_get_their_loki_layout(clusters):
         assert v["loki"]["commonConfig"]["replication_factor"] == 3
 
 
-def test_loki_layout_that_does_not_fit_the_system_nodes_is_an_error(clusters):
-    cluster = clusters["a100"]
-    big = dataclasses.replace(cluster, component_settings={"loki": {"daily_log_gb": 400.0}})
-    with pytest.raises(ForgeError) as err:
-        Loki().values(big)
-    msg = str(err.value)
-    assert "clusters/a100/inventory.yaml" in msg and "needs 8 write replicas" in msg and "3 control-plane nodes" in msg
+def test_loki_layout_that_does_not_fit_the_system_nodes_is_an_error():
+    from forge.errors import InventoryError
+    from forge.inventory import load_inventory_text
+    from tests.conftest import inventory_text
+
+    text = inventory_text("a100").replace("  loki:\n", "  loki:\n    daily_log_gb: 400.0\n", 1)
+    with pytest.raises(InventoryError) as err:
+        load_inventory_text(text, "clusters/a100/inventory.yaml")
+    line = text[:text.index("  loki:\n")].count("\n") + 1
+    assert [str(p) for p in err.value.problems] == [
+        f"clusters/a100/inventory.yaml:{line}: components.loki: the SimpleScalable layout for 400 GB/day of logs needs "
+        "8 write and 4 read replicas, one per node, but the cluster has 3 control-plane nodes; add control-plane nodes or set "
+        "daily_log_gb to the measured volume"]

@@ -13,12 +13,11 @@ The log shipper (Grafana Alloy) is its own component, `alloy`.
 """
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Iterator
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from forge.components.base import WAVE_OBSERVABILITY, Component
-from forge.errors import ForgeError
 from forge.model import CONTROL_PLANE_LABEL, ClusterModel
 from forge.observability import plain
 from forge.observability.sizing import LOKI_TARGETS, loki_daily_gb, loki_layout
@@ -52,22 +51,29 @@ class Loki(Component):
     declared_values = frozenset({"loki.storage.bucketNames", "loki.limits_config.retention_period"})
     Settings = Settings
 
+    def check(self, loaded, settings: Settings) -> Iterator:
+        """A bucket to write to, and enough system nodes for the replicas the volume needs."""
+        inv = loaded.inventory
+        at = ("components", self.name)
+        if BUCKET_KEY not in inv.cluster.s3.buckets:
+            have = ", ".join(sorted(inv.cluster.s3.buckets)) or "none"
+            yield loaded.problem(("cluster", "s3", "buckets"), f"no '{BUCKET_KEY}' bucket: Loki stores its chunks there (have: {have})")
+        gpu_nodes = sum(1 for n in inv.nodes if n.profile in inv.profiles and inv.profiles[n.profile].gpu)
+        daily = settings.daily_log_gb or loki_daily_gb(gpu_nodes=gpu_nodes, other_nodes=len(inv.nodes) - gpu_nodes)
+        layout = loki_layout(daily)
+        system_nodes = sum(1 for n in inv.nodes if "control-plane" in n.roles)
+        over = [f"{replicas} {target}" for target, replicas in layout.replicas.items() if replicas > system_nodes]
+        if over:
+            yield loaded.problem(at, f"the {layout.mode} layout for {daily:g} GB/day of logs needs {' and '.join(over)} "
+                                     f"replicas, one per node, but the cluster has {system_nodes} control-plane nodes; "
+                                     "add control-plane nodes or set daily_log_gb to the measured volume")
+
     def values(self, cluster: ClusterModel) -> dict[str, Any]:
         s: Settings = self.settings(cluster)
         s3 = cluster.settings.s3
-        bucket = s3.buckets.get(BUCKET_KEY)
-        if bucket is None:
-            raise ForgeError(f"{cluster.source}: cluster.s3.buckets: no '{BUCKET_KEY}' bucket; Loki stores its chunks there "
-                             f"(have: {', '.join(sorted(s3.buckets)) or 'none'})")
+        bucket = s3.buckets[BUCKET_KEY]  # check() made sure it exists
         gpu_nodes = len(cluster.gpu_nodes)
-        daily = s.daily_log_gb or loki_daily_gb(gpu_nodes=gpu_nodes, other_nodes=len(cluster.nodes) - gpu_nodes)
-        layout = loki_layout(daily)
-        system_nodes = sum(1 for n in cluster.nodes if "control-plane" in n.roles)
-        for target, replicas in layout.replicas.items():
-            if replicas > system_nodes:
-                raise ForgeError(f"{cluster.source}: Loki's {layout.mode} layout for {daily:g} GB/day needs {replicas} "
-                                 f"{target} replicas, one per node, but the cluster has {system_nodes} control-plane nodes; "
-                                 f"add system nodes or set components.loki.daily_log_gb")
+        layout = loki_layout(s.daily_log_gb or loki_daily_gb(gpu_nodes=gpu_nodes, other_nodes=len(cluster.nodes) - gpu_nodes))
         system = {"nodeSelector": {CONTROL_PLANE_LABEL: ""}, "tolerations": cluster.system_tolerations}
         values: dict[str, Any] = {
             "deploymentMode": layout.mode,
