@@ -1,41 +1,14 @@
-"""The `forge` command. The one place errors reach the user: a ForgeError prints its lines and
-exits non-zero; anything else is a bug and keeps its traceback.
-
-Exit codes: 0 fine, 1 the check found differences or failures, 2 bad input or environment.
-"""
+"""The `forge` command group and the pipeline commands (errors: forge.cli_common)."""
 from __future__ import annotations
 
-import functools
-from collections import Counter
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import click
 
-from forge.errors import ForgeError
-
-EXIT_FOUND = 1
-EXIT_ERROR = 2
-
-
-def _user_errors(func):
-    @functools.wraps(func)
-    def wrapper(*args, **kwargs):
-        try:
-            return func(*args, **kwargs)
-        except ForgeError as exc:
-            for line in exc.lines():
-                click.echo(f"error: {line}" if not line[:1].isspace() else line, err=True)
-            sys.exit(EXIT_ERROR)
-
-    return wrapper
-
-
-root_option = click.option(
-    "--root", type=click.Path(file_okay=False, path_type=Path), default=".", show_default=True,
-    envvar="FORGE_ROOT", help="The forge repository to work on.",
-)
+from forge.cli_common import EXIT_FOUND, root_option, user_errors
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -48,7 +21,7 @@ def main() -> None:
 
 @main.command()
 @root_option
-@_user_errors
+@user_errors
 def generate(root: Path) -> None:
     """Write overlays/ and clusters/*/argocd/ from every inventory (atomically)."""
     from forge.generate import build_tree
@@ -61,7 +34,7 @@ def generate(root: Path) -> None:
 
 @main.command()
 @root_option
-@_user_errors
+@user_errors
 def check(root: Path) -> None:
     """Fail, listing the files, if generated files differ from what the inventories give."""
     from forge.generate import build_tree
@@ -79,7 +52,7 @@ def check(root: Path) -> None:
 @main.command()
 @root_option
 @click.option("--jobs", "-j", type=click.IntRange(1, 64), default=None, help="Parallel kustomize builds (default: CPU count).")
-@_user_errors
+@user_errors
 def render(root: Path, jobs: int | None) -> None:
     """kustomize build every overlay and bootstrap into build/rendered/<cluster>/."""
     from forge.render import render_all
@@ -99,7 +72,7 @@ def render(root: Path, jobs: int | None) -> None:
 @click.option("--hydrated", is_flag=True,
               help="Validate build/hydrated/ (`forge hydrate`) instead: schemas and the CRDs the charts ship, "
                    "policies, values keys the chart ignores or sets to its default, what the charts' custom resources carry.")
-@_user_errors
+@user_errors
 def validate(root: Path, upstream: Path | None, hydrated: bool) -> None:
     """Validate build/rendered/ and the values files: schemas, CRDs, chart values, policies."""
     from forge.validate.run import validate_repo
@@ -126,7 +99,7 @@ def validate(root: Path, upstream: Path | None, hydrated: bool) -> None:
 @click.option("--clusters", type=click.IntRange(1, 100), default=10, show_default=True, help="Clusters the synthetic nodes are spread over.")
 @click.option("--upstream", type=click.Path(file_okay=False, path_type=Path), envvar="FORGE_UPSTREAM",
               help="Upstream chart data, as for validate. [env: FORGE_UPSTREAM]")
-@_user_errors
+@user_errors
 def bench(root: Path, nodes: int, clusters: int, upstream: Path | None) -> None:
     """Time generate, render and validate; print objects/s and `ratio:` against bare kustomize."""
     from forge.bench import bench as run_bench

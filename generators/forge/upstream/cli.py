@@ -7,33 +7,8 @@ from pathlib import Path
 
 import click
 
+from forge.cli_common import EXIT_FOUND, root_option, user_errors
 from forge.errors import ForgeError
-
-EXIT_FOUND = 1
-EXIT_ERROR = 2
-
-
-def _root_option(func):
-    return click.option(
-        "--root", type=click.Path(file_okay=False, path_type=Path), default=".", show_default=True,
-        envvar="FORGE_ROOT", help="The forge repository to work on.",
-    )(func)
-
-
-def _errors(func):
-    import functools
-
-    @functools.wraps(func)
-    def wrapper(*args, **kwargs):
-        try:
-            return func(*args, **kwargs)
-        except ForgeError as exc:
-            for line in exc.lines():
-                click.echo(f"error: {line}", err=True)
-            sys.exit(EXIT_ERROR)
-
-    return wrapper
-
 
 def _pins(root: Path, keys: tuple[str, ...]):
     from forge.charts import VERSIONS_FILE, chart_pins
@@ -51,12 +26,12 @@ def charts() -> None:
 
 
 @charts.command()
-@_root_option
+@root_option
 @click.argument("keys", nargs=-1)
 @click.option("--from", "mirror", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Fill the cache from this local mirror (chart .tgz archives or unpacked chart folders) instead of the network.")
 @click.option("--require-digest", is_flag=True, help="Fail for a chart whose digest is not recorded in charts/lock.yaml (or cannot be checked).")
-@_errors
+@user_errors
 def pull(root: Path, keys: tuple[str, ...], mirror: Path | None, require_digest: bool) -> None:
     """Fetch the pinned charts (all, or the KEYS of charts/versions.yaml) into .cache/charts/.
 
@@ -75,8 +50,8 @@ def pull(root: Path, keys: tuple[str, ...], mirror: Path | None, require_digest:
 
 
 @charts.command()
-@_root_option
-@_errors
+@root_option
+@user_errors
 def lock(root: Path) -> None:
     """Write charts/lock.yaml: every pin with the sha256 of its cached archive (run after a pull
     you trust; a chart not cached from an archive keeps its recorded digest, or null)."""
@@ -92,9 +67,9 @@ def lock(root: Path) -> None:
 
 
 @click.command()
-@_root_option
+@root_option
 @click.option("--jobs", "-j", type=click.IntRange(1, 64), default=None, help="Parallel renders (default: CPU count).")
-@_errors
+@user_errors
 def hydrate(root: Path, jobs: int | None) -> None:
     """Render every component as Argo CD does (helm template of the cached chart with our values,
     then the overlay) into build/hydrated/<cluster>/<component>.yaml."""

@@ -51,6 +51,7 @@ from typing import Any, Iterable, Union
 
 from forge.upstream.chart import Chart
 from forge.upstream.gotmpl import Action, Block, Item, Paren, Pipeline, Tok, parse
+from forge.validate.values import coalesce
 
 Path_ = tuple[str, ...]
 
@@ -142,19 +143,6 @@ def _lookup(values: Any, path: Iterable[str]) -> tuple[bool, Any]:
             return False, None
         node = node[key]
     return True, node
-
-
-def coalesce(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    """Helm's merge of values over defaults: maps merge, anything else replaces, null deletes."""
-    out = dict(base)
-    for key, value in over.items():
-        if value is None:
-            out.pop(key, None)
-        elif isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = coalesce(out[key], value)
-        else:
-            out[key] = value
-    return out
 
 
 @dataclass
