@@ -75,3 +75,20 @@ def test_every_component_has_a_base_with_its_namespace_and_protection():
         assert len(shipped.get(component.namespace, [])) == 1, (component.name, shipped.get(component.namespace))
         if component.chart:
             assert component.chart in chart_pins(REPO), f"{component.name}: chart '{component.chart}' not pinned"
+
+
+def test_exactly_one_node_feature_discovery_per_cluster():
+    """Only the node-feature-discovery component deploys NFD: every chart that bundles one has it off."""
+    for cluster_name in ("a100", "h200"):
+        cluster = derive(load_inventory_text(inventory_text(cluster_name), f"clusters/{cluster_name}/inventory.yaml"))
+        bundling = {}
+        for component in enabled_components(cluster):
+            values = component.values(cluster) or {}
+            for key in ("nfd", "node-feature-discovery"):
+                if key in values:
+                    bundling[component.name] = values[key]
+        assert "node-feature-discovery" in {c.name for c in enabled_components(cluster)}
+        assert bundling.get("gpu-operator") == {"enabled": False}
+        if "network-operator" in {c.name for c in enabled_components(cluster)}:
+            assert bundling["network-operator"]["enabled"] is False
+        assert all(v.get("enabled") is False for v in bundling.values()), bundling
