@@ -10,7 +10,7 @@ STAMP := $(VENV)/.forge-setup
 export PATH := $(CURDIR)/tools/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup generate check render validate test bench
+.PHONY: help setup generate check render validate test bench diff
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -41,6 +41,10 @@ render: setup ## render the overlays with kustomize/helm
 
 validate: setup ## validate rendered manifests (FORGE_UPSTREAM=DIR adds the upstream charts/CRDs)
 	forge validate $(if $(FORGE_UPSTREAM),--upstream $(FORGE_UPSTREAM))
+
+BASE ?= origin/main
+diff: setup ## what the working tree changes on each cluster vs BASE (default origin/main), risks first
+	forge diff --base $(BASE)
 
 # ---- tests and benchmarks -----------------------------------------------------------------------
 

@@ -90,5 +90,19 @@ def render(root: Path, jobs: int | None) -> None:
     click.echo(f"rendered in {time.perf_counter() - started:.2f}s")
 
 
+def _register() -> None:
+    """Commands that live in their own modules (they import this one for the shared options)."""
+    # Under `python -m forge.cli` this module is __main__: let their `import forge.cli` find it
+    # instead of running it a second time.
+    sys.modules.setdefault("forge.cli", sys.modules[__name__])
+    from forge.diff.command import diff
+    from forge.nodes.command import node
+
+    main.add_command(diff)
+    main.add_command(node)
+
+
+_register()
+
 if __name__ == "__main__":  # pragma: no cover
     main()

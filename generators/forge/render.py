@@ -45,10 +45,15 @@ def count_objects(text: str) -> int:
     return sum(1 for doc in text.split("\n---\n") if doc.strip())
 
 
-def render_all(root: Path, out: Path | None = None, jobs: int | None = None) -> dict[str, int]:
-    """Render everything; returns objects per cluster. The output folder is replaced whole."""
+def render_all(root: Path, out: Path | None = None, jobs: int | None = None,
+               command: list[str] | None = None) -> dict[str, int]:
+    """Render everything; returns objects per cluster. The output folder is replaced whole.
+
+    `command`: the kustomize to use (default: the one `root` has); `forge diff` renders temporary
+    copies of the repo, which have no tools/bin of their own.
+    """
     out = out or root / RENDERED_DIR
-    command = kustomize_command(root)
+    command = command or kustomize_command(root)
     todo = targets(root)
     with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 2) as pool:
         texts = list(pool.map(lambda t: build(root, t, command), todo))
