@@ -123,7 +123,10 @@ def render_side(side_root: Path, label: str, out: Path, kustomize: list[str], re
     side = Side(label)
     if regenerate:
         side.stale = _regenerate(side_root)
-    render_all(side_root, out=out, command=kustomize)
+    try:
+        render_all(side_root, out=out, command=kustomize)
+    except ForgeError as exc:
+        raise ForgeError(f"rendering {label}: {exc}") from None
     for path in sorted(out.glob("*/*.yaml")):
         cluster, component = path.parent.name, path.stem
         side.objects[(cluster, component)] = parse_objects(path.read_text(encoding="utf-8"), f"{label}: {cluster}/{component}")
