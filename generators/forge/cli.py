@@ -6,6 +6,7 @@ Exit codes: 0 fine, 1 the check found differences or failures, 2 bad input or en
 from __future__ import annotations
 
 import functools
+from collections import Counter
 import sys
 import time
 from pathlib import Path
@@ -88,6 +89,41 @@ def render(root: Path, jobs: int | None) -> None:
     for cluster, count in sorted(counts.items()):
         click.echo(f"{cluster}: {count} objects")
     click.echo(f"rendered in {time.perf_counter() - started:.2f}s")
+
+
+@main.command()
+@root_option
+@click.option("--upstream", type=click.Path(file_okay=False, path_type=Path), envvar="FORGE_UPSTREAM",
+              help="Folder of upstream chart data (<chart>-<version>/ with values.yaml, values.schema.json, crds/). "
+                   "Without it, custom resources and values files are reported unchecked. [env: FORGE_UPSTREAM]")
+@_user_errors
+def validate(root: Path, upstream: Path | None) -> None:
+    """Validate build/rendered/ and the values files: schemas, CRDs, chart values, policies."""
+    from forge.validate.run import validate_repo
+
+    report = validate_repo(root, upstream or None)
+    for failure in report.failures:
+        click.echo(f"FAIL {failure.line()}", err=True)
+    for item, count in sorted(Counter(report.unchecked).items()):
+        click.echo(f"unchecked (no upstream data): {item}{f' x{count}' if count > 1 else ''}", err=True)
+    click.echo(f"validated {report.objects} objects and {report.values_files} values files in {report.seconds:.2f}s "
+               f"({report.rate:,.0f} objects/s): {len(report.failures)} failures, {len(report.unchecked)} unchecked")
+    if report.failures:
+        sys.exit(EXIT_FOUND)
+
+
+@main.command()
+@root_option
+@click.option("--nodes", type=click.IntRange(10, 100_000), default=1000, show_default=True, help="GPU nodes in the synthetic fleet.")
+@click.option("--clusters", type=click.IntRange(1, 100), default=10, show_default=True, help="Clusters the synthetic nodes are spread over.")
+@click.option("--upstream", type=click.Path(file_okay=False, path_type=Path), envvar="FORGE_UPSTREAM",
+              help="Upstream chart data, as for validate. [env: FORGE_UPSTREAM]")
+@_user_errors
+def bench(root: Path, nodes: int, clusters: int, upstream: Path | None) -> None:
+    """Time generate, render and validate; print objects/s and `ratio:` against bare kustomize."""
+    from forge.bench import bench as run_bench
+
+    run_bench(root, nodes, clusters, upstream or None)
 
 
 def _register() -> None:

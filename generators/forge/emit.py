@@ -15,6 +15,9 @@ class _Dumper(yaml.SafeDumper):
     def increase_indent(self, flow: bool = False, indentless: bool = False):  # lists indented under keys
         return super().increase_indent(flow, False)
 
+    def ignore_aliases(self, data) -> bool:  # a shared list is written out in full, never as &id001
+        return True
+
 
 def _str(dumper: yaml.SafeDumper, value: str):
     style = "|" if "\n" in value else None

@@ -15,6 +15,8 @@ from forge.inventory import load_inventory
 from forge.model import ClusterModel, derive
 from forge.paths import ARGOCD_DIR, BASE_DIR, CLUSTERS_DIR, INVENTORY_FILE, OVERLAYS_DIR
 
+EXAMPLES_DIR = "examples"  # overlays/<cluster>/<component>/examples/: generated, never synced
+
 
 @dataclass
 class Tree:
@@ -88,6 +90,8 @@ def _component_files(root: Path, tree: Tree, cluster: ClusterModel, component: C
         tree.add(folder / name, emit.yaml_file(generator, cluster.source, [obj]))
         resources.append(name)
     tree.add(folder / "kustomization.yaml", emit.kustomization(generator, cluster.source, cluster.name, resources))
+    for obj in component.examples(cluster):  # not in resources: never synced
+        tree.add(folder / EXAMPLES_DIR / f"{obj['kind'].lower()}-{obj['metadata']['name']}.yaml", emit.yaml_file(generator, cluster.source, [obj]))
 
 
 def _bootstrap_files(tree: Tree, cluster: ClusterModel, components: list[Component], pins) -> None:

@@ -18,6 +18,24 @@ CONTROL_PLANE_LABEL = "node-role.kubernetes.io/control-plane"  # set by kubeadm/
 # controller we place there must tolerate it.
 CONTROL_PLANE_TOLERATION = {"key": CONTROL_PLANE_LABEL, "operator": "Exists", "effect": "NoSchedule"}
 
+# RDMA resources pods ask for (`rdma/<name>: 1`), one per NIC role whose ports can do RDMA. The
+# compute fabric's is the one training jobs use; management ports get none (no pod traffic).
+RDMA_RESOURCE_PREFIX = "rdma"
+RDMA_RESOURCE_BY_ROLE: dict[str, str] = {"compute": "rdma_network", "storage": "rdma_storage", "frontend": "rdma_frontend"}
+# How many pods one node's resource admits: the shared plugin hands every pod all the role's
+# HCAs, so this is a ceiling on pods, not a share of bandwidth.
+RDMA_HCA_MAX = 1000
+
+
+def fabric_nics(profile: Profile) -> list[NicSpec]:
+    """The profile's compute-fabric NICs: compute role and RDMA-capable (rails run over their ports)."""
+    return [n for n in profile.nics if n.role == "compute" and NIC_MODELS[n.model].rdma]
+
+
+def pci_present_label(vendor_id: str) -> str:
+    """The label node-feature-discovery's pci source sets for a PCI vendor (deviceLabelFields: vendor)."""
+    return f"feature.node.kubernetes.io/pci-{vendor_id}.present"
+
 
 @dataclass(frozen=True)
 class NodeModel:
@@ -57,6 +75,37 @@ class NodeModel:
 
 
 @dataclass(frozen=True)
+class RdmaResource:
+    """One resource of the RDMA shared device plugin: the RDMA ports of one NIC role."""
+
+    role: str
+    name: str  # the plugin's resourceName; pods ask for f"{RDMA_RESOURCE_PREFIX}/{name}"
+    vendors: tuple[str, ...]
+    device_ids: tuple[str, ...]
+    interfaces: tuple[str, ...]
+    nic_models: tuple[str, ...]
+    nodes: tuple[str, ...]
+
+    @property
+    def resource(self) -> str:
+        return f"{RDMA_RESOURCE_PREFIX}/{self.name}"
+
+
+@dataclass(frozen=True)
+class RailModel:
+    """One rail of the compute fabric as deployed: a macvlan network over `interface` on `nodes`,
+    addressed from `cidr` in blocks of `addresses_per_node`."""
+
+    name: str
+    interface: str
+    cidr: str
+    mtu: int
+    addresses_per_node: int
+    nodes: tuple[str, ...]
+    profiles: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class ClusterModel:
     name: str
     source: str  # the inventory file, repo-relative: named in every generated file's header
@@ -88,13 +137,76 @@ class ClusterModel:
 
     @cached_property
     def gpudirect_nics(self) -> tuple[tuple[NodeModel, NicSpec, NicModel], ...]:
-        """NICs that can move data straight to and from GPU memory, on GPU nodes."""
+        """Compute-fabric NICs on GPU nodes that can move data straight to and from GPU memory.
+
+        Only the compute role counts: GPUDirect RDMA is for the east-west traffic pods get through
+        `rdma/rdma_network`. A storage DPU may be able to do it too, but no training pod's GPU
+        buffers go over it, so it alone does not turn GPUDirect RDMA (nvidia-peermem) on.
+        """
         return tuple((node, spec, model) for node in self.gpu_nodes
-                     for spec, model in node.nics() if model.gpudirect_rdma)
+                     for spec, model in node.nics("compute") if model.gpudirect_rdma)
 
     @property
     def gpudirect_rdma(self) -> bool:
         return bool(self.gpudirect_nics)
+
+    @cached_property
+    def ofed_nodes(self) -> tuple[NodeModel, ...]:
+        """Nodes with a NIC or DPU the NVIDIA DOCA/OFED driver container serves."""
+        return tuple(n for n in self.nodes if any(m.ofed_driver for _, m in n.nics()))
+
+    @property
+    def ofed_driver(self) -> bool:
+        """Whether the Network Operator deploys the DOCA/OFED driver container (so GPUDirect RDMA
+        takes its drivers from that container, not from the host)."""
+        return bool(self.ofed_nodes)
+
+    @cached_property
+    def ofed_vendor_ids(self) -> tuple[str, ...]:
+        return tuple(sorted({m.vendor_id for n in self.ofed_nodes for _, m in n.nics() if m.ofed_driver}))
+
+    @cached_property
+    def rdma_resources(self) -> tuple[RdmaResource, ...]:
+        """One RDMA shared device plugin resource per NIC role with RDMA-capable ports, selecting
+        exactly the vendors, device IDs and interface names of that role's NICs in the fleet."""
+        out = []
+        for role, name in RDMA_RESOURCE_BY_ROLE.items():
+            found = [(node, spec, model) for node in self.nodes for spec, model in node.nics(role) if model.rdma]
+            if not found:
+                continue
+            out.append(RdmaResource(
+                role=role, name=name,
+                vendors=tuple(sorted({m.vendor_id for _, _, m in found})),
+                device_ids=tuple(sorted({m.device_id for _, _, m in found})),
+                interfaces=tuple(dict.fromkeys(i for _, s, _ in found for i in s.interfaces)),  # inventory order
+                nic_models=tuple(sorted({m.key for _, _, m in found})),
+                nodes=tuple(sorted({n.name for n, _, _ in found})),
+            ))
+        return tuple(out)
+
+    def rdma_resource(self, role: str) -> RdmaResource | None:
+        return next((r for r in self.rdma_resources if r.role == role), None)
+
+    @cached_property
+    def fabric_nodes(self) -> tuple[NodeModel, ...]:
+        """Nodes on the compute fabric: their profile has compute-role RDMA NICs."""
+        return tuple(n for n in self.nodes if fabric_nics(n.profile))
+
+    @cached_property
+    def rails(self) -> tuple[RailModel, ...]:
+        """The compute fabric's rails, each on every fabric node; none without a fabric (the
+        inventory's rails then have no node to run on and produce nothing)."""
+        compute = self.settings.network.compute
+        if not self.fabric_nodes or compute is None:
+            return ()
+        nodes = tuple(n.name for n in self.fabric_nodes)
+        profiles = tuple(sorted({n.profile_name for n in self.fabric_nodes}))
+        return tuple(RailModel(r.name, r.interface, r.cidr, compute.mtu, compute.addresses_per_node, nodes, profiles)
+                     for r in compute.rails)
+
+    def tolerations_for(self, nodes) -> list[dict[str, str]]:
+        """Tolerations for a DaemonSet that must run on these nodes, from their taints."""
+        return _tolerations(t for n in nodes for t in n.taints)
 
     @cached_property
     def mig_layouts_used(self) -> dict[str, list[MigLayoutGroup]]:

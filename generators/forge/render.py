@@ -11,7 +11,7 @@ from pathlib import Path
 
 from forge.errors import ForgeError
 from forge.paths import ARGOCD_DIR, CLUSTERS_DIR, OVERLAYS_DIR, RENDERED_DIR
-from forge.tools import kustomize_command
+from forge.tools import kustomize_build_command
 
 BOOTSTRAP = "argocd"  # the rendered file name of a cluster's bootstrap
 
@@ -34,7 +34,7 @@ def targets(root: Path) -> list[Target]:
 
 
 def build(root: Path, target: Target, command: list[str]) -> str:
-    proc = subprocess.run([*command, "build", str(root / target.source)], capture_output=True, text=True)
+    proc = subprocess.run([*command, str(root / target.source)], capture_output=True, text=True)
     if proc.returncode != 0:
         detail = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else f"exit {proc.returncode}"
         raise ForgeError(f"{target.source}: kustomize build failed: {detail}")
@@ -45,15 +45,10 @@ def count_objects(text: str) -> int:
     return sum(1 for doc in text.split("\n---\n") if doc.strip())
 
 
-def render_all(root: Path, out: Path | None = None, jobs: int | None = None,
-               command: list[str] | None = None) -> dict[str, int]:
-    """Render everything; returns objects per cluster. The output folder is replaced whole.
-
-    `command`: the kustomize to use (default: the one `root` has); `forge diff` renders temporary
-    copies of the repo, which have no tools/bin of their own.
-    """
+def render_all(root: Path, out: Path | None = None, jobs: int | None = None) -> dict[str, int]:
+    """Render everything; returns objects per cluster. The output folder is replaced whole."""
     out = out or root / RENDERED_DIR
-    command = command or kustomize_command(root)
+    command = kustomize_build_command(root)
     todo = targets(root)
     with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 2) as pool:
         texts = list(pool.map(lambda t: build(root, t, command), todo))

@@ -7,22 +7,26 @@ import shutil
 from pathlib import Path
 
 from forge.errors import ForgeError
+from forge.paths import REPO_ROOT
 
 
 def _find(root: Path, name: str, env: str) -> str | None:
     if os.environ.get(env):
         return os.environ[env]
-    local = root / "tools" / "bin" / name
-    if local.is_file() and os.access(local, os.X_OK):
-        return str(local)
+    # The repo worked on, then the checkout forge runs from (where `make setup` put them).
+    for folder in dict.fromkeys((root / "tools" / "bin", REPO_ROOT / "tools" / "bin")):
+        local = folder / name
+        if local.is_file() and os.access(local, os.X_OK):
+            return str(local)
     return shutil.which(name)
 
 
-def kustomize_command(root: Path) -> list[str]:
-    """`kustomize` when one is installed, else kubectl's built-in `kubectl kustomize`."""
+def kustomize_build_command(root: Path) -> list[str]:
+    """The command that builds a kustomization folder given as the next argument:
+    `kustomize build` when one is installed, else kubectl's built-in `kubectl kustomize`."""
     found = _find(root, "kustomize", "FORGE_KUSTOMIZE")
     if found:
-        return [found]
+        return [found, "build"]
     kubectl = _find(root, "kubectl", "FORGE_KUBECTL")
     if kubectl:
         return [kubectl, "kustomize"]

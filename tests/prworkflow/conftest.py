@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from forge.cli import main
 from forge.errors import ForgeError
 from forge.generate import build_tree
-from forge.tools import kustomize_command
+from forge.tools import kustomize_build_command
 from forge.writer import write_tree
 
 REPO = Path(__file__).resolve().parents[2]
@@ -39,7 +39,7 @@ def regenerate(repo: Path) -> None:
 @pytest.fixture
 def kustomize() -> list[str]:
     try:
-        return kustomize_command(REPO)
+        return kustomize_build_command(REPO)
     except ForgeError as exc:
         pytest.skip(f"needs kustomize (run `make setup`): {exc}")
 

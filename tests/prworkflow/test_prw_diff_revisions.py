@@ -34,7 +34,7 @@ def test_node_added_changes_only_its_rule_on_h200(repo, kustomize):
     result = forge("node", "add", "h200", "h200-gpu-19", "--profile", "sr680a-h200", "--rack", "h200-r05",
                    "--like", "h200-gpu-16", "--root", str(repo))
     assert result.exit_code == 0, result.stderr
-    report = diff_against(repo, "HEAD", kustomize)
+    report = diff_against(repo, "HEAD")
 
     assert changes_of(report, "h200") == [
         ("node-feature-discovery", "added", "NodeFeatureRule forge-node-h200-gpu-19 (nfd.k8s-sigs.io)"),
@@ -63,7 +63,7 @@ def test_nic_model_change_turns_on_gpudirect_and_flags_the_driver_restart(repo, 
     inventory.write_text(text.replace("{model: intel-e810, count: 1, ports: 2", "{model: connectx-6-dx, count: 1, ports: 2"))
     regenerate(repo)
     commit(repo, "a100: ConnectX-6 Dx instead of the E810")
-    report = diff_against(repo, "HEAD~1", kustomize)
+    report = diff_against(repo, "HEAD~1")
 
     assert changes_of(report, "a100") == [("gpu-operator", "changed", "Helm values of gpu-operator")]
     assert fields_of(report, "a100", "Helm values of gpu-operator") == [("driver.rdma.enabled", False, True)]
@@ -81,7 +81,7 @@ def test_mig_layout_change_on_one_node(repo, kustomize):
     result = forge("node", "set", "h200", "h200-gpu-17", "--mig-layout", "none", "--root", str(repo))
     assert result.exit_code == 0, result.stderr
     commit(repo, "h200-gpu-17: whole GPUs")
-    report = diff_against(repo, "HEAD~1", kustomize)
+    report = diff_against(repo, "HEAD~1")
 
     assert changes_of(report, "h200") == [
         ("node-feature-discovery", "changed", "NodeFeatureRule forge-node-h200-gpu-17 (nfd.k8s-sigs.io)"),
@@ -101,7 +101,7 @@ def test_last_user_of_a_mig_layout_changes_the_gpu_operator_values(repo, kustomi
     for node in ("h200-gpu-17", "h200-gpu-18"):
         assert forge("node", "set", "h200", node, "--mig-layout", "none", "--root", str(repo)).exit_code == 0
     commit(repo, "h200: no MIG")
-    report = diff_against(repo, "HEAD~1", kustomize)
+    report = diff_against(repo, "HEAD~1")
 
     values = fields_of(report, "h200", "Helm values of gpu-operator")
     assert [(where, new) for where, old, new in values] == [
@@ -119,7 +119,7 @@ def test_chart_bump_is_flagged_on_every_cluster_that_installs_it(repo, kustomize
     versions.write_text(versions.read_text().replace("version: v26.7.0", "version: v26.8.0"))
     regenerate(repo)
     commit(repo, "gpu-operator v26.8.0")
-    report = diff_against(repo, "HEAD~1", kustomize)
+    report = diff_against(repo, "HEAD~1")
 
     for cluster, gpu_nodes in (("a100", 10), ("h200", 18)):
         assert changes_of(report, cluster) == [("argocd", "changed", f"Application argocd/{cluster}-gpu-operator (argoproj.io)")]

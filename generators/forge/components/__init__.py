@@ -3,10 +3,12 @@ from __future__ import annotations
 
 from forge.components.base import Component
 from forge.components.gpu_operator import GpuOperator
+from forge.components.network_operator import NetworkOperator
 from forge.components.node_feature_discovery import NodeFeatureDiscovery
 
 COMPONENTS: tuple[Component, ...] = (
     NodeFeatureDiscovery(),
+    NetworkOperator(),
     GpuOperator(),
 )
 

@@ -62,6 +62,17 @@ class Component:
     def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
         return []
 
+    def runtime_crds(self, cluster: ClusterModel) -> list[dict[str, Any]]:
+        """CRDs of kinds `manifests()` uses that the component's operator installs itself at run
+        time (so neither the chart nor the upstream data has them), as forge describes them.
+        Only `forge validate` reads these; they are never written or synced."""
+        return []
+
+    def examples(self, cluster: ClusterModel) -> list[dict[str, Any]]:
+        """Objects for people to copy, written under overlays/<cluster>/<name>/examples/: not in
+        the kustomization, so Argo CD never syncs them."""
+        return []
+
     @property
     def module(self) -> str:
         return type(self).__module__

@@ -39,9 +39,10 @@ class GpuOperator(Component):
             "daemonsets": {"tolerations": cluster.gpu_tolerations},
             "driver": {
                 "version": cluster.driver_version,
-                # GPUDirect RDMA (nvidia-peermem) needs NICs that can do it; the DOCA/OFED driver
-                # comes from the Network Operator's container, not from the host.
-                "rdma": {"enabled": cluster.gpudirect_rdma, "useHostMofed": False},
+                # GPUDirect RDMA (nvidia-peermem) follows the compute fabric: on when GPU nodes have
+                # compute-role NICs that can do it. Its DOCA/OFED driver is the Network Operator's
+                # container when that component deploys one, else the host's.
+                "rdma": {"enabled": cluster.gpudirect_rdma, "useHostMofed": cluster.gpudirect_rdma and not cluster.ofed_driver},
             },
             "mig": {"strategy": cluster.mig_strategy},
             "migManager": {

@@ -45,6 +45,6 @@ def compare_sides(ref: str, base: Side, head: Side) -> Report:
     return Report(ref, base.label, head.label, clusters, changes, all_flags(changes, base, head), head.stale)
 
 
-def diff_against(root: Path, ref: str, kustomize: list[str]) -> Report:
-    base, head = render_both(root, ref, kustomize)
+def diff_against(root: Path, ref: str) -> Report:
+    base, head = render_both(root, ref)
     return compare_sides(ref, base, head)

@@ -24,8 +24,7 @@ def diff(root: Path, ref: str, fmt: str) -> None:
     """
     from forge.diff import diff_against
     from forge.diff.report import markdown, text
-    from forge.tools import kustomize_command
 
-    report = diff_against(root, ref, kustomize_command(root.resolve()))
+    report = diff_against(root, ref)
     click.echo(markdown(report) if fmt == "markdown" else text(report), nl=False)
     sys.exit(EXIT_FOUND if report.changed else 0)

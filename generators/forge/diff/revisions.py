@@ -9,7 +9,8 @@ regenerated there, then rendered. Regenerating means the diff shows what the inv
 even before `make generate` was run (the usual author flow: edit, diff, generate); when the
 committed generated files are out of step, the report says so, because CI's `forge check` would
 refuse that commit. Nothing is written under the user's tree: the renders go to temporary
-folders, not build/rendered.
+folders, not build/rendered. kustomize is found as `forge render` finds it (forge.tools: the
+temporary copies have no tools/bin, so forge's own checkout's is used).
 """
 from __future__ import annotations
 
@@ -119,12 +120,12 @@ def _chart_versions(side_root: Path) -> dict[str, dict[str, str]]:
         return {}
 
 
-def render_side(side_root: Path, label: str, out: Path, kustomize: list[str], regenerate: bool) -> Side:
+def render_side(side_root: Path, label: str, out: Path, regenerate: bool) -> Side:
     side = Side(label)
     if regenerate:
         side.stale = _regenerate(side_root)
     try:
-        render_all(side_root, out=out, command=kustomize)
+        render_all(side_root, out=out)
     except ForgeError as exc:
         raise ForgeError(f"rendering {label}: {exc}") from None
     for path in sorted(out.glob("*/*.yaml")):
@@ -141,7 +142,7 @@ def render_side(side_root: Path, label: str, out: Path, kustomize: list[str], re
     return side
 
 
-def render_both(root: Path, ref: str, kustomize: list[str]) -> tuple[Side, Side]:
+def render_both(root: Path, ref: str) -> tuple[Side, Side]:
     """(base, working tree), both rendered in temporary folders that are gone on return."""
     root = root.resolve()
     commit = resolve(root, ref)
@@ -149,7 +150,7 @@ def render_both(root: Path, ref: str, kustomize: list[str]) -> tuple[Side, Side]
     with tempfile.TemporaryDirectory(prefix="forge-diff-") as tmp:
         tmp_path = Path(tmp)
         with base_worktree(root, commit, tmp_path) as base_root:
-            base = render_side(base_root, f"{ref} ({short})", tmp_path / "rendered-base", kustomize, regenerate=False)
+            base = render_side(base_root, f"{ref} ({short})", tmp_path / "rendered-base", regenerate=False)
         head_root = copy_working_tree(root, tmp_path)
-        head = render_side(head_root, "working tree", tmp_path / "rendered-head", kustomize, regenerate=True)
+        head = render_side(head_root, "working tree", tmp_path / "rendered-head", regenerate=True)
     return base, head

@@ -10,31 +10,43 @@ from pydantic import ValidationError
 
 from forge.errors import Problem
 from forge.hardware import GPU_MODELS, MIG_SLICES_COMPUTE, MIG_SLICES_MEMORY, NIC_MODELS, SERVER_MODELS
-from forge.inventory.loader import LoadedInventory, problems_from_validation
+from forge.inventory.loader import LoadedInventory, format_path, line_for, problems_from_validation
 from forge.inventory.schema import Inventory, MigLayoutGroup
+from forge.model import RDMA_RESOURCE_BY_ROLE, fabric_nics
+from forge.nvipam import node_blocks, possible_ip_count
+
+
+def check_raw(file: str, data: dict[str, Any], lines: dict) -> list[Problem]:
+    """Rules that hold even when the shape is wrong elsewhere, so one run reports them all."""
+    first: dict[str, int] = {}
+    problems = []
+    nodes = data.get("nodes")
+    for i, node in enumerate(nodes if isinstance(nodes, list) else []):
+        name = node.get("name") if isinstance(node, dict) else None
+        if not isinstance(name, str):
+            continue
+        if name in first:
+            where = line_for(lines, ("nodes", first[name]))
+            path = ("nodes", i, "name")
+            problems.append(Problem(file, line_for(lines, path), format_path(path), f"duplicate node name '{name}' (first defined at line {where})"))
+        else:
+            first[name] = i
+    return problems
 
 
 def check_inventory(loaded: LoadedInventory, data: dict[str, Any]) -> list[Problem]:
+    """Rules over the typed inventory (its shape is known to be right)."""
     inv = loaded.inventory
     return [
-        *_unique_nodes(loaded, inv),
         *_node_references(loaded, inv),
         *_profile_capacity(loaded, inv),
         *_mig_layouts(loaded, inv),
         *_expected_capacity(loaded, inv),
         *_bucket_names(loaded, inv),
+        *_rdma_interface_roles(loaded, inv),
+        *_compute_network(loaded, inv),
         *_component_settings(loaded, inv, data),
     ]
-
-
-def _unique_nodes(loaded: LoadedInventory, inv: Inventory) -> Iterator[Problem]:
-    first: dict[str, int] = {}
-    for i, node in enumerate(inv.nodes):
-        if node.name in first:
-            where = loaded.line_of(("nodes", first[node.name]))
-            yield loaded.problem(("nodes", i, "name"), f"duplicate node name '{node.name}' (first defined at line {where})")
-        else:
-            first[node.name] = i
 
 
 def _node_references(loaded: LoadedInventory, inv: Inventory) -> Iterator[Problem]:
@@ -63,7 +75,6 @@ def _node_references(loaded: LoadedInventory, inv: Inventory) -> Iterator[Proble
 
 
 def _profile_capacity(loaded: LoadedInventory, inv: Inventory) -> Iterator[Problem]:
-    interface_owner: dict[str, str] = {}
     for name, profile in inv.profiles.items():
         at = ("profiles", name)
         server = SERVER_MODELS[profile.server]
@@ -76,7 +87,7 @@ def _profile_capacity(loaded: LoadedInventory, inv: Inventory) -> Iterator[Probl
             yield loaded.problem(at + ("nvme",), f"{len(profile.nvme)} NVMe devices do not fit a {profile.server} (at most {server.max_nvme})")
         yield from _duplicates(loaded, at + ("nvme",), [d.device for d in profile.nvme], "device", "NVMe device")
         yield from _duplicates(loaded, at + ("nvme",), [d.mount for d in profile.nvme], "mount", "NVMe mount path")
-        interface_owner.clear()
+        owner: dict[str, str] = {}  # interface -> the NIC entry that lists it first
         for j, nic in enumerate(profile.nics):
             nic_at = at + ("nics", j)
             model = NIC_MODELS[nic.model]
@@ -86,9 +97,9 @@ def _profile_capacity(loaded: LoadedInventory, inv: Inventory) -> Iterator[Probl
             if len(nic.interfaces) != ports:
                 yield loaded.problem(nic_at + ("interfaces",), f"{nic.count} card(s) x {nic.ports} port(s) = {ports} interfaces expected, {len(nic.interfaces)} listed")
             for k, iface in enumerate(nic.interfaces):
-                owner = interface_owner.setdefault(iface, f"nics[{j}]")
-                if owner != f"nics[{j}]" or nic.interfaces.index(iface) != k:
-                    yield loaded.problem(nic_at + ("interfaces", k), f"interface '{iface}' is already used by {owner} of this profile")
+                if iface in owner:
+                    yield loaded.problem(nic_at + ("interfaces", k), f"interface '{iface}' is already used by {owner[iface]} of this profile")
+                owner.setdefault(iface, f"nics[{j}]")
 
 
 def _duplicates(loaded: LoadedInventory, at: tuple, values: list[str], field: str, what: str) -> Iterator[Problem]:
@@ -179,6 +190,92 @@ def s3_bucket_problem(name: str) -> str | None:
         if name.endswith(suffix):
             return f"must not end with '{suffix}'"
     return None
+
+
+def _rdma_interface_roles(loaded: LoadedInventory, inv: Inventory) -> Iterator[Problem]:
+    """The RDMA device plugin picks ports by interface name across the whole cluster, one resource
+    per role: a name that is, say, a compute port in one profile and a storage port in another
+    would land in both resources."""
+    first: dict[str, tuple[str, str]] = {}  # interface -> (role, profile)
+    for name, profile in inv.profiles.items():
+        for j, nic in enumerate(profile.nics):
+            if not NIC_MODELS[nic.model].rdma or nic.role not in RDMA_RESOURCE_BY_ROLE:
+                continue
+            for k, iface in enumerate(nic.interfaces):
+                role, owner = first.setdefault(iface, (nic.role, name))
+                if role != nic.role and owner != name:  # inside one profile: a duplicate, reported above
+                    yield loaded.problem(("profiles", name, "nics", j, "interfaces", k),
+                                         f"interface '{iface}' is a {nic.role} port here but a {role} port in profile '{owner}'; "
+                                         "the RDMA device plugin selects ports by name across the cluster, so a name keeps one role")
+
+
+def _compute_network(loaded: LoadedInventory, inv: Inventory) -> Iterator[Problem]:
+    """Rails against the fabric nodes' profiles, and each rail's IP pool against its nodes.
+
+    Fabric nodes are those whose profile has compute-role RDMA NICs; every rail runs on all of
+    them (its macvlan network names one master interface), and every compute port of theirs must
+    be on a rail. Without fabric nodes the rails have no node and are not checked against any."""
+    at = ("cluster", "network", "compute")
+    compute = inv.cluster.network.compute
+    fabric = [n for n in inv.nodes if n.profile in inv.profiles and fabric_nics(inv.profiles[n.profile])]
+    by_profile: dict[str, list[str]] = {}
+    for node in fabric:
+        by_profile.setdefault(node.profile, []).append(node.name)
+    if compute is None:
+        for profile_name in by_profile:
+            nic_index = inv.profiles[profile_name].nics.index(fabric_nics(inv.profiles[profile_name])[0])
+            yield loaded.problem(("profiles", profile_name, "nics", nic_index, "role"),
+                                 "compute-role RDMA NICs need the compute fabric's addressing: add cluster.network.compute with one rail per port")
+        return
+    names: dict[str, int] = {}
+    interfaces: dict[str, int] = {}
+    subnets: list[tuple[int, ipaddress.IPv4Network | ipaddress.IPv6Network]] = []
+    for i, rail in enumerate(compute.rails):
+        rail_at = at + ("rails", i)
+        if rail.name in names:
+            yield loaded.problem(rail_at + ("name",), f"rail name '{rail.name}' is already used by rails[{names[rail.name]}]")
+        names.setdefault(rail.name, i)
+        if rail.interface in interfaces:
+            other = interfaces[rail.interface]
+            yield loaded.problem(rail_at + ("interface",),
+                                 f"interface '{rail.interface}' is already used by rails[{other}] ('{compute.rails[other].name}'): each rail needs its own port")
+        interfaces.setdefault(rail.interface, i)
+        net = ipaddress.ip_network(rail.cidr)
+        for j, other_net in subnets:
+            if net.version == other_net.version and net.overlaps(other_net):
+                yield loaded.problem(rail_at + ("cidr",), f"{rail.cidr} overlaps rails[{j}] ('{compute.rails[j].name}', {other_net})")
+        subnets.append((i, net))
+        for profile_name, nodes in by_profile.items():
+            ports = [iface for nic in fabric_nics(inv.profiles[profile_name]) for iface in nic.interfaces]
+            if rail.interface not in ports:
+                more = f" and {len(nodes) - 1} more" if len(nodes) > 1 else ""
+                yield loaded.problem(rail_at + ("interface",),
+                                     f"interface '{rail.interface}' is not defined in profile '{profile_name}' of node {nodes[0]}{more}; "
+                                     f"its compute NIC interfaces are: {', '.join(ports)}")
+        if fabric:
+            blocks = node_blocks(rail.cidr, compute.addresses_per_node)
+            if blocks < len(fabric):
+                yield loaded.problem(rail_at + ("cidr",),
+                                     f"{rail.cidr} is too small for the {len(fabric)} nodes on this rail: its {possible_ip_count(rail.cidr)} usable addresses "
+                                     f"hold {blocks} blocks of {compute.addresses_per_node} (addresses_per_node), one per node; "
+                                     f"{_fitting_prefix(rail.cidr, compute.addresses_per_node, len(fabric))}")
+    for profile_name in by_profile:
+        profile = inv.profiles[profile_name]
+        for j, nic in enumerate(profile.nics):
+            if nic not in fabric_nics(profile):
+                continue
+            for k, iface in enumerate(nic.interfaces):
+                if iface not in interfaces:
+                    yield loaded.problem(("profiles", profile_name, "nics", j, "interfaces", k),
+                                         f"compute interface '{iface}' is on no rail: add it to cluster.network.compute.rails")
+
+
+def _fitting_prefix(cidr: str, block: int, nodes: int) -> str:
+    net = ipaddress.ip_network(cidr)
+    for prefix in range(net.prefixlen - 1, 0, -1):
+        if node_blocks(f"{net.supernet(new_prefix=prefix).network_address}/{prefix}", block) >= nodes:
+            return f"a /{prefix} would do"
+    return "no subnet is large enough"
 
 
 def _component_settings(loaded: LoadedInventory, inv: Inventory, data: dict[str, Any]) -> Iterator[Problem]:

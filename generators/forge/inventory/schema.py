@@ -70,6 +70,8 @@ ServerModelKey = Annotated[str, _one_of(SERVER_MODELS, "server model")]
 PositiveInt = Annotated[int, Field(gt=0)]
 K8sVersion = Annotated[str, Field(pattern=r"^1\.[0-9]{2}$")]
 S3Bucket = Annotated[str, Field(min_length=3, max_length=63)]
+# A Linux network interface name: at most 15 characters (IFNAMSIZ - 1).
+InterfaceName = Annotated[str, Field(pattern=r"^[a-zA-Z0-9_.-]{1,15}$")]
 
 
 class ArgoDestination(Strict):
@@ -106,6 +108,27 @@ class MigLayoutGroup(Strict):
     profiles: dict[str, PositiveInt]
 
 
+class Rail(Strict):
+    """One rail of the compute fabric: a NIC port on every fabric node, and the pod subnet on it."""
+
+    name: Name  # the secondary network pods attach (NetworkAttachmentDefinition and IP pool name)
+    interface: InterfaceName  # the compute-role NIC port this rail runs over, in every fabric node's profile
+    cidr: Cidr  # pod addresses on this rail; each node takes a block of `addresses_per_node`
+
+
+class ComputeNetwork(Strict):
+    """Addressing of the compute (east-west RDMA) fabric. Applies to the nodes whose profile has
+    compute-role NICs that can do RDMA; with none, it is unused and nothing is generated from it."""
+
+    mtu: Annotated[int, Field(ge=1280, le=9216)]  # as configured on the rail ports of the hosts
+    addresses_per_node: PositiveInt  # pod addresses per node and rail (nv-ipam perNodeBlockSize)
+    rails: Annotated[list[Rail], Field(min_length=1)]
+
+
+class NetworkSettings(Strict):
+    compute: ComputeNetwork | None = None
+
+
 class ClusterSettings(Strict):
     name: Name
     kubernetes_version: K8sVersion
@@ -115,6 +138,7 @@ class ClusterSettings(Strict):
     expected: ExpectedCapacity = ExpectedCapacity()
     # Named MIG layouts; a GPU a layout does not mention keeps MIG off.
     mig_layouts: dict[Name, list[MigLayoutGroup]] = {}
+    network: NetworkSettings = NetworkSettings()
 
 
 class GpuSpec(Strict):
@@ -132,7 +156,7 @@ class NicSpec(Strict):
     ports: PositiveInt = 1  # ports per card that are cabled
     port_gbps: PositiveInt
     role: NicRole
-    interfaces: list[Annotated[str, Field(pattern=r"^[a-zA-Z0-9_.-]{1,15}$")]]
+    interfaces: list[InterfaceName]
 
 
 class NvmeSpec(Strict):

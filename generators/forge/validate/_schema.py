@@ -82,6 +82,10 @@ def messages(err: jsonschema_rs.ValidationError) -> list[tuple[str, str]]:
             return [(dotted(path), f"expected {_types(types)}, got {_json_type(err.instance)}")]
         return [(dotted(path), f"{_json_type(err.instance)} value matches none of the allowed forms ({name})")]
     if name == "falseSchema":
+        if err.schema_path and err.schema_path[-1] == "additionalProperties":
+            # jsonschema_rs's shape for additionalProperties: false with no `properties`:
+            # the path is the parent's and the field name is lost.
+            return [(dotted(path), "unknown field (this object takes no fields)")]
         return [(dotted(path), "field not allowed here")]
     msg = err.message
     if len(msg) > _MAX:

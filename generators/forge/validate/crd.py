@@ -13,7 +13,8 @@ converted to a JSON schema that accepts what the API server accepts with strict 
 * the root's `metadata` is checked only loosely (name/namespace strings, labels/annotations string
   maps): the API server validates ObjectMeta itself, and CRDs rarely describe it;
 * `allOf`/`anyOf`/`oneOf`/`not` are value validations in structural schemas: converted, but no
-  `additionalProperties: false` is added inside them (their branches list only some fields);
+  `additionalProperties: false` is added anywhere inside them (their branches list only some
+  fields; the schema outside them already fixes which fields exist);
 * not checked: CEL rules (`x-kubernetes-validations`), `format`, list-map key uniqueness.
 
 Each (group, version, kind) is compiled once with jsonschema_rs, when first needed.
@@ -69,7 +70,7 @@ def convert(node: Any, *, in_junctor: bool = False) -> dict[str, Any]:
     if node.get("x-kubernetes-list-type") == "set":
         out["uniqueItems"] = True  # the API server rejects duplicates in a set list
 
-    props = {k: convert(v) for k, v in (node.get("properties") or {}).items()}
+    props = {k: convert(v, in_junctor=in_junctor) for k, v in (node.get("properties") or {}).items()}
     if node.get("x-kubernetes-embedded-resource") is True:
         props.setdefault("apiVersion", _STR)
         props.setdefault("kind", _STR)
@@ -77,7 +78,7 @@ def convert(node: Any, *, in_junctor: bool = False) -> dict[str, Any]:
     if props:
         out["properties"] = props
     if isinstance(node.get("items"), dict):
-        out["items"] = convert(node["items"])
+        out["items"] = convert(node["items"], in_junctor=in_junctor)
     for junctor in ("allOf", "anyOf", "oneOf"):
         if isinstance(node.get(junctor), list):
             out[junctor] = [convert(b, in_junctor=True) for b in node[junctor]]
@@ -86,16 +87,17 @@ def convert(node: Any, *, in_junctor: bool = False) -> dict[str, Any]:
 
     extra = node.get("additionalProperties")
     if isinstance(extra, dict):
-        out["additionalProperties"] = convert(extra)
-    elif extra is False:
-        out["additionalProperties"] = False
-    elif (
+        out["additionalProperties"] = convert(extra, in_junctor=in_junctor)
+    elif extra is False or (
         extra is None
         and not in_junctor
         and node.get("x-kubernetes-preserve-unknown-fields") is not True
         and (node.get("type") == "object" or "properties" in node)
     ):
         out["additionalProperties"] = False  # pruned by the API server -> strict error
+        # Without a `properties` keyword jsonschema_rs reports only the first extra value, at
+        # the parent's path, with no field name; an empty one makes it name every field.
+        out.setdefault("properties", {})
     return out
 
 

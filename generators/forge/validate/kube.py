@@ -11,8 +11,11 @@ v1alpha1.json` is group internal.apiserver.k8s.io; `status-meta-v1.json` is core
 the directory also holds non-kinds (`container-v1.json`) that must not pass as kinds.
 
 `$ref`s are resolved by jsonschema_rs from a Registry holding `_definitions.json`, rather than
-inlined: compiling a Deployment takes ~2 ms either way, the registry handles the recursive
-JSONSchemaProps (CustomResourceDefinition) exactly, and `offline=True` guarantees no fetches.
+inlined in Python: measured, a Deployment compiles in ~2 ms that way against ~7 ms for inlining
+plus compiling, validation speed is the same (~1M valid objects/s), and the registry follows the
+recursive JSONSchemaProps (inside CustomResourceDefinition) exactly instead of cutting it off.
+`offline=True`: a ref that does not resolve is an error, never a network fetch.
+`format` is not checked (JSON schema 2020-12 treats it as an annotation).
 """
 from __future__ import annotations
 
@@ -102,7 +105,8 @@ class KubeSchemas:
     def _not_served(self, api_version: str, kind: str) -> list[tuple[str, str]] | None:
         """An apiVersion of a built-in group that lacks the kind is an error (a removed beta
         such as autoscaling/v2beta2, a typo); any other group is not ours to judge (None).
-        CRDs cannot live in built-in groups, so there is no overlap with crd.py."""
+        CRDs do not live in built-in groups (a CRD group needs a dot, and *.k8s.io ones need API
+        approval), so there is no overlap with crd.py."""
         group = api_version.rpartition("/")[0]
         if group not in self._groups or (api_version, kind) == ("v1", "List"):
             return None  # kubectl's client-side List is expanded by the caller, not validated

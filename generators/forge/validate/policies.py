@@ -112,8 +112,10 @@ def check_policies(obj: dict[str, Any], *, required_labels: dict[str, str]) -> l
 
 def check_values_images(values: dict[str, Any]) -> list[tuple[str, str]]:
     """In Helm values we set: a `tag`/`version` of 'latest' or '' next to an `image`/`repository`
-    key, or an `image` string tagged latest. ('' usually means "the chart's appVersion" in a
-    chart's defaults, but when we set it, we mean to pin and did not.) A digest rescues either."""
+    key or inside an `image:` map, or an `image` string tagged latest. ('' usually means "the
+    chart's appVersion" in a chart's defaults, but when we set it, we mean to pin and did not.)
+    A digest rescues either. Tags the chart defaults to (flyte-binary's `latest`) are not seen
+    here: the rendered objects' check in check_policies catches those."""
     out: list[tuple[str, str]] = []
 
     def walk(node: Any, path: list[str | int]) -> None:
@@ -123,7 +125,8 @@ def check_values_images(values: dict[str, Any]) -> list[tuple[str, str]]:
             return
         if not isinstance(node, dict):
             return
-        if ("image" in node or "repository" in node) and not node.get("digest"):
+        is_image = "image" in node or "repository" in node or (bool(path) and path[-1] == "image")
+        if is_image and not node.get("digest"):
             for key in _TAG_KEYS:
                 if key in node and isinstance(node[key], str) and node[key].strip() in ("", "latest"):
                     out.append((dotted(path + [key]), f"image {key} is {node[key]!r}: pin a version"))

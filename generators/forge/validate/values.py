@@ -62,6 +62,13 @@ def _kind(value: Any) -> str:
     return {dict: "map", list: "list"}.get(type(value), "scalar")
 
 
+# Keys whose map values are Kubernetes data (label keys and the like), never chart structure.
+FREE_FORM_KEYS = frozenset({
+    "nodeSelector", "labels", "annotations", "podLabels", "podAnnotations", "commonLabels",
+    "additionalLabels", "matchLabels", "extraLabels", "serviceAnnotations", "deploymentAnnotations",
+})
+
+
 class _KeyCheck:
     def __init__(self, declared: frozenset[str], problems: list[tuple[str, str]]) -> None:
         self.declared = declared
@@ -94,7 +101,9 @@ class _KeyCheck:
         if value is None or default is None:
             return  # a null deletes a default; a null default takes anything (free-form)
         if isinstance(value, dict) and isinstance(default, dict):
-            if default:  # an empty default map is free-form
+            # An empty default map is free-form; so are Kubernetes maps whose keys are data
+            # (label selectors, labels, annotations) even when the chart ships an example entry.
+            if default and here[-1] not in FREE_FORM_KEYS:
                 self.walk(value, default, here)
         elif isinstance(value, dict) or (isinstance(default, dict) and default):
             # A map where the chart has a scalar or list (or the reverse): the template would

@@ -1,0 +1,42 @@
+"""A folder of CRD files, indexed by (group, kind) without parsing them all.
+
+The upstream data folder holds ~20 MB of CRDs (kube-prometheus-stack's alone are large); parsing
+them all costs seconds, while a cluster uses a handful. A cheap text scan finds each file's
+`spec.group` and `spec.names.kind`; a file is parsed only when an object needs its CRD. Files the
+scan cannot read (several CRDs in one file, unusual layout) are parsed up front.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from forge.validate.crd import CrdSchemas
+from forge.validate.objects import load_yaml_stream
+
+_GROUP = re.compile(r"^  group:\s*['\"]?([A-Za-z0-9.-]+)", re.M)
+_KIND = re.compile(r"^    kind:\s*['\"]?([A-Za-z0-9]+)", re.M)
+_CRD = re.compile(r"^kind:[ \t]*CustomResourceDefinition[ \t]*$", re.M)
+_HEAD = 4096
+
+
+class LazyCrdFolder:
+    def __init__(self, folders: list[Path]) -> None:
+        self._schemas = CrdSchemas()
+        self._files: dict[tuple[str, str], Path] = {}
+        for folder in folders:
+            for path in sorted(p for p in folder.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file()):
+                text = path.read_text(encoding="utf-8")
+                head = text[:_HEAD]  # spec.group and spec.names come before the (large) versions
+                groups, kinds = _GROUP.findall(head), _KIND.findall(head)
+                if len(_CRD.findall(text)) == 1 and len(groups) == 1 and len(kinds) == 1:
+                    self._files[(groups[0], kinds[0])] = path
+                else:
+                    self._schemas.add_objects(load_yaml_stream(text))
+
+    def validate(self, obj: dict[str, Any]) -> list[tuple[str, str]] | None:
+        api_version, kind = str(obj.get("apiVersion", "")), str(obj.get("kind", ""))
+        path = self._files.pop((api_version.rpartition("/")[0], kind), None)
+        if path is not None:  # first use: parse and compile it
+            self._schemas.add_objects(load_yaml_stream(path.read_text(encoding="utf-8")))
+        return self._schemas.validate(obj)

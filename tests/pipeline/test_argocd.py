@@ -1,0 +1,64 @@
+"""The Argo CD bootstrap: project boundaries, multi-source Applications, ordering, and the
+component shape every plug-in follows."""
+from __future__ import annotations
+
+import yaml
+
+from forge.argocd import bootstrap_objects
+from forge.charts import chart_pins
+from forge.components import COMPONENTS
+from forge.generate import enabled_components
+from forge.inventory import load_inventory_text
+from forge.model import derive
+from tests.conftest import REPO, inventory_text
+
+
+def h200_bootstrap():
+    cluster = derive(load_inventory_text(inventory_text("h200"), "clusters/h200/inventory.yaml"))
+    components = enabled_components(cluster)
+    return cluster, components, bootstrap_objects(cluster, components, chart_pins(REPO))
+
+
+def test_app_project_allows_only_this_repo_the_pinned_charts_and_the_cluster():
+    cluster, components, files = h200_bootstrap()
+    spec = files["appproject.yaml"]["spec"]
+    pins = chart_pins(REPO)
+    assert spec["sourceRepos"] == sorted({"https://github.com/exa-labs/forge.git"} | {pins[c.chart].repo for c in components if c.chart})
+    assert "*" not in spec["sourceRepos"]
+    assert {d["server"] for d in spec["destinations"]} == {"https://kubernetes.default.svc"}
+    assert sorted(d["namespace"] for d in spec["destinations"]) == sorted({c.namespace for c in components} | {"argocd"})
+    kinds = {(k["group"], k["kind"]) for k in spec["clusterResourceWhitelist"]}
+    assert ("", "Namespace") in kinds and ("nfd.k8s-sigs.io", "NodeFeatureRule") in kinds
+    assert ("*", "*") not in kinds
+
+
+def test_component_application_is_multi_source_with_values_from_this_repo():
+    _, _, files = h200_bootstrap()
+    app = files["application-gpu-operator.yaml"]
+    chart, values_ref, overlay = app["spec"]["sources"]
+    assert (chart["chart"], chart["targetRevision"]) == ("gpu-operator", chart_pins(REPO)["gpu-operator"].version)
+    assert chart["helm"]["valueFiles"] == ["$values/overlays/h200/gpu-operator/values.yaml"]
+    assert values_ref == {"repoURL": "https://github.com/exa-labs/forge.git", "targetRevision": "main", "ref": "values"}
+    assert overlay["path"] == "overlays/h200/gpu-operator"
+    assert "ServerSideApply=true" in app["spec"]["syncPolicy"]["syncOptions"]
+    assert "resources-finalizer.argocd.argoproj.io" not in app["metadata"].get("finalizers", [])
+
+
+def test_root_application_manages_the_bootstrap_folder():
+    _, _, files = h200_bootstrap()
+    root = files["root-application.yaml"]
+    assert root["spec"]["source"]["path"] == "clusters/h200/argocd"
+    assert root["spec"]["project"] == files["appproject.yaml"]["metadata"]["name"] == "forge-h200"
+
+
+def test_every_component_has_a_base_with_its_namespace_and_protection():
+    for component in COMPONENTS:
+        base = REPO / "base" / component.name
+        docs = [yaml.safe_load(p.read_text()) for p in sorted(base.glob("*.yaml")) if p.name != "kustomization.yaml"]
+        namespaces = [d for d in docs if d["kind"] == "Namespace"]
+        assert [n["metadata"]["name"] for n in namespaces] == [component.namespace], component.name
+        ns = namespaces[0]["metadata"]
+        assert ns["labels"]["pod-security.kubernetes.io/enforce"] in {"privileged", "baseline", "restricted"}
+        assert ns["annotations"]["argocd.argoproj.io/sync-options"] == "Prune=false,Delete=false"
+        if component.chart:
+            assert component.chart in chart_pins(REPO), f"{component.name}: chart '{component.chart}' not pinned"
