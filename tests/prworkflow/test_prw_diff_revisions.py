@@ -1,9 +1,9 @@
 """`forge diff` on crafted pairs of revisions: the exact objects, fields and risk flags reported.
 
-Components other than node-feature-discovery, gpu-operator and the Argo CD bootstrap are being
-added in parallel; where they may add objects of their own to a change, the assertions hold
-exactly for these three components and require only that nothing else changes on the other
-cluster.
+Components other than node-feature-discovery, gpu-operator, network-operator and the Argo CD
+bootstrap are being added in parallel; where they may add objects of their own to a change, the
+assertions hold exactly for these components and require only that nothing else changes on the
+other cluster.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from forge.diff.objects import MISSING, format_path
 
 from .conftest import commit, forge, git, regenerate
 
-KNOWN = {"node-feature-discovery", "gpu-operator", "argocd"}
+KNOWN = {"node-feature-discovery", "gpu-operator", "network-operator", "argocd"}
 
 
 def changes_of(report, cluster: str) -> list[tuple[str, str, str]]:
@@ -57,24 +57,57 @@ def test_node_added_changes_only_its_rule_on_h200(repo, kustomize):
     assert "<details><summary><code>h200</code> · node-feature-discovery · added NodeFeatureRule forge-node-h200-gpu-19" in md.stdout
 
 
-def test_nic_model_change_turns_on_gpudirect_and_flags_the_driver_restart(repo, kustomize):
+def test_nic_model_change_changes_the_rdma_device_ids_and_flags_the_plugin_restart(repo, kustomize):
+    inventory = repo / "clusters/h200/inventory.yaml"
+    cx7 = "      - model: connectx-7\n        count: 8\n        port_gbps: 400\n"
+    assert cx7 in inventory.read_text()
+    inventory.write_text(inventory.read_text().replace(cx7, "      - model: connectx-6-dx\n        count: 8\n        port_gbps: 100\n"))
+    regenerate(repo)
+    commit(repo, "h200: ConnectX-6 Dx compute fabric")
+    report = diff_against(repo, "HEAD~1")
+
+    assert changes_of(report, "h200") == [("network-operator", "changed", "NicClusterPolicy nic-cluster-policy (mellanox.com)")]
+    # The RDMA plugin's config is JSON inside YAML: compared as data, down to the device ID.
+    assert fields_of(report, "h200", "NicClusterPolicy nic-cluster-policy (mellanox.com)") == [
+        ("spec.rdmaSharedDevicePlugin.config > configList[0].selectors.deviceIDs[0]", "1021", "101d"),
+    ]
+    assert report.for_cluster("a100") == []
+    assert flags_of(report, "restart") == [(
+        "high", "h200", "network-operator",
+        "NicClusterPolicy nic-cluster-policy (mellanox.com) change spec.rdmaSharedDevicePlugin.config > "
+        "configList[0].selectors.deviceIDs[0]: restarts the RDMA shared device plugin DaemonSet on 18 nodes with "
+        "NVIDIA/Mellanox NICs (h200-gpu-01, h200-gpu-02, h200-gpu-03, h200-gpu-04, h200-gpu-05, h200-gpu-06 and 12 more); "
+        "rdma/* resources are re-registered on each node",
+    )]
+
+
+def test_first_mellanox_nic_brings_the_network_operator_and_its_driver(repo, kustomize):
     inventory = repo / "clusters/a100/inventory.yaml"
-    text = inventory.read_text()
-    inventory.write_text(text.replace("{model: intel-e810, count: 1, ports: 2", "{model: connectx-6-dx, count: 1, ports: 2"))
+    inventory.write_text(inventory.read_text().replace("{model: intel-e810, count: 1, ports: 2", "{model: connectx-6-dx, count: 1, ports: 2"))
     regenerate(repo)
     commit(repo, "a100: ConnectX-6 Dx instead of the E810")
     report = diff_against(repo, "HEAD~1")
 
-    assert changes_of(report, "a100") == [("gpu-operator", "changed", "Helm values of gpu-operator")]
-    assert fields_of(report, "a100", "Helm values of gpu-operator") == [("driver.rdma.enabled", False, True)]
+    assert changes_of(report, "a100") == [
+        ("argocd", "changed", "AppProject argocd/forge-a100 (argoproj.io)"),
+        ("argocd", "added", "Application argocd/a100-network-operator (argoproj.io)"),
+        ("network-operator", "added", "Helm values of network-operator"),
+        ("network-operator", "added", "Namespace nvidia-network-operator"),
+        ("network-operator", "added", "NicClusterPolicy nic-cluster-policy (mellanox.com)"),
+    ]
+    assert fields_of(report, "a100", "AppProject argocd/forge-a100 (argoproj.io)") == [
+        ("spec.clusterResourceWhitelist[2]", MISSING, {"group": "mellanox.com", "kind": "MacvlanNetwork"}),
+        ("spec.clusterResourceWhitelist[3]", MISSING, {"group": "mellanox.com", "kind": "NicClusterPolicy"}),
+        ("spec.destinations[3]", MISSING, {"namespace": "nvidia-network-operator", "server": "https://kubernetes.default.svc"}),
+    ]
     assert report.for_cluster("h200") == []
-    restarts = [f for f in flags_of(report, "restart") if f[2] == "gpu-operator"]
-    assert restarts == [(
-        "high", "a100", "gpu-operator",
-        "Helm values of chart gpu-operator change driver.rdma.enabled: the NVIDIA driver DaemonSet restarts on "
-        "10 GPU nodes (a100-gpu-01, a100-gpu-02, a100-gpu-03, a100-gpu-04, a100-gpu-05, a100-gpu-06 and 4 more); "
-        "the kernel driver is unloaded and reloaded: GPU pods on each node are evicted first",
+    assert flags_of(report, "restart") == [(
+        "high", "a100", "network-operator",
+        "new NicClusterPolicy nic-cluster-policy (mellanox.com): starts the DOCA/OFED driver DaemonSet on 10 nodes with "
+        "NVIDIA/Mellanox NICs (a100-gpu-01, a100-gpu-02, a100-gpu-03, a100-gpu-04, a100-gpu-05, a100-gpu-06 and 4 more); "
+        "the NIC driver is reloaded: RDMA traffic on each node stops until it is back",
     )]
+    assert flags_of(report, "prune") == []
 
 
 def test_mig_layout_change_on_one_node(repo, kustomize):
@@ -110,7 +143,7 @@ def test_last_user_of_a_mig_layout_changes_the_gpu_operator_values(repo, kustomi
     assert values[0][1] == [{"devices": "all", "mig-enabled": True, "mig-devices": {"1g.18gb": 7}}]
     messages = [f[3] for f in flags_of(report, "restart")]
     assert any(m.startswith('Helm values of chart gpu-operator change migManager.config.data["config.yaml"] > mig-configs.all-1g: '
-                            "the MIG manager DaemonSet restarts on 18 MIG-capable GPU nodes") for m in messages), messages
+                            "restarts the MIG manager DaemonSet on 18 MIG-capable GPU nodes") for m in messages), messages
     assert [f[3].split(":")[0] for f in flags_of(report, "mig")] == ["MIG layout changes on 2 nodes"]
 
 

@@ -43,7 +43,7 @@ def test_add_a_19th_h200_node(repo):
         "    roles: [gpu]\n"
     )
     out = result.stdout.splitlines()
-    assert out[0] == "added h200-gpu-19 to clusters/h200/inventory.yaml after h200-gpu-18 (line 219)"
+    assert out[0] == f"added h200-gpu-19 to clusters/h200/inventory.yaml after h200-gpu-18 (line {len(before.splitlines()) + 1})"
     assert out[1] == ("it carries h200-gpu-19 (profile sr680a-h200, rack h200-r05): 8 x H200-141GB GPUs (1128 GiB GPU memory); "
                       "4 NVMe devices = 12.8 TB NVMe cache capacity; NICs: 8 x connectx-7 (compute), 2 x bluefield-3 (storage)")
     assert "cluster.expected.gpu_nodes: 18 -> 19 (kept in step with the node list)" in out

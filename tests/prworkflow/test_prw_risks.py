@@ -53,8 +53,8 @@ def test_nic_cluster_policy_driver_change_counts_the_mellanox_nodes(clusters):
     report = report_for(clusters, {("h200", "network-operator"): [old]}, {("h200", "network-operator"): [new]})
     assert messages(report, "restart") == [(
         "high", "h200", "network-operator",
-        "NicClusterPolicy nic-cluster-policy (mellanox.com) change spec.ofedDriver.version: the DOCA/OFED driver DaemonSet "
-        "restarts on 18 nodes with NVIDIA/Mellanox NICs (h200-gpu-01, h200-gpu-02, h200-gpu-03, h200-gpu-04, h200-gpu-05, "
+        "NicClusterPolicy nic-cluster-policy (mellanox.com) change spec.ofedDriver.version: restarts the DOCA/OFED driver DaemonSet "
+        "on 18 nodes with NVIDIA/Mellanox NICs (h200-gpu-01, h200-gpu-02, h200-gpu-03, h200-gpu-04, h200-gpu-05, "
         "h200-gpu-06 and 12 more); the NIC driver is reloaded: RDMA traffic on each node stops until it is back",
     )]
 
@@ -70,8 +70,8 @@ def test_network_operator_values_and_unknown_charts(clusters):
     report = report_for(clusters, bootstrap, bootstrap, old_values, new_values)
     # The A100 fleet has no NVIDIA/Mellanox NIC: the plugin restarts nowhere, and the flag says so.
     assert [m[3] for m in messages(report, "restart")] == [
-        "Helm values of chart network-operator change rdmaSharedDevicePlugin.resources: the RDMA shared device plugin "
-        "DaemonSet restarts on 0 nodes with NVIDIA/Mellanox NICs; rdma/* resources are re-registered on each node",
+        "Helm values of chart network-operator change rdmaSharedDevicePlugin.resources: restarts the RDMA shared device plugin "
+        "DaemonSet on 0 nodes with NVIDIA/Mellanox NICs; rdma/* resources are re-registered on each node",
     ]
     other = {("a100", "argocd"): [app("a100", "some-chart")]}
     assert messages(report_for(clusters, other, other, old_values, new_values), "restart") == []
@@ -172,3 +172,19 @@ def test_values_added_with_a_new_component_and_removed_with_an_old_one(clusters)
         ("flyte", "added", values_identity("flyte")), ("loki", "removed", values_identity("loki")),
     ]
     assert messages(report, "prune") == []  # values are not objects: the Application's removal is what prunes
+
+
+def test_upgrade_policy_rolls_nothing_but_tolerations_roll_every_nic_daemonset(clusters):
+    old = nic_policy("25.04-0.6.1.0-2", '{"configList": []}')
+    old["spec"]["ofedDriver"]["upgradePolicy"] = {"maxParallelUpgrades": 1}
+    old["spec"]["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    new = copy.deepcopy(old)
+    new["spec"]["ofedDriver"]["upgradePolicy"]["maxParallelUpgrades"] = 2
+    report = report_for(clusters, {("h200", "network-operator"): [old]}, {("h200", "network-operator"): [new]})
+    assert messages(report, "restart") == []  # the upgrade controller reads it; no DaemonSet changes
+    new["spec"]["tolerations"].append({"key": "exa.ai/drain", "operator": "Exists", "effect": "NoExecute"})
+    report = report_for(clusters, {("h200", "network-operator"): [old]}, {("h200", "network-operator"): [new]})
+    assert [m[3].split(":")[0:2] for m in messages(report, "restart")] == [
+        ["NicClusterPolicy nic-cluster-policy (mellanox.com) change spec.tolerations[1]",
+         " restarts every Network Operator DaemonSet (placement or tolerations) on 18 nodes with NVIDIA/Mellanox NICs (h200-gpu-01, h200-gpu-02, h200-gpu-03, h200-gpu-04, h200-gpu-05, h200-gpu-06 and 12 more); every operand pod on each node is recreated, the DOCA/OFED driver included"],
+    ]

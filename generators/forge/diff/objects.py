@@ -12,6 +12,8 @@ credential are compared, but shown only as "<redacted>".
 """
 from __future__ import annotations
 
+import difflib
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, NamedTuple
@@ -165,15 +167,27 @@ def diff_fields(old: Any, new: Any, path: tuple[PathPart, ...] = (), secret: boo
 
 
 def _diff_lists(old: list[Any], new: list[Any], path: tuple[PathPart, ...]) -> list[FieldChange]:
+    """Named items by name; other lists item by item, aligned like a line diff, so inserting one
+    entry into a long list (an AppProject's whitelist) shows as that entry alone."""
     old_named, new_named = _named_items(old), _named_items(new)
     if old_named is not None and new_named is not None:
         changes: list[FieldChange] = []
         for name in [*old_named, *(n for n in new_named if n not in old_named)]:
             changes += diff_fields(old_named.get(name, MISSING), new_named.get(name, MISSING), path + (Named(name),))
         return changes
-    if len(old) == len(new) and any(isinstance(i, (dict, list)) for i in old + new):
-        return [c for i, (a, b) in enumerate(zip(old, new)) for c in diff_fields(a, b, path + (i,))]
-    return [FieldChange(path, old, new)]
+    key = lambda item: json.dumps(item, sort_keys=True, default=str)  # noqa: E731
+    matcher = difflib.SequenceMatcher(a=[key(i) for i in old], b=[key(i) for i in new], autojunk=False)
+    changes = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        if tag == "replace" and i2 - i1 == j2 - j1:  # the same places, changed: compare inside
+            for k in range(i2 - i1):
+                changes += diff_fields(old[i1 + k], new[j1 + k], path + (j1 + k,))
+            continue
+        changes += [FieldChange(path + (k,), old[k], MISSING) for k in range(i1, i2)]
+        changes += [FieldChange(path + (k,), MISSING, new[k]) for k in range(j1, j2)]
+    return changes
 
 
 # ---- objects ------------------------------------------------------------------------------------

@@ -55,36 +55,52 @@ SCOPES: dict[str, tuple[str, str, Callable[[NodeModel], bool]]] = {  # singular,
 # Helm values of a chart (known by its chart name) whose change rolls a DaemonSet on GPU or NIC
 # nodes: top-level key -> (what restarts, scope, consequence). Keys not listed (operator, dcgm,
 # node-feature-discovery rules) restart nothing that GPU or network traffic depends on.
-_DRIVER_RELOAD = "the kernel driver is unloaded and reloaded: GPU pods on each node are evicted first"
-VALUES_RESTARTS: dict[str, dict[str, tuple[str, str, str]]] = {
+@dataclass(frozen=True)
+class Restart:
+    what: str  # the DaemonSet(s) that roll, as a noun phrase
+    scope: str  # key of SCOPES: which inventory nodes run them
+    consequence: str
+    level: str = "high"
+
+
+_DRIVER = Restart("the NVIDIA driver DaemonSet", "gpu", "the kernel driver is unloaded and reloaded: GPU pods on each node are evicted first")
+_OFED = Restart("the DOCA/OFED driver DaemonSet", "mellanox", "the NIC driver is reloaded: RDMA traffic on each node stops until it is back")
+_RDMA_PLUGIN = Restart("the RDMA shared device plugin DaemonSet", "mellanox", "rdma/* resources are re-registered on each node")
+_SRIOV_PLUGIN = Restart("the SR-IOV device plugin DaemonSet", "mellanox", "SR-IOV resources are re-registered on each node")
+_GPU_COMMON = Restart("every GPU Operator DaemonSet (common settings)", "gpu", "every operand pod on each node is recreated, the driver included")
+_NIC_COMMON = Restart("every Network Operator DaemonSet (placement or tolerations)", "mellanox",
+                      "every operand pod on each node is recreated, the DOCA/OFED driver included")
+
+VALUES_RESTARTS: dict[str, dict[str, Restart]] = {
     "gpu-operator": {
-        "driver": ("NVIDIA driver DaemonSet", "gpu", _DRIVER_RELOAD),
-        "toolkit": ("container toolkit DaemonSet", "gpu", "containerd is reconfigured and restarted on each node"),
-        "devicePlugin": ("device plugin DaemonSet", "gpu", "nvidia.com/gpu is re-registered on each node"),
-        "mig": ("device plugin and GPU feature discovery (MIG strategy)", "gpu", "GPU resources are re-advertised on each node"),
-        "migManager": ("MIG manager DaemonSet", "mig", "mig-parted re-applies the node's layout"),
-        "daemonsets": ("every GPU Operator DaemonSet (common settings)", "gpu", "every operand pod on each node is recreated, the driver included"),
+        "driver": _DRIVER,
+        "toolkit": Restart("the container toolkit DaemonSet", "gpu", "containerd is reconfigured and restarted on each node"),
+        "devicePlugin": Restart("the device plugin DaemonSet", "gpu", "nvidia.com/gpu is re-registered on each node"),
+        "mig": Restart("the device plugin and GPU feature discovery (MIG strategy)", "gpu", "GPU resources are re-advertised on each node"),
+        "migManager": Restart("the MIG manager DaemonSet", "mig", "mig-parted re-applies the node's layout"),
+        "daemonsets": _GPU_COMMON,
     },
-    "network-operator": {
-        "ofedDriver": ("DOCA/OFED driver DaemonSet", "mellanox", "the NIC driver is reloaded: RDMA traffic on each node stops until it is back"),
-        "rdmaSharedDevicePlugin": ("RDMA shared device plugin DaemonSet", "mellanox", "rdma/* resources are re-registered on each node"),
-        "sriovDevicePlugin": ("SR-IOV device plugin DaemonSet", "mellanox", "SR-IOV resources are re-registered on each node"),
-    },
+    "network-operator": {"ofedDriver": _OFED, "rdmaSharedDevicePlugin": _RDMA_PLUGIN, "sriovDevicePlugin": _SRIOV_PLUGIN},
 }
 
 # The same for custom resources whose operator turns spec sections into DaemonSets: (group, kind)
-# -> spec key -> (what restarts, scope, consequence); "*" = any change of the spec.
-OBJECT_RESTARTS: dict[tuple[str, str], dict[str, tuple[str, str, str]]] = {
+# -> spec key -> Restart; "*" = any change of the spec.
+OBJECT_RESTARTS: dict[tuple[str, str], dict[str, Restart]] = {
     ("mellanox.com", "NicClusterPolicy"): {
-        "ofedDriver": VALUES_RESTARTS["network-operator"]["ofedDriver"],
-        "rdmaSharedDevicePlugin": VALUES_RESTARTS["network-operator"]["rdmaSharedDevicePlugin"],
-        "sriovDevicePlugin": VALUES_RESTARTS["network-operator"]["sriovDevicePlugin"],
+        "ofedDriver": _OFED, "rdmaSharedDevicePlugin": _RDMA_PLUGIN, "sriovDevicePlugin": _SRIOV_PLUGIN,
+        "nodeAffinity": _NIC_COMMON, "tolerations": _NIC_COMMON,
+        "secondaryNetwork": Restart("the Multus and CNI plugin DaemonSets", "mellanox",
+                                    "running pods keep their interfaces; pods starting meanwhile wait for the plugins", "medium"),
     },
     ("nvidia.com", "ClusterPolicy"): {
         key: VALUES_RESTARTS["gpu-operator"][key] for key in ("driver", "toolkit", "devicePlugin", "migManager", "daemonsets")
     },
-    ("nvidia.com", "NVIDIADriver"): {"*": VALUES_RESTARTS["gpu-operator"]["driver"]},
+    ("nvidia.com", "NVIDIADriver"): {"*": _DRIVER},
 }
+
+# Settings read by the operators' upgrade controllers, not by the DaemonSets: changing them rolls
+# nothing by itself.
+NO_RESTART = {("ofedDriver", "upgradePolicy"), ("driver", "upgradePolicy")}
 
 # Node labels we can resolve to a scope when a DaemonSet selects by them.
 _SCOPE_BY_LABEL = {
@@ -177,9 +193,12 @@ def crd_flags(changes: list[ObjectChange]) -> Iterable[Flag]:
 
 def restart_flags(changes: list[ObjectChange], charts: dict[tuple[str, str], str], clusters: dict[str, ClusterModel]) -> Iterable[Flag]:
     for c in changes:
+        cluster = clusters.get(c.cluster)
+        if c.action == "added":
+            yield from _new_operands(c, charts, cluster)
+            continue
         if c.action != "changed":
             continue
-        cluster = clusters.get(c.cluster)
         if c.ident.kind == VALUES_KIND:
             rules = VALUES_RESTARTS.get(charts.get((c.cluster, c.component), ""), {})
             yield from _rule_flags(c, rules, (), cluster, f"Helm values of chart {charts.get((c.cluster, c.component))}")
@@ -194,20 +213,34 @@ def restart_flags(changes: list[ObjectChange], charts: dict[tuple[str, str], str
                            f"{_selector_nodes(cluster, spec.get('nodeSelector') or {})}")
 
 
-def _rule_flags(c: ObjectChange, rules: dict[str, tuple[str, str, str]], prefix: tuple[str, ...],
+def _rule_flags(c: ObjectChange, rules: dict[str, Restart], prefix: tuple[str, ...],
                 cluster: ClusterModel | None, source: str) -> Iterable[Flag]:
     hits: dict[str, list[str]] = {}
     for f in c.fields:
         keys = keys_of(f.path)
-        if keys[:len(prefix)] != prefix:
+        if keys[:len(prefix)] != prefix or keys[len(prefix):len(prefix) + 2] in NO_RESTART:
             continue
         key = "*" if "*" in rules else (keys[len(prefix)] if len(keys) > len(prefix) else "")
         if key in rules:
             hits.setdefault(key, []).append(f.where)
     for key, paths in hits.items():
-        what, scope, consequence = rules[key]
-        yield Flag("high", c.cluster, c.component, "restart",
-                   f"{source} change {_names(paths, 3)}: the {what} restarts on {_count(cluster, scope)}; {consequence}")
+        rule = rules[key]
+        yield Flag(rule.level, c.cluster, c.component, "restart",
+                   f"{source} change {_names(paths, 3)}: restarts {rule.what} on {_count(cluster, rule.scope)}; {rule.consequence}")
+
+
+def _new_operands(c: ObjectChange, charts: dict[tuple[str, str], str], cluster: ClusterModel | None) -> Iterable[Flag]:
+    """A new operator policy (or a chart installed on a cluster for the first time) starts its
+    node DaemonSets: the drivers among them reload on every node they land on."""
+    if c.ident.kind == VALUES_KIND:
+        rules, present, source = VALUES_RESTARTS.get(charts.get((c.cluster, c.component), ""), {}), c.new or {}, \
+            f"new chart {charts.get((c.cluster, c.component))} on {c.cluster}"
+    else:
+        rules, present, source = OBJECT_RESTARTS.get((c.ident.group, c.ident.kind), {}), (c.new or {}).get("spec") or {}, f"new {c.ident}"
+    for key, rule in rules.items():
+        if (key == "*" or key in present) and rule.what in (_DRIVER.what, _OFED.what):
+            yield Flag(rule.level, c.cluster, c.component, "restart",
+                       f"{source}: starts {rule.what} on {_count(cluster, rule.scope)}; {rule.consequence}")
 
 
 def mig_flags(changes: list[ObjectChange]) -> Iterable[Flag]:
@@ -300,7 +333,7 @@ def chart_flags(changes: list[ObjectChange], base: Side, head: Side, clusters: d
                 operands = ""
                 rules = VALUES_RESTARTS.get(str(chart), {})
                 if rules:
-                    scope = next(iter(rules.values()))[1]
+                    scope = next(iter(rules.values())).scope
                     operands = f"; its DaemonSets may roll on {_count(clusters.get(c.cluster), scope)}"
                 yield Flag("medium", c.cluster, component, "chart",
                            f"chart {chart} {before.get('targetRevision')} -> {source.get('targetRevision')} "
