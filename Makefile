@@ -44,7 +44,7 @@ validate: setup ## validate rendered manifests (FORGE_UPSTREAM=DIR adds the upst
 
 BASE ?= origin/main
 diff: setup ## what the working tree changes on each cluster vs BASE (default origin/main), risks first
-	forge diff --base $(BASE)
+	@forge diff --base $(BASE) || test $$? -eq 1  # exit 1 = "there are changes", not a failure here
 
 # ---- tests and benchmarks -----------------------------------------------------------------------
 

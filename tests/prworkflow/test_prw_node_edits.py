@@ -238,3 +238,21 @@ def test_bad_option_syntax(repo):
     assert err.splitlines() == ["error: --taint 'nvidia.com/gpu': expected key[=value]:Effect (e.g. nvidia.com/gpu:NoSchedule)"]
     err = refused(repo, "set", "h200", "h200-gpu-01")
     assert err.startswith("error: nothing to set: give at least one of --profile, --rack")
+
+
+def test_a_node_added_at_the_end_goes_before_the_next_sections_comment(repo):
+    text = (repo / H200).read_text()
+    last = "    mig_layout: all-1g\n"  # the last line of the last node, h200-gpu-18
+    nodes_end = text.index("  - name: h200-gpu-18\n")
+    nodes_end = text.index(last, nodes_end) + len(last)
+    if "\ncomponents:" not in text:  # a section after the nodes, headed by a comment
+        text += "\n# Per-component settings (see README).\ncomponents: {}\n"
+    else:
+        text = text[:nodes_end] + "\n# Per-component settings (see README).\n" + text[nodes_end:]
+    (repo / H200).write_text(text)
+    result = forge("node", "add", "h200", "h200-gpu-19", "--profile", "sr680a-h200", "--rack", "h200-r05", "--no-generate", "--root", str(repo))
+    assert result.exit_code == 0, result.stderr
+    want = with_expected(text, 19, 152)
+    new_node = "  - name: h200-gpu-19\n    profile: sr680a-h200\n    rack: h200-r05\n    roles: [gpu]\n"
+    assert (repo / H200).read_text() == want[:nodes_end] + new_node + want[nodes_end:]
+    assert want[nodes_end:].startswith("\n# Per-component settings (see README).\n")
