@@ -10,7 +10,7 @@ STAMP := $(VENV)/.forge-setup
 export PATH := $(CURDIR)/tools/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup generate check render validate test bench diff
+.PHONY: help setup generate check render validate test bench charts hydrate diff
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -41,6 +41,13 @@ render: setup ## render the overlays with kustomize/helm
 
 validate: setup ## validate rendered manifests (FORGE_UPSTREAM=DIR adds the upstream charts/CRDs)
 	forge validate $(if $(FORGE_UPSTREAM),--upstream $(FORGE_UPSTREAM))
+
+charts: setup ## fetch the pinned charts into .cache/charts (MIRROR=DIR: from a local mirror, no network)
+	forge charts pull $(if $(MIRROR),--from $(MIRROR))
+
+hydrate: setup ## render every component with its real chart as Argo CD does, and validate that (after make charts)
+	forge hydrate
+	forge validate --hydrated
 
 BASE ?= origin/main
 diff: setup ## what the working tree changes on each cluster vs BASE (default origin/main), risks first

@@ -9,8 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from forge import emit
 from forge.charts import ChartPin
-from forge.components.base import Component
+from forge.components.base import Component, RemoteBase
 from forge.model import ClusterModel
 from forge.paths import ARGOCD_DIR, CLUSTERS_DIR, OVERLAYS_DIR
 
@@ -34,9 +35,10 @@ def bootstrap_objects(cluster: ClusterModel, components: list[Component], pins: 
 def app_project(cluster: ClusterModel, components: list[Component], pins: dict[str, ChartPin]) -> dict[str, Any]:
     argo = cluster.settings.argocd
     server = argo.destination.server
-    namespaces = sorted({c.namespace for c in components} | {argo.namespace})
+    namespaces = sorted({ns for c in components for ns in c.namespaces(cluster)} | {argo.namespace})
     kinds = sorted({k for c in components for k in c.cluster_kinds} | set(_ALWAYS_CLUSTER_KINDS))
-    repos = sorted({cluster.settings.git.repo_url} | {pins[c.chart].repo for c in components if c.chart})
+    repos = sorted({cluster.settings.git.repo_url} | {pins[c.chart].repo for c in components if c.chart}
+                   | {r.repo_url for c in components if (r := c.remote_base(cluster))})
     return {
         "apiVersion": "argoproj.io/v1alpha1",
         "kind": "AppProject",
@@ -82,14 +84,19 @@ def component_application(cluster: ClusterModel, component: Component, pin: Char
     if pin:
         sources.append({
             "repoURL": pin.repo, "chart": pin.chart, "targetRevision": pin.version,
-            "helm": {"releaseName": component.release_name or component.name,
+            "helm": {"releaseName": component.release,
                      "valueFiles": [f"$values/{overlay}/values.yaml"]},
         })
         sources.append({"repoURL": git.repo_url, "targetRevision": git.revision, "ref": "values"})
+    remote = component.remote_base(cluster)
+    if remote:
+        sources.append(_remote_source(cluster, remote))
     sources.append({"repoURL": git.repo_url, "targetRevision": git.revision, "path": overlay})
     options = ["CreateNamespace=false"]  # base/<component>/ ships the Namespace with its labels
     if component.server_side_apply:
         options.append("ServerSideApply=true")
+    if component.ignore_differences:
+        options.append("RespectIgnoreDifferences=true")  # also keep them out of syncs, not only diffs
     return {
         "apiVersion": "argoproj.io/v1alpha1",
         "kind": "Application",
@@ -103,5 +110,18 @@ def component_application(cluster: ClusterModel, component: Component, pin: Char
             "sources": sources,
             "destination": {"server": argo.destination.server, "namespace": component.namespace},
             "syncPolicy": _sync_policy(options),
+            **({"ignoreDifferences": list(component.ignore_differences)} if component.ignore_differences else {}),
         },
     }
+
+
+def _remote_source(cluster: ClusterModel, remote: RemoteBase) -> dict[str, Any]:
+    """Upstream kustomize manifests at a pinned tag, patched by Argo CD, labelled as ours."""
+    kustomize: dict[str, Any] = {
+        # Our labels on upstream objects too, but never on their (immutable) selectors.
+        "commonLabels": emit.labels_for(cluster.name),
+        "labelWithoutSelector": True,
+    }
+    if remote.patches:
+        kustomize["patches"] = list(remote.patches)
+    return {"repoURL": remote.repo_url, "targetRevision": remote.revision, "path": remote.path, "kustomize": kustomize}

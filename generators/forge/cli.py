@@ -96,10 +96,18 @@ def render(root: Path, jobs: int | None) -> None:
 @click.option("--upstream", type=click.Path(file_okay=False, path_type=Path), envvar="FORGE_UPSTREAM",
               help="Folder of upstream chart data (<chart>-<version>/ with values.yaml, values.schema.json, crds/). "
                    "Without it, custom resources and values files are reported unchecked. [env: FORGE_UPSTREAM]")
+@click.option("--hydrated", is_flag=True,
+              help="Validate build/hydrated/ (`forge hydrate`) instead: schemas and the CRDs the charts ship, "
+                   "policies, values keys the chart ignores or sets to its default, what the charts' custom resources carry.")
 @_user_errors
-def validate(root: Path, upstream: Path | None) -> None:
+def validate(root: Path, upstream: Path | None, hydrated: bool) -> None:
     """Validate build/rendered/ and the values files: schemas, CRDs, chart values, policies."""
     from forge.validate.run import validate_repo
+
+    if hydrated:
+        from forge.upstream.cli import validate_hydrated_command
+
+        return validate_hydrated_command(root)
 
     report = validate_repo(root, upstream or None)
     for failure in report.failures:
@@ -126,11 +134,18 @@ def bench(root: Path, nodes: int, clusters: int, upstream: Path | None) -> None:
     run_bench(root, nodes, clusters, upstream or None)
 
 
+# Under `python -m forge.cli` this module is __main__: the command modules below import forge.cli
+# for the shared options, and must find this module instead of running it a second time.
+sys.modules.setdefault("forge.cli", sys.modules[__name__])
+
+from forge.upstream.cli import charts, hydrate  # noqa: E402  (chart cache and hydration: forge.upstream)
+
+main.add_command(charts)
+main.add_command(hydrate)
+
+
 def _register() -> None:
-    """Commands that live in their own modules (they import this one for the shared options)."""
-    # Under `python -m forge.cli` this module is __main__: let their `import forge.cli` find it
-    # instead of running it a second time.
-    sys.modules.setdefault("forge.cli", sys.modules[__name__])
+    """Commands that live in their own modules: forge diff (forge.diff), forge node (forge.nodes)."""
     from forge.diff.command import diff
     from forge.nodes.command import node
 

@@ -86,7 +86,11 @@ def _component_files(root: Path, tree: Tree, cluster: ClusterModel, component: C
         tree.add(folder / "values.yaml", emit.yaml_file(generator, cluster.source, [values]))
     resources = [Path("../../..", base).as_posix()]
     for obj in component.manifests(cluster):
-        name = f"{obj['kind'].lower()}-{obj['metadata']['name']}.yaml"
+        meta = obj["metadata"]
+        # Objects in another namespace than the component's (Flyte's per-project ones) may share
+        # a name: their file names carry the namespace.
+        scope = f"{meta['namespace']}-" if meta.get("namespace") not in (None, component.namespace) else ""
+        name = f"{obj['kind'].lower()}-{scope}{meta['name']}.yaml"
         tree.add(folder / name, emit.yaml_file(generator, cluster.source, [obj]))
         resources.append(name)
     tree.add(folder / "kustomization.yaml", emit.kustomization(generator, cluster.source, cluster.name, resources))

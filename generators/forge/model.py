@@ -14,6 +14,8 @@ LABEL_DOMAIN = "forge.exa.ai"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 MIG_DISABLED = "all-disabled"  # the GPU Operator's own name for "no MIG"; always in our config
 CONTROL_PLANE_LABEL = "node-role.kubernetes.io/control-plane"  # set by kubeadm/Kubespray itself
+# On nodes whose profile has NVMe devices: where local caches (Alluxio workers) may run.
+NVME_LABEL = f"{LABEL_DOMAIN}/nvme"
 # The installer taints control-plane nodes itself; that key is not ours to manage, but every
 # controller we place there must tolerate it.
 CONTROL_PLANE_TOLERATION = {"key": CONTROL_PLANE_LABEL, "operator": "Exists", "effect": "NoSchedule"}
@@ -61,6 +63,8 @@ class NodeModel:
         """Every label forge puts on this node, in a stable order."""
         labels = {f"{LABEL_DOMAIN}/rack": self.rack, f"{LABEL_DOMAIN}/profile": self.profile_name}
         labels.update({f"{LABEL_DOMAIN}/role.{role}": "true" for role in sorted(self.roles)})
+        if self.profile.nvme:
+            labels[NVME_LABEL] = "true"
         if self.mig_layout:
             labels[MIG_CONFIG_LABEL] = self.mig_layout
         labels.update(sorted(self.extra_labels.items()))
@@ -124,6 +128,24 @@ class ClusterModel:
     @cached_property
     def gpu_count(self) -> int:
         return sum(n.gpu_count for n in self.gpu_nodes)
+
+    @cached_property
+    def nvme_nodes(self) -> tuple[NodeModel, ...]:
+        return tuple(n for n in self.nodes if n.nvme)
+
+    @cached_property
+    def nvme_tolerations(self) -> list[dict[str, str]]:
+        """For DaemonSets that must run on every node with NVMe (the Alluxio workers)."""
+        return self.tolerations_for(self.nvme_nodes)
+
+    @cached_property
+    def workload_nodes(self) -> tuple[NodeModel, ...]:
+        """Nodes that run workloads: all but the control plane (which the installer taints)."""
+        return tuple(n for n in self.nodes if "control-plane" not in n.roles)
+
+    @cached_property
+    def control_plane_nodes(self) -> tuple[NodeModel, ...]:
+        return tuple(n for n in self.nodes if "control-plane" in n.roles)
 
     @cached_property
     def gpu_models(self) -> tuple[GpuModel, ...]:

@@ -84,7 +84,7 @@ def test_node_labels_and_taints_reach_nodes_through_one_rule_per_node():
     rule = next(r for r in rules if r["metadata"]["name"] == "forge-node-h200-gpu-17")["spec"]["rules"][0]
     assert rule["labels"] == {
         "forge.exa.ai/rack": "h200-r05", "forge.exa.ai/profile": "sr680a-h200", "forge.exa.ai/role.gpu": "true",
-        "nvidia.com/mig.config": "all-1g", "exa.ai/pool": "interactive",
+        "forge.exa.ai/nvme": "true", "nvidia.com/mig.config": "all-1g", "exa.ai/pool": "interactive",
     }
     assert rule["taints"] == [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]
     assert rule["matchFeatures"] == [{"feature": "system.name", "matchExpressions": {"nodename": {"op": "In", "value": ["h200-gpu-17"]}}}]

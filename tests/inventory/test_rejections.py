@@ -172,7 +172,7 @@ def test_host_bits_in_a_cidr_suggest_the_fix():
 
 
 def test_unknown_component():
-    text = inventory_text("h200") + "components:\n  gpu-operatr: {}\n"
+    text = inventory_text("h200").replace("\ncomponents:\n", "\ncomponents:\n  gpu-operatr: {}\n")
     assert problems(text)[0].startswith(f"{FILE}:{line_of(text, 'gpu-operatr')}: components.gpu-operatr: unknown component 'gpu-operatr' (expected one of: ")
 
 

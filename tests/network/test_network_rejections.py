@@ -119,7 +119,7 @@ def test_interface_name_with_two_rdma_roles_across_profiles():
 
 
 def test_network_operator_settings_are_strict():
-    text = edit(h200_text(), "\nnodes:\n", "\ncomponents:\n  network-operator:\n    upgrade_max_unavailable_pct: 20\n\nnodes:\n")
+    text = edit(h200_text(), "\ncomponents:\n", "\ncomponents:\n  network-operator:\n    upgrade_max_unavailable_pct: 20\n")
     assert problems_of(text) == [
         f"{F}:{line_of(text, 'upgrade_max_unavailable_pct')}: components.network-operator.upgrade_max_unavailable_pct: "
         "unknown key 'upgrade_max_unavailable_pct' (expected one of: upgrade_max_unavailable_percent, drain_timeout_seconds, network_namespace)"

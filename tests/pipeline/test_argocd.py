@@ -23,10 +23,15 @@ def test_app_project_allows_only_this_repo_the_pinned_charts_and_the_cluster():
     cluster, components, files = h200_bootstrap()
     spec = files["appproject.yaml"]["spec"]
     pins = chart_pins(REPO)
-    assert spec["sourceRepos"] == sorted({"https://github.com/exa-labs/forge.git"} | {pins[c.chart].repo for c in components if c.chart})
+    # charts, plus the git repositories of upstream kustomize bases (training-operator), at pinned tags
+    remotes = {r.repo_url for c in components if (r := c.remote_base(cluster))}
+    assert remotes == {"https://github.com/kubeflow/trainer.git"}
+    assert spec["sourceRepos"] == sorted({"https://github.com/exa-labs/forge.git"} | {pins[c.chart].repo for c in components if c.chart} | remotes)
     assert "*" not in spec["sourceRepos"]
     assert {d["server"] for d in spec["destinations"]} == {"https://kubernetes.default.svc"}
-    assert sorted(d["namespace"] for d in spec["destinations"]) == sorted({c.namespace for c in components} | {"argocd"})
+    # each component's namespaces: its own, plus any its manifests name (Flyte's project namespaces)
+    assert sorted(d["namespace"] for d in spec["destinations"]) == sorted({ns for c in components for ns in c.namespaces(cluster)} | {"argocd"})
+    assert "training-production" in {d["namespace"] for d in spec["destinations"]}
     kinds = {(k["group"], k["kind"]) for k in spec["clusterResourceWhitelist"]}
     assert ("", "Namespace") in kinds and ("nfd.k8s-sigs.io", "NodeFeatureRule") in kinds
     assert ("*", "*") not in kinds

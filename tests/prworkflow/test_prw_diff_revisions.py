@@ -95,10 +95,13 @@ def test_first_mellanox_nic_brings_the_network_operator_and_its_driver(repo, kus
         ("network-operator", "added", "Namespace nvidia-network-operator"),
         ("network-operator", "added", "NicClusterPolicy nic-cluster-policy (mellanox.com)"),
     ]
+    project = next(c.new for c in report.changes if str(c.ident) == "AppProject argocd/forge-a100 (argoproj.io)")["spec"]
+    added = [("clusterResourceWhitelist", {"group": "mellanox.com", "kind": "MacvlanNetwork"}),
+             ("clusterResourceWhitelist", {"group": "mellanox.com", "kind": "NicClusterPolicy"}),
+             ("destinations", {"namespace": "nvidia-network-operator", "server": "https://kubernetes.default.svc"})]
+    # Only the new entries, each at its place in the new list (other components' entries may sit between).
     assert fields_of(report, "a100", "AppProject argocd/forge-a100 (argoproj.io)") == [
-        ("spec.clusterResourceWhitelist[2]", MISSING, {"group": "mellanox.com", "kind": "MacvlanNetwork"}),
-        ("spec.clusterResourceWhitelist[3]", MISSING, {"group": "mellanox.com", "kind": "NicClusterPolicy"}),
-        ("spec.destinations[3]", MISSING, {"namespace": "nvidia-network-operator", "server": "https://kubernetes.default.svc"}),
+        (f"spec.{key}[{project[key].index(entry)}]", MISSING, entry) for key, entry in added
     ]
     assert report.for_cluster("h200") == []
     assert flags_of(report, "restart") == [(

@@ -26,6 +26,18 @@ def tree_hash(repo: Path) -> str:
     return h.hexdigest()
 
 
+def after_nodes(text: str) -> int:
+    """Offset just past the last node (h200-gpu-18, whose last line is its MIG layout)."""
+    last = "    mig_layout: all-1g\n"
+    return text.index(last, text.index("  - name: h200-gpu-18\n")) + len(last)
+
+
+def appended(text: str, node: str) -> str:
+    """`text` with `node` inserted right after the last node (sections after it stay after it)."""
+    end = after_nodes(text)
+    return text[:end] + node + text[end:]
+
+
 def with_expected(text: str, nodes: int, gpus: int) -> str:
     return text.replace("    gpu_nodes: 18\n    gpus: 144\n", f"    gpu_nodes: {nodes}\n    gpus: {gpus}\n", 1)
 
@@ -36,14 +48,14 @@ def test_add_a_19th_h200_node(repo):
     assert result.exit_code == 0, result.stderr
     # The node is appended after the last sr680a-h200 node (the file's last), in the neighbours'
     # layout; the only other change is cluster.expected, kept in step (see forge.nodes.edits).
-    assert (repo / H200).read_text() == with_expected(before, 19, 152) + (
+    assert (repo / H200).read_text() == appended(with_expected(before, 19, 152), (
         "  - name: h200-gpu-19\n"
         "    profile: sr680a-h200\n"
         "    rack: h200-r05\n"
         "    roles: [gpu]\n"
-    )
+    ))
     out = result.stdout.splitlines()
-    assert out[0] == f"added h200-gpu-19 to clusters/h200/inventory.yaml after h200-gpu-18 (line {len(before.splitlines()) + 1})"
+    assert out[0] == f"added h200-gpu-19 to clusters/h200/inventory.yaml after h200-gpu-18 (line {before[:after_nodes(before)].count(chr(10)) + 1})"
     assert out[1] == ("it carries h200-gpu-19 (profile sr680a-h200, rack h200-r05): 8 x H200-141GB GPUs (1128 GiB GPU memory); "
                       "4 NVMe devices = 12.8 TB NVMe cache capacity; NICs: 8 x connectx-7 (compute), 2 x bluefield-3 (storage)")
     assert "cluster.expected.gpu_nodes: 18 -> 19 (kept in step with the node list)" in out
@@ -59,7 +71,7 @@ def test_add_with_labels_taints_and_layout_uses_the_neighbours_styles(repo):
                    "--label", "exa.ai/pool=interactive", "--taint", "nvidia.com/gpu:NoSchedule",
                    "--taint", "exa.ai/reserved=ml-infra:NoExecute", "--mig-layout", "all-1g", "--no-generate", "--root", str(repo))
     assert result.exit_code == 0, result.stderr
-    assert (repo / H200).read_text() == with_expected(before, 19, 152) + (
+    assert (repo / H200).read_text() == appended(with_expected(before, 19, 152), (
         "  - name: h200-gpu-19\n"
         "    profile: sr680a-h200\n"
         "    rack: h200-r05\n"
@@ -70,7 +82,7 @@ def test_add_with_labels_taints_and_layout_uses_the_neighbours_styles(repo):
         "      - {key: nvidia.com/gpu, effect: NoSchedule}\n"
         "      - {key: exa.ai/reserved, value: ml-infra, effect: NoExecute}\n"
         "    mig_layout: all-1g\n"
-    )
+    ))
     assert result.stdout.splitlines()[-1] == "overlays not regenerated (--no-generate): run `make generate` before committing"
 
 
@@ -103,7 +115,7 @@ def test_add_like_copies_roles_labels_taints_and_blank_line_style(repo):
     result = forge("node", "add", "h200", "h200-gpu-19", "--profile", "sr680a-h200", "--rack", "h200-r05",
                    "--like", "h200-gpu-18", "--no-generate", "--root", str(repo))
     assert result.exit_code == 0, result.stderr
-    assert (repo / H200).read_text() == with_expected(text, 19, 152) + (
+    assert (repo / H200).read_text() == appended(with_expected(text, 19, 152), (
         "\n"
         "  - name: h200-gpu-19\n"
         "    profile: sr680a-h200\n"
@@ -114,7 +126,7 @@ def test_add_like_copies_roles_labels_taints_and_blank_line_style(repo):
         "    taints:\n"
         "      - {key: nvidia.com/gpu, effect: NoSchedule}\n"
         "    mig_layout: all-1g\n"
-    )
+    ))
 
 
 def test_remove_reports_what_the_node_carried(repo):
@@ -242,17 +254,15 @@ def test_bad_option_syntax(repo):
 
 def test_a_node_added_at_the_end_goes_before_the_next_sections_comment(repo):
     text = (repo / H200).read_text()
-    last = "    mig_layout: all-1g\n"  # the last line of the last node, h200-gpu-18
-    nodes_end = text.index("  - name: h200-gpu-18\n")
-    nodes_end = text.index(last, nodes_end) + len(last)
+    end = after_nodes(text)
     if "\ncomponents:" not in text:  # a section after the nodes, headed by a comment
         text += "\n# Per-component settings (see README).\ncomponents: {}\n"
     else:
-        text = text[:nodes_end] + "\n# Per-component settings (see README).\n" + text[nodes_end:]
+        text = text[:end] + "\n# Per-component settings (see README).\n" + text[end:]
     (repo / H200).write_text(text)
     result = forge("node", "add", "h200", "h200-gpu-19", "--profile", "sr680a-h200", "--rack", "h200-r05", "--no-generate", "--root", str(repo))
     assert result.exit_code == 0, result.stderr
     want = with_expected(text, 19, 152)
     new_node = "  - name: h200-gpu-19\n    profile: sr680a-h200\n    rack: h200-r05\n    roles: [gpu]\n"
-    assert (repo / H200).read_text() == want[:nodes_end] + new_node + want[nodes_end:]
-    assert want[nodes_end:].startswith("\n# Per-component settings (see README).\n")
+    assert (repo / H200).read_text() == want[:end] + new_node + want[end:]
+    assert want[end:].startswith("\n# Per-component settings (see README).\n")

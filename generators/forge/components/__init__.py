@@ -1,15 +1,25 @@
 """The component registry: adding a component is one module and one line here."""
 from __future__ import annotations
 
+from forge.components.alluxio import Alluxio
 from forge.components.base import Component
+from forge.components.flyte import Flyte
 from forge.components.gpu_operator import GpuOperator
+from forge.components.kuberay_operator import KuberayOperator
 from forge.components.network_operator import NetworkOperator
 from forge.components.node_feature_discovery import NodeFeatureDiscovery
+from forge.components.scheduling import Scheduling
+from forge.components.training_operator import TrainingOperator
 
 COMPONENTS: tuple[Component, ...] = (
     NodeFeatureDiscovery(),
     NetworkOperator(),
     GpuOperator(),
+    Scheduling(),
+    TrainingOperator(),
+    KuberayOperator(),
+    Alluxio(),
+    Flyte(),
 )
 
 __all__ = ["COMPONENTS", "Component"]

@@ -4,6 +4,11 @@ subclass, one line in `forge.components.COMPONENTS`.
 What a component gives the pipeline:
 - `values(cluster)`: Helm values for its pinned upstream chart (None when it has no chart);
 - `manifests(cluster)`: extra Kubernetes objects for its overlay (custom resources, ConfigMaps);
+- `remote_base(cluster)`: for projects with no Helm chart, upstream kustomize manifests at a
+  pinned git tag, deployed as one more source of the Application (see RemoteBase);
+- `check(loaded, settings)`: inventory rules spanning its settings and the rest of the inventory;
+- `expected_in_hydrated(cluster)`: fields the objects its chart renders must carry (checked on
+  the hydrated output, e.g. the GPU Operator's ClusterPolicy has the driver version we asked for);
 - class attributes that the Argo CD bootstrap and validation read: namespace, sync wave, chart
   key in charts/versions.yaml, cluster-scoped kinds its chart creates (for the AppProject), and
   values keys the chart reads but documents only in comments (so the values check knows them).
@@ -12,11 +17,16 @@ Everything cluster-specific comes from the `ClusterModel`; a component never rea
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Iterator, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
 from forge.model import ClusterModel
+
+if TYPE_CHECKING:
+    from forge.errors import Problem
+    from forge.inventory.loader import LoadedInventory
 
 # Sync waves of the child Applications: foundations (node labels, CRD-only pieces) first,
 # then operators in dependency order, then what runs on top of them.
@@ -31,6 +41,33 @@ WAVE_OBSERVABILITY = 50
 
 # Inside one Application: CRDs (wave 0 by default) before the custom resources that need them.
 CR_SYNC_WAVE = "5"
+
+
+@dataclass(frozen=True)
+class RemoteBase:
+    """Upstream manifests a component deploys from a git repository pinned to a tag, for projects
+    that publish kustomize manifests and no Helm chart (Kubeflow's training-operator).
+
+    Argo CD builds `path` of `repo_url` at `revision` as one more source of the component's
+    Application, with `patches` (kustomize patches, as Argo CD's `source.kustomize.patches`)
+    applied; forge's own overlay stays a separate source. forge never fetches it: `forge render`
+    builds only our overlay, as it does for charts.
+    """
+
+    repo_url: str
+    revision: str  # a tag: never a branch, so a resync cannot change what runs
+    path: str
+    patches: tuple[dict[str, Any], ...] = field(default=())
+
+
+class Expected(NamedTuple):
+    """A field a custom resource (or other object) in the component's hydrated output must have:
+    what the inventory asked for, checked after the upstream chart turned our values into it."""
+
+    kind: str
+    name: str  # metadata.name
+    path: str | tuple[str, ...]  # dotted ("spec.driver.version"), or a tuple when a key has dots
+    value: Any
 
 
 class NoSettings(BaseModel):
@@ -48,13 +85,32 @@ class Component:
     cluster_kinds: ClassVar[tuple[tuple[str, str], ...]] = ()
     # Values keys the chart reads but documents only in comments, as dotted paths.
     declared_values: ClassVar[frozenset[str]] = frozenset()
+    # Values keys computed from the inventory: set on every cluster, also where the result happens
+    # to equal the chart's default, so `forge validate --hydrated` does not call them redundant.
+    inventory_values: ClassVar[frozenset[str]] = frozenset()
     Settings: ClassVar[type[BaseModel]] = NoSettings
+    # Argo CD ignoreDifferences entries: fields a controller owns at runtime (webhook certificates).
+    ignore_differences: ClassVar[tuple[dict[str, Any], ...]] = ()
 
     def enabled(self, cluster: ClusterModel) -> bool:
         return True
 
     def settings(self, cluster: ClusterModel) -> Any:
         return self.Settings.model_validate(cluster.settings_for(self.name))
+
+    def check(self, loaded: "LoadedInventory", settings: Any) -> "Iterator[Problem]":
+        """Rules that span this component's settings and the rest of the inventory (buckets it
+        names, nodes it needs). Called with the validated Settings; yields `loaded.problem(...)`."""
+        return iter(())
+
+    def namespaces(self, cluster: ClusterModel) -> tuple[str, ...]:
+        """Every namespace the component's Application deploys into (for the AppProject): its own,
+        plus any its manifests name explicitly (Flyte's project namespaces)."""
+        return (self.namespace,)
+
+    def remote_base(self, cluster: ClusterModel) -> RemoteBase | None:
+        """Upstream kustomize manifests deployed in place of a chart (chart stays None)."""
+        return None
 
     def values(self, cluster: ClusterModel) -> dict[str, Any] | None:
         return None
@@ -72,6 +128,16 @@ class Component:
         """Objects for people to copy, written under overlays/<cluster>/<name>/examples/: not in
         the kustomization, so Argo CD never syncs them."""
         return []
+
+    def expected_in_hydrated(self, cluster: ClusterModel) -> list[Expected]:
+        """Fields the objects the chart renders from our values must have (`forge validate
+        --hydrated` checks them): catches a value the chart dropped or moved on the way."""
+        return []
+
+    @property
+    def release(self) -> str:
+        """The Helm release name, as the Argo CD Application passes it to `helm template`."""
+        return self.release_name or self.name
 
     @property
     def module(self) -> str:

@@ -5,7 +5,7 @@ from typing import Any
 
 import yaml
 
-from forge.components.base import WAVE_GPU, Component
+from forge.components.base import WAVE_GPU, Component, Expected
 from forge.model import MIG_DISABLED, ClusterModel
 
 MIG_CONFIG_NAME = "forge-mig-parted-config"
@@ -27,6 +27,7 @@ class GpuOperator(Component):
     )
     # The chart documents these only in comments under migManager.config (values.yaml of v26.7.0).
     declared_values = frozenset({"migManager.config.name", "migManager.config.create", "migManager.config.data"})
+    inventory_values = frozenset({"driver.version", "driver.rdma.enabled", "mig.strategy", "daemonsets.tolerations"})
 
     def enabled(self, cluster: ClusterModel) -> bool:
         return bool(cluster.gpu_nodes)
@@ -55,6 +56,22 @@ class GpuOperator(Component):
             },
             "dcgmExporter": {"serviceMonitor": {"enabled": True}},
         }
+
+    def expected_in_hydrated(self, cluster: ClusterModel) -> list[Expected]:
+        # The chart turns our values into the ClusterPolicy the operator acts on; some of them only
+        # under conditions (driver.rdma is dropped when driver.nvidiaDriverCRD.enabled is true).
+        policy = ("ClusterPolicy", "cluster-policy")  # the name the chart gives its one ClusterPolicy
+        return [
+            Expected(*policy, "spec.driver.version", cluster.driver_version),
+            Expected(*policy, "spec.driver.rdma.enabled", cluster.gpudirect_rdma),
+            Expected(*policy, "spec.driver.rdma.useHostMofed", False),
+            Expected(*policy, "spec.mig.strategy", cluster.mig_strategy),
+            Expected(*policy, "spec.migManager.config.name", MIG_CONFIG_NAME),
+            Expected(*policy, "spec.migManager.config.default", MIG_DISABLED),
+            Expected(*policy, "spec.daemonsets.tolerations", cluster.gpu_tolerations),
+            Expected(*policy, "spec.dcgmExporter.serviceMonitor.enabled", True),
+            Expected("ConfigMap", MIG_CONFIG_NAME, ("data", "config.yaml"), mig_parted_config(cluster)),
+        ]
 
 
 def mig_parted_config(cluster: ClusterModel) -> str:

@@ -289,9 +289,11 @@ def _component_settings(loaded: LoadedInventory, inv: Inventory, data: dict[str,
             yield loaded.problem(at, _unknown("component", name, known))
             continue
         try:
-            component.Settings.model_validate(settings)
+            validated = component.Settings.model_validate(settings)
         except ValidationError as exc:
             yield from problems_from_validation(exc, settings, component.Settings, loaded.file, loaded.lines, at)
+            continue
+        yield from component.check(loaded, validated)  # rules spanning its settings and the rest
 
 
 def _unknown(what: str, value: str, choices: Any) -> str:

@@ -1,0 +1,365 @@
+"""Alluxio (chart 0.6.54, Alluxio 2.9.6): an NVMe read/write cache in front of the cluster's S3
+buckets, with an S3-compatible endpoint so code keeps its s3:// URLs and only changes endpoint.
+
+Layout, all from the inventory:
+- Namespace: the root mount is a read-only local directory; each bucket listed in
+  `components.alluxio.buckets` is mounted at `/<bucket name>` by a PostSync Job, so through the
+  S3 proxy bucket `exa-ml-datasets` is Alluxio path `/exa-ml-datasets` is s3://exa-ml-datasets/.
+  (Alluxio 2.x reads only the root mount from its configuration; nested mounts need the CLI.)
+- Workers: a DaemonSet on every node whose profile has NVMe (label forge.exa.ai/nvme), two tiers:
+  MEM (/dev/shm) = min(memory_tier.fraction x node RAM, memory_tier.max_gib), and SSD = exactly the
+  profile's NVMe mount paths, each with quota floor(size_gb x 10^9 x (1 - ssd_reserve) / 2^30) GiB
+  (vendor decimal GB in, Alluxio's binary "GB" out; the reserve stays free for the filesystem and
+  flash wear levelling).
+- Masters: `masters` (odd, >= 3) with the embedded (Raft) journal on the control-plane nodes, one
+  per node (host network: two masters cannot bind the same host ports) and so one per rack (the
+  check below rejects control-plane nodes sharing a rack). Why the control plane: GPU nodes are
+  drained and rebooted for driver and MIG changes and GPU jobs may pre-empt pods there, each of
+  which would cost a Raft election; the control-plane nodes are stable, already one per rack, and
+  the masters' few GB of heap fit beside the API server.
+- Write policy: CACHE_THROUGH (write to the cache and S3 before returning) or ASYNC_THROUGH (return
+  once cached, upload in the background) -> WRITE_POLICY_PROPERTIES; read policy -> readtype.
+- Credentials: the cluster's S3 Secret, mounted into masters and workers (which talk to S3) at
+  /secrets/s3/ and read by the AWS SDK as a shared-credentials file (its key `credentials`).
+- Services we add: `alluxio-s3` (the S3 endpoint), and headless metrics Services for scraping.
+
+Chart 0.6.54 cannot set a priorityClassName, affinity or topology spread: hence the host-network
+trick for masters, and the workers run at the default priority (see the report / README).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Annotated, Any, Iterator, Literal
+
+from pydantic import AfterValidator, Field
+
+from forge.components.base import WAVE_STORAGE, Component
+from forge.inventory.schema import Name, PositiveInt, Strict
+from forge.model import NVME_LABEL, ClusterModel
+
+IMAGE = "alluxio/alluxio"
+IMAGE_TAG = "2.9.6"  # the chart's appVersion, pinned here so a chart bump cannot change it silently
+RELEASE = "alluxio"  # the chart's fullnameOverride is `alluxio` too: objects are alluxio-<role>
+SECRET_MOUNT = "s3"  # the chart mounts secrets.<component>.<name>: <dir> at /secrets/<dir>
+CREDENTIALS_FILE = f"/secrets/{SECRET_MOUNT}/credentials"
+ROOT_UFS = "/opt/alluxio/underFSStorage"  # Alluxio's default root, made read-only
+PROXY_PORT = 39999  # the chart's proxy.ports.web
+S3_SERVICE = "alluxio-s3"
+S3_PATH = "/api/v1/s3"
+METRICS_PATH = "/metrics/prometheus/"
+MASTER_METRICS_PORTS = {"web": 19999, "job-web": 20002}  # chart defaults master/jobMaster.ports.web
+WORKER_METRICS_PORTS = {"web": 30000, "job-web": 30003}  # chart defaults worker/jobWorker.ports.web
+# Worker JVM: fixed heap and direct memory, so the container limit = memory tier + this.
+WORKER_JVM_OPTIONS = ["-Xmx8g", "-XX:MaxDirectMemorySize=8g"]
+WORKER_JVM_GIB = 20  # 8 heap + 8 direct + 4 metaspace, threads, GC
+GIB = 2**30
+
+# Alluxio properties each write policy sets. The proxy's own write type matters most: S3 clients
+# (Flyte, training code) write through it.
+WRITE_POLICY_PROPERTIES: dict[str, dict[str, str]] = {
+    "CACHE_THROUGH": {
+        "alluxio.user.file.writetype.default": "CACHE_THROUGH",
+        "alluxio.proxy.s3.writetype": "CACHE_THROUGH",
+    },
+    "ASYNC_THROUGH": {
+        "alluxio.user.file.writetype.default": "ASYNC_THROUGH",
+        "alluxio.proxy.s3.writetype": "ASYNC_THROUGH",
+        # Until the upload finishes the cache holds the only copy: keep it on two workers.
+        "alluxio.user.file.replication.durable": "2",
+    },
+}
+READ_POLICIES = ("CACHE", "CACHE_PROMOTE", "NO_CACHE")
+
+
+def _reserve(value: float) -> float:
+    if not 0 <= value <= 0.9:
+        raise ValueError(f"ssd_reserve {value} is outside 0-0.9: it is the fraction of each NVMe device kept free")
+    return value
+
+
+def _masters(value: int) -> int:
+    if value < 3 or value % 2 == 0:
+        raise ValueError(f"{value} masters: the embedded journal needs an odd number, at least 3, to keep a quorum when one fails")
+    return value
+
+
+class MemoryTier(Strict):
+    fraction: Annotated[float, Field(gt=0, le=0.5)]  # of the node's RAM
+    max_gib: PositiveInt  # the cap
+
+
+class Journal(Strict):
+    storage_class: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")]
+    size_gib: PositiveInt = 50
+
+
+class AlluxioSettings(Strict):
+    buckets: Annotated[list[Name], Field(min_length=1)]  # keys of cluster.s3.buckets
+    write_policy: Literal["CACHE_THROUGH", "ASYNC_THROUGH"]
+    read_policy: Literal["CACHE", "CACHE_PROMOTE", "NO_CACHE"] = "CACHE"
+    ssd_reserve: Annotated[float, AfterValidator(_reserve)]
+    memory_tier: MemoryTier
+    masters: Annotated[int, AfterValidator(_masters)] = 3
+    journal: Journal
+    # How stale Alluxio's view of S3 may get (objects written to S3 directly): Alluxio duration.
+    metadata_sync_interval: Annotated[str, Field(pattern=r"^(-1|0|[1-9][0-9]*(ms|s|min|h|d))$")] = "1min"
+
+
+@dataclass(frozen=True)
+class SsdDir:
+    path: str
+    quota_gib: int
+
+
+@dataclass(frozen=True)
+class TierLayout:
+    memory_bytes: int
+    ssd: tuple[SsdDir, ...]
+
+
+def ssd_quota_gib(size_gb: int, reserve: float) -> int:
+    """floor(size_gb x 10^9 x (1 - reserve) / 2^30): decimal vendor GB in, whole GiB out.
+    Decimal(str(...)) keeps 0.1 exactly 0.1."""
+    usable = Decimal(size_gb) * 10**9 * (1 - Decimal(str(reserve)))
+    return int(usable // GIB)
+
+
+def memory_tier_gib(memory_gib: int, tier: MemoryTier) -> int:
+    return min(int(Decimal(memory_gib) * Decimal(str(tier.fraction))), tier.max_gib)
+
+
+def tier_layout(cluster: ClusterModel, settings: AlluxioSettings) -> TierLayout:
+    """One layout for the one worker DaemonSet. The inventory check guarantees every NVMe profile
+    lists the same mount paths; where their devices differ in size, each path gets the smallest
+    quota, so no node is asked for more than its device holds. Likewise the memory tier."""
+    profiles = {n.profile_name: n.profile for n in cluster.nvme_nodes}
+    paths = [d.mount for d in next(iter(profiles.values())).nvme]
+    ssd = tuple(SsdDir(path, min(ssd_quota_gib(d.size_gb, settings.ssd_reserve)
+                                 for p in profiles.values() for d in p.nvme if d.mount == path)) for path in paths)
+    memory = min(memory_tier_gib(p.memory_gib, settings.memory_tier) for p in profiles.values())
+    return TierLayout(memory * GIB, ssd)
+
+
+class Alluxio(Component):
+    name = "alluxio"
+    namespace = "alluxio"
+    sync_wave = WAVE_STORAGE
+    chart = "alluxio"
+    release_name = RELEASE
+    # `secrets` is documented only in comments (values.yaml of 0.6.54); `properties` is Alluxio's
+    # free-form site configuration (the chart's default shows one example key).
+    declared_values = frozenset({"secrets", "properties"})
+    Settings = AlluxioSettings
+
+    def enabled(self, cluster: ClusterModel) -> bool:
+        return self.name in cluster.component_settings
+
+    # ---- inventory rules --------------------------------------------------------------------
+
+    def check(self, loaded, settings: AlluxioSettings) -> Iterator:
+        inv = loaded.inventory
+        at = ("components", self.name)
+        seen: dict[str, int] = {}
+        for i, key in enumerate(settings.buckets):
+            if key not in inv.cluster.s3.buckets:
+                known = ", ".join(sorted(inv.cluster.s3.buckets)) or "none"
+                yield loaded.problem(at + ("buckets", i), f"'{key}' is not a bucket of cluster.s3.buckets (have: {known})")
+            elif key in seen:
+                yield loaded.problem(at + ("buckets", i), f"bucket '{key}' listed twice (also buckets[{seen[key]}])")
+            seen.setdefault(key, i)
+
+        nvme_profiles = [(name, p) for name, p in inv.profiles.items()
+                         if p.nvme and any(n.profile == name for n in inv.nodes)]
+        if not nvme_profiles:
+            yield loaded.problem(at, "no node's profile has NVMe devices: Alluxio workers cache on them")
+        for name, profile in nvme_profiles:
+            mounts = [d.mount for d in profile.nvme]
+            for j, mount in enumerate(mounts):
+                outer = next((m for m in mounts if m != mount and mount.startswith(m.rstrip("/") + "/")), None)
+                if outer:
+                    yield loaded.problem(("profiles", name, "nvme", j, "mount"),
+                                         f"NVMe mount '{mount}' lies inside mount '{outer}': the cache would count that space twice")
+        if nvme_profiles:
+            first_name, first = nvme_profiles[0]
+            want = [d.mount for d in first.nvme]
+            for name, profile in nvme_profiles[1:]:
+                have = [d.mount for d in profile.nvme]
+                if have != want:
+                    yield loaded.problem(("profiles", name, "nvme"),
+                                         f"NVMe mounts {have} differ from profile '{first_name}' ({want}): the Alluxio workers "
+                                         "are one DaemonSet with one tier layout, so every NVMe profile needs the same mount paths")
+
+        control_plane = [(i, n) for i, n in enumerate(inv.nodes) if "control-plane" in n.roles]
+        if settings.masters > len(control_plane):
+            yield loaded.problem(at + ("masters",), f"{settings.masters} masters need as many control-plane nodes (one master each); the inventory has {len(control_plane)}")
+        racks: dict[str, str] = {}
+        for i, node in control_plane:
+            if node.rack in racks:
+                yield loaded.problem(("nodes", i, "rack"),
+                                     f"control-plane nodes {racks[node.rack]} and {node.name} share rack '{node.rack}': "
+                                     "Alluxio masters run one per control-plane node and must not share a rack")
+            racks.setdefault(node.rack, node.name)
+
+    # ---- output -----------------------------------------------------------------------------
+
+    def values(self, cluster: ClusterModel) -> dict[str, Any]:
+        settings: AlluxioSettings = self.settings(cluster)
+        s3 = cluster.settings.s3
+        layout = tier_layout(cluster, settings)
+        worker_bytes = layout.memory_bytes + WORKER_JVM_GIB * GIB
+        aws_env = {"AWS_CREDENTIAL_PROFILES_FILE": CREDENTIALS_FILE}
+        workers_where = {"nodeSelector": {NVME_LABEL: "true"}, "tolerations": cluster.nvme_tolerations}
+        return {
+            "image": IMAGE,
+            "imageTag": IMAGE_TAG,
+            # The NVMe mount points are root-owned host directories (hostPath volumes get no
+            # fsGroup): the cache must run as root to write to them.
+            "user": 0,
+            "group": 0,
+            "fsGroup": 0,
+            "properties": {
+                "alluxio.master.mount.table.root.ufs": ROOT_UFS,
+                "alluxio.master.mount.table.root.readonly": "true",
+                "alluxio.underfs.s3.endpoint": s3.endpoint,
+                "alluxio.underfs.s3.endpoint.region": s3.region,
+                "alluxio.user.file.readtype.default": settings.read_policy,
+                "alluxio.user.file.metadata.sync.interval": settings.metadata_sync_interval,
+                # S3 clients authenticate to the open-source proxy by access-key name only (no
+                # signature check), so Alluxio's POSIX permissions would guard nothing real, yet
+                # they would refuse writes to S3 mounts (mode 0700, owned by the master's user).
+                # Access to the data is decided by the S3 credentials of the masters and workers.
+                "alluxio.security.authorization.permission.enabled": "false",
+                **WRITE_POLICY_PROPERTIES[settings.write_policy],
+            },
+            "secrets": {"master": {s3.credentials_secret: SECRET_MOUNT}, "worker": {s3.credentials_secret: SECRET_MOUNT}},
+            "master": {
+                "count": settings.masters,
+                "hostNetwork": True,  # one master per node: see the module docstring
+                "nodeSelector": cluster.system_node_selector,
+                "tolerations": cluster.system_tolerations,
+                "env": aws_env,
+            },
+            "journal": {
+                "type": "EMBEDDED",
+                "folder": "/journal",
+                "volumeType": "persistentVolumeClaim",
+                "storageClass": settings.journal.storage_class,
+                "size": f"{settings.journal.size_gib}Gi",
+            },
+            "worker": {
+                **workers_where,
+                "env": aws_env,
+                "jvmOptions": WORKER_JVM_OPTIONS,
+                # Bytes: the chart also hands the request to Alluxio (ramdisk size), and Alluxio
+                # reads "Gi" differently from Kubernetes; a plain number means the same to both.
+                "resources": {"requests": {"cpu": "4", "memory": str(worker_bytes)},
+                              "limits": {"memory": str(worker_bytes)}},
+            },
+            "tieredstore": {"levels": tier_levels(layout)},
+            # Clients reach workers over the network (the S3 proxy has no domain-socket mount).
+            "shortCircuit": {"enabled": False},
+            "proxy": {"enabled": True, **workers_where},
+            "metrics": {"enabled": True, "PrometheusMetricsServlet": {"enabled": True}},
+        }
+
+    def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
+        settings: AlluxioSettings = self.settings(cluster)
+        buckets = [cluster.settings.s3.buckets[key] for key in settings.buckets]
+        return [
+            s3_service(),
+            metrics_service("alluxio-master-metrics", "alluxio-master", MASTER_METRICS_PORTS),
+            metrics_service("alluxio-worker-metrics", "alluxio-worker", WORKER_METRICS_PORTS),
+            mount_job(cluster, buckets),
+        ]
+
+
+def tier_levels(layout: TierLayout) -> list[dict[str, Any]]:
+    ssd = layout.ssd
+    return [
+        # MEM quota in bytes: it is both the emptyDir's sizeLimit and Alluxio's quota.
+        {"level": 0, "alias": "MEM", "mediumtype": "MEM", "path": "/dev/shm", "type": "emptyDir",
+         "quota": str(layout.memory_bytes), "high": 0.95, "low": 0.7},
+        # One SSD tier over all NVMe mounts: comma-separated, one hostPath volume per path.
+        {"level": 1, "alias": "SSD", "mediumtype": ",".join("SSD" for _ in ssd), "type": "hostPath",
+         "path": ",".join(d.path for d in ssd), "quota": ",".join(f"{d.quota_gib}GB" for d in ssd),
+         "high": 0.95, "low": 0.7},
+    ]
+
+
+def _selector(role: str) -> dict[str, str]:
+    # The chart's pod labels: app is the chart name, release the Helm release.
+    return {"app": "alluxio", "release": RELEASE, "role": role}
+
+
+def s3_endpoint(cluster_domain: str = "cluster.local") -> str:
+    """The S3 endpoint other components use (Flyte's storage, task pods)."""
+    return f"http://{S3_SERVICE}.alluxio.svc.{cluster_domain}:{PROXY_PORT}{S3_PATH}"
+
+
+def s3_service() -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": S3_SERVICE},
+        "spec": {
+            "selector": _selector("alluxio-proxy"),
+            "ports": [{"name": "http", "port": PROXY_PORT, "targetPort": PROXY_PORT}],
+            # A proxy runs on every cache node: prefer the caller's own node, fall back to others
+            # (callers off the cache nodes, such as Flyte on the control plane, still get one).
+            "trafficDistribution": "PreferSameNode",
+        },
+    }
+
+
+def metrics_service(name: str, role: str, ports: dict[str, int]) -> dict[str, Any]:
+    """Headless: Prometheus scrapes each pod (path METRICS_PATH), not a load-balanced address."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "annotations": {"forge.exa.ai/metrics-path": METRICS_PATH}},
+        "spec": {
+            "clusterIP": "None",
+            "selector": _selector(role),
+            "ports": [{"name": port_name, "port": port, "targetPort": port} for port_name, port in ports.items()],
+        },
+    }
+
+
+def mount_job(cluster: ClusterModel, buckets: list[str]) -> dict[str, Any]:
+    """After each sync, mount every listed bucket at /<bucket> unless it already is. Idempotent;
+    a bucket removed from the inventory stays mounted until someone unmounts it by hand (an
+    unmount drops its cached data, which a config change should not do silently)."""
+    lines = ["set -eu", "mounted=$(/opt/alluxio/bin/alluxio fs mount | awk '{print $3}')"]
+    for bucket in buckets:
+        lines += [f"if echo \"$mounted\" | grep -qx /{bucket}; then echo '/{bucket} already mounted'; "
+                  f"else /opt/alluxio/bin/alluxio fs mount /{bucket} s3://{bucket}/; fi"]
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": "alluxio-mount-buckets",
+            "annotations": {
+                "argocd.argoproj.io/hook": "PostSync",
+                "argocd.argoproj.io/hook-delete-policy": "BeforeHookCreation",
+            },
+        },
+        "spec": {
+            "backoffLimit": 30,  # the masters may still be electing a leader after a sync
+            "template": {
+                "spec": {
+                    "restartPolicy": "OnFailure",
+                    "nodeSelector": cluster.system_node_selector,
+                    "tolerations": cluster.system_tolerations,
+                    "containers": [{
+                        "name": "mount",
+                        "image": f"{IMAGE}:{IMAGE_TAG}",
+                        "command": ["/bin/bash", "-c", "\n".join(lines) + "\n"],
+                        # The chart's ConfigMap holds the masters' addresses (ALLUXIO_JAVA_OPTS).
+                        "envFrom": [{"configMapRef": {"name": f"{RELEASE}-config"}}],
+                        "resources": {"requests": {"cpu": "100m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}},
+                    }],
+                },
+            },
+        },
+    }

@@ -1,0 +1,90 @@
+"""Workload PriorityClasses from the inventory, so urgent work can pre-empt batch work.
+
+A class either pre-empts lower classes when the cluster is full (`PreemptLowerPriority`) or only
+queues ahead of them (`Never`): batch preprocessing is `Never` and lowest, so anything may
+pre-empt it and it pre-empts nothing. Flyte's projects name these classes (forge.components.flyte);
+operators and node agents use Kubernetes' built-in system classes instead (SYSTEM_CLUSTER_CRITICAL,
+SYSTEM_NODE_CRITICAL), which stand above every class here.
+"""
+from __future__ import annotations
+
+from typing import Annotated, Any, Iterator, Literal
+
+from pydantic import AfterValidator, Field
+
+from forge.components.base import WAVE_FOUNDATION, Component
+from forge.inventory.schema import Name, Strict
+from forge.model import ClusterModel
+
+SYSTEM_CLUSTER_CRITICAL = "system-cluster-critical"  # controllers the cluster needs (operators)
+SYSTEM_NODE_CRITICAL = "system-node-critical"  # per-node agents (DaemonSets)
+# Kubernetes refuses user classes above this value: higher ones are reserved for the system classes.
+MAX_USER_PRIORITY = 1_000_000_000
+
+
+def _not_system(name: str) -> str:
+    if name.startswith("system-"):
+        raise ValueError(f"'{name}': the 'system-' prefix is reserved for Kubernetes' own classes")
+    return name
+
+
+class PriorityClassSpec(Strict):
+    name: Annotated[Name, AfterValidator(_not_system)]
+    value: Annotated[int, Field(ge=0, le=MAX_USER_PRIORITY)]
+    # PreemptLowerPriority: may evict lower classes to fit; Never: waits its turn, evicts nobody.
+    preemption: Literal["PreemptLowerPriority", "Never"]
+    description: Annotated[str, Field(min_length=1)]
+    global_default: bool = False  # the class of pods that name none (at most one)
+
+
+class SchedulingSettings(Strict):
+    priority_classes: Annotated[list[PriorityClassSpec], Field(min_length=1)]
+
+
+class Scheduling(Component):
+    name = "scheduling"
+    # PriorityClasses are cluster-scoped; the namespace is the Application's destination and home
+    # for a future queueing controller. Nothing runs in it today.
+    namespace = "scheduling"
+    sync_wave = WAVE_FOUNDATION  # before any component whose pods name a class
+    cluster_kinds = (("scheduling.k8s.io", "PriorityClass"),)
+    Settings = SchedulingSettings
+
+    def enabled(self, cluster: ClusterModel) -> bool:
+        return self.name in cluster.component_settings
+
+    def check(self, loaded, settings: SchedulingSettings) -> Iterator:
+        at = ("components", self.name, "priority_classes")
+        first: dict[str, int] = {}
+        defaults: list[int] = []
+        for i, spec in enumerate(settings.priority_classes):
+            if spec.name in first:
+                yield loaded.problem(at + (i, "name"), f"priority class '{spec.name}' defined twice (first at line {loaded.line_of(at + (first[spec.name],))})")
+            first.setdefault(spec.name, i)
+            if spec.global_default:
+                defaults.append(i)
+        for i in defaults[1:]:
+            yield loaded.problem(at + (i, "global_default"), f"only one class may be the global default; '{settings.priority_classes[defaults[0]].name}' already is")
+
+    def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
+        return [priority_class(spec) for spec in self.settings(cluster).priority_classes]
+
+
+def priority_class(spec: PriorityClassSpec) -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": spec.name},
+        "value": spec.value,
+        "globalDefault": spec.global_default,
+        "preemptionPolicy": spec.preemption,
+        "description": spec.description,
+    }
+
+
+def priority_class_names(components: dict[str, Any]) -> list[str]:
+    """Class names the inventory's scheduling block declares (raw data: other components' checks
+    run before or without this component's model)."""
+    block = components.get(Scheduling.name) or {}
+    classes = block.get("priority_classes") if isinstance(block, dict) else None
+    return [c["name"] for c in classes or [] if isinstance(c, dict) and isinstance(c.get("name"), str)]

@@ -1,0 +1,76 @@
+"""Kubeflow training-operator v1: the PyTorchJob and MPIJob controllers behind Flyte's PyTorch and
+MPI plugins.
+
+Upstream publishes no Helm chart for v1, only kustomize manifests; the Application builds
+`manifests/overlays/standalone` of kubeflow/trainer (the repository's current name; it was
+kubeflow/training-operator) at the pinned tag, patched by Argo CD (RemoteBase). The standalone
+overlay pins the operator image itself (ghcr.io/kubeflow/training-v1/training-operator:v1-93c5489
+at v1.9.4), so the tag pins the image too.
+
+Our patches: the Deployment runs on the control plane with the system-cluster-critical class, and
+the upstream Namespace is dropped because base/training-operator/ ships `kubeflow` with its Pod
+Security level and the no-prune annotation (two copies of one object in one Application fight).
+The operator writes its own webhook certificate into a Secret and the webhook configuration at
+runtime: Argo CD is told to leave those fields alone, or self-heal would wipe them every sync.
+"""
+from __future__ import annotations
+
+import yaml
+
+from forge.components.base import WAVE_OPERATORS, Component, RemoteBase
+from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL
+from forge.model import ClusterModel
+
+REPO_URL = "https://github.com/kubeflow/trainer.git"
+VERSION = "v1.9.4"
+NAMESPACE = "kubeflow"  # set by the upstream overlay (`namespace: kubeflow`); not ours to choose
+WEBHOOK_SECRET = "training-operator-webhook-cert"
+WEBHOOK_CONFIG = "validator.training-operator.kubeflow.org"
+DEPLOYMENT = "training-operator"
+
+
+class TrainingOperator(Component):
+    name = "training-operator"
+    namespace = NAMESPACE
+    sync_wave = WAVE_OPERATORS  # before Flyte, whose plugins create PyTorchJobs and MPIJobs
+    server_side_apply = True  # the job CRDs embed pod templates: too large for client-side apply
+    cluster_kinds = (
+        ("apiextensions.k8s.io", "CustomResourceDefinition"),
+        ("rbac.authorization.k8s.io", "ClusterRole"),
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"),
+    )
+    ignore_differences = (
+        {"group": "", "kind": "Secret", "name": WEBHOOK_SECRET, "namespace": NAMESPACE, "jsonPointers": ["/data"]},
+        {"group": "admissionregistration.k8s.io", "kind": "ValidatingWebhookConfiguration", "name": WEBHOOK_CONFIG,
+         "jqPathExpressions": [".webhooks[]?.clientConfig.caBundle"]},
+    )
+
+    def enabled(self, cluster: ClusterModel) -> bool:
+        return bool(cluster.gpu_nodes)
+
+    def remote_base(self, cluster: ClusterModel) -> RemoteBase:
+        return upstream_manifests(cluster)
+
+
+def upstream_manifests(cluster: ClusterModel) -> RemoteBase:
+    deployment_patch = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": DEPLOYMENT},
+        "spec": {"template": {"spec": {
+            "priorityClassName": SYSTEM_CLUSTER_CRITICAL,
+            "nodeSelector": cluster.system_node_selector,
+            "tolerations": cluster.system_tolerations,
+        }}},
+    }
+    drop_namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}, "$patch": "delete"}
+    return RemoteBase(
+        repo_url=REPO_URL,
+        revision=VERSION,
+        path="manifests/overlays/standalone",
+        patches=(
+            {"target": {"kind": "Deployment", "name": DEPLOYMENT}, "patch": yaml.safe_dump(deployment_patch, sort_keys=False)},
+            {"target": {"kind": "Namespace", "name": NAMESPACE}, "patch": yaml.safe_dump(drop_namespace, sort_keys=False)},
+        ),
+    )

@@ -1,0 +1,194 @@
+"""`forge validate --hydrated`: check build/hydrated/ (see forge.upstream.hydrate) as a whole.
+
+Per cluster:
+* every object against the Kubernetes schemas of the cluster's minor (strict: unknown fields are
+  errors), or else against the CRDs found in the cluster's hydrated output — the charts ship
+  their own, so no schema folder is needed — or, last, against the CRDs an operator installs at
+  run time (`Component.runtime_crds`); an object none of them knows is a failure, never a pass;
+* the pipeline's house rules (forge.validate.policies: pinned images, no Secret data, Pod
+  Security level on Namespaces). The required forge labels are not asked of chart output: the
+  overlay's kustomization labels only its own objects, and `forge validate` checks those;
+* our values against the cached chart (forge.upstream.reads): a key no template reads is a
+  failure ("ignored"); a key equal to the chart's default is a warning ("redundant") — it does
+  nothing today, but someone may have pinned a default on purpose against a chart bump;
+* each component's `expected_in_hydrated(cluster)`: the objects the chart created from our values
+  carry what the inventory asked for.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+
+from forge.charts import chart_pins
+from forge.components.base import Expected
+from forge.errors import ForgeError
+from forge.generate import load_clusters
+from forge.upstream.chart import load_chart
+from forge.upstream.hydrate import HYDRATED_DIR, Job, hydrated_file, jobs_for, load_hydrated
+from forge.upstream.reads import redundant_keys, unread_keys
+from forge.validate.crd import CrdSchemas
+from forge.validate.failure import Failure
+from forge.validate.run import kube_schemas
+from forge.validate.objects import object_id
+from forge.validate.policies import check_policies
+
+
+@dataclass
+class Report:
+    failures: list[Failure] = field(default_factory=list)
+    warnings: list[Failure] = field(default_factory=list)
+    objects: dict[str, int] = field(default_factory=dict)  # per cluster
+    by_crd: dict[str, int] = field(default_factory=dict)  # of which checked against a shipped CRD
+    keys: dict[str, int] = field(default_factory=dict)  # values keys checked per cluster
+
+
+def validate_hydrated(root: Path) -> Report:
+    clusters = load_clusters(root)
+    jobs = jobs_for(root, clusters, chart_pins(root))
+    report = Report()
+    for cluster in clusters:
+        mine = [j for j in jobs if j.cluster is cluster]
+        _check_cluster(root, cluster.name, cluster.kubernetes_version, mine, report)
+    report.failures.sort()
+    report.warnings.sort()
+    return report
+
+
+def _check_cluster(root: Path, cluster: str, version: str, jobs: list[Job], report: Report) -> None:
+    loaded: dict[str, list[tuple[dict[str, Any], int]]] = {}
+    for job in jobs:
+        path = hydrated_file(root, cluster, job.component.name)
+        if not path.is_file():
+            raise ForgeError(f"{path.relative_to(root)} is missing: run `forge hydrate` first")
+        loaded[job.component.name] = load_hydrated(path)
+    crds = CrdSchemas()
+    crds.add_objects(obj for objs in loaded.values() for obj, _ in objs)
+    runtime_crds = CrdSchemas()  # last resort: CRDs an operator installs itself, as forge describes them
+    for job in jobs:
+        runtime_crds.add_objects(job.component.runtime_crds(job.cluster))
+    kube = kube_schemas(version)
+    fail = report.failures.append
+    for job in jobs:
+        name = job.component.name
+        rel = (HYDRATED_DIR / cluster / f"{name}.yaml").as_posix()
+        for obj, line in loaded[name]:
+            where = f"{rel}:{line} {object_id(obj)}"
+            problems = kube.validate(obj)
+            if problems is None:
+                problems = crds.validate(obj)
+                if problems is None:
+                    problems = runtime_crds.validate(obj)
+                if problems is not None:
+                    report.by_crd[cluster] = report.by_crd.get(cluster, 0) + 1
+                else:
+                    problems = [("apiVersion", f"no schema for {obj.get('apiVersion')} {obj.get('kind')}: not built into "
+                                               f"Kubernetes {kube.version} and no CRD for it in the cluster's hydrated output")]
+            problems = problems + [p for p in check_policies(obj, required_labels={}) if not _switched_off(obj, p[0])]
+            for path, reason in problems:
+                fail(Failure(cluster, name, where, path, reason))
+        report.objects[cluster] = report.objects.get(cluster, 0) + len(loaded[name])
+
+        if job.chart_dir is not None:
+            chart = load_chart(job.chart_dir)
+            for rel_values in job.value_files:
+                values, lines = _values_with_lines(root / rel_values)
+                report.keys[cluster] = report.keys.get(cluster, 0) + _count_leaves(values)
+                for key, reason in unread_keys(chart, values):
+                    fail(Failure(cluster, name, f"{rel_values}:{lines.get(key, 1)}", key, reason))
+                for key, reason in redundant_keys(chart, values, job.component.inventory_values):
+                    report.warnings.append(Failure(cluster, name, f"{rel_values}:{lines.get(key, 1)}", key, reason))
+
+        for item in job.component.expected_in_hydrated(job.cluster):
+            expected = Expected(*item)
+            for path, reason in check_expected([o for o, _ in loaded[name]], expected):
+                fail(Failure(cluster, name, f"{expected.kind}/{expected.name}", path, reason))
+
+
+_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def _switched_off(obj: dict[str, Any], path: str) -> bool:
+    """True when a policy problem sits in a section the object switches off (`enabled: false`):
+    operators' custom resources list every operand with its image, and a disabled operand's image
+    is never pulled (the GPU Operator's ClusterPolicy has `vgpuManager: {enabled: false,
+    image: vgpu-manager}` with no version unless vGPU is used)."""
+    node: Any = obj
+    for name, index in _PART.findall(path):
+        if isinstance(node, dict) and node.get("enabled") is False:
+            return True
+        key: Any = int(index) if index else name
+        try:
+            node = node[key]
+        except (KeyError, IndexError, TypeError):
+            return False
+    return False
+
+
+def _lookup(obj: Any, parts: tuple[str, ...]) -> tuple[bool, Any]:
+    node = obj
+    for part in parts:
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return False, None
+    return True, node
+
+
+def _show(value: Any) -> str:
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def check_expected(objects: list[dict[str, Any]], expected: Expected) -> list[tuple[str, str]]:
+    """(path, reason) when the expected object or field is not as the inventory asks."""
+    parts = tuple(expected.path.split(".")) if isinstance(expected.path, str) else tuple(expected.path)
+    dotted = ".".join(parts)
+    matches = [o for o in objects if o.get("kind") == expected.kind and (o.get("metadata") or {}).get("name") == expected.name]
+    if not matches:
+        return [(dotted, f"the chart rendered no {expected.kind} named '{expected.name}' "
+                         f"(the inventory asks for {dotted} = {_show(expected.value)})")]
+    out = []
+    for obj in matches:
+        found, actual = _lookup(obj, parts)
+        if not found:
+            out.append((dotted, f"missing: the inventory asks for {_show(expected.value)}"))
+        elif actual != expected.value or type(actual) is not type(expected.value):
+            out.append((dotted, f"is {_show(actual)}, the inventory asks for {_show(expected.value)}"))
+    return out
+
+
+def _values_with_lines(path: Path) -> tuple[dict[str, Any], dict[str, int]]:
+    """The values as plain data, and the line of every key (dotted path -> 1-based line)."""
+    import yaml
+
+    text = path.read_text()
+    data = yaml.safe_load(text) or {}
+    tree = YAML(typ="rt").load(text)
+    lines: dict[str, int] = {}
+
+    def walk(node: Any, prefix: str) -> None:
+        if not hasattr(node, "lc") or not isinstance(node, dict):
+            return
+        for key in node:
+            dotted = f"{prefix}.{key}" if prefix else str(key)
+            try:
+                lines[dotted] = node.lc.key(key)[0] + 1
+            except (KeyError, TypeError):
+                pass
+            walk(node[key], dotted)
+
+    walk(tree, "")
+    return data, lines
+
+
+def _count_leaves(values: Any) -> int:
+    if isinstance(values, dict) and values:
+        return sum(_count_leaves(v) for v in values.values())
+    return 1

@@ -1,0 +1,262 @@
+"""`forge hydrate`: render every component of every cluster as Argo CD does, from the chart cache,
+into build/hydrated/<cluster>/<component>.yaml.
+
+The inputs are read off the component's Argo CD Application (forge.argocd builds it; the same
+function writes clusters/<cluster>/argocd/), so they cannot drift apart:
+
+    helm template <helm.releaseName> <chart from the cache> --namespace <destination.namespace>
+        --kube-version <cluster.kubernetes_version> -f <each helm.valueFiles, $values = this repo>
+        --api-versions <every group/version and group/version/Kind the cluster serves>
+        --include-crds
+    + kustomize build <the overlay path source>   (the overlay's extra manifests and Namespace)
+
+`--api-versions`: Argo CD passes what the live cluster's discovery lists, as group/version and
+group/version/Kind. Offline we list the cluster's steady state: the built-in kinds of its
+Kubernetes minor (from kubernetes-validate's schemas; alpha versions left out, they are off by
+default), Argo CD's own CRDs when Argo CD runs in the cluster, the CRDs operators install at run
+time (`Component.runtime_crds`), and every CRD the cluster's components ship. Those CRDs come out of the rendering itself: everything is rendered once, the
+CRDs are collected, and whatever was rendered without one of them is rendered again (charts ask
+`.Capabilities.APIVersions.Has "monitoring.coreos.com/v1"` before creating a ServiceMonitor).
+On a first sync Argo CD may still miss a CRD that another Application installs later; the
+hydrated output is what the cluster converges to.
+
+All or nothing: the charts must all be in the cache (else one error naming each chart, its
+version and the command that fetches it), every render must succeed, and only then is
+build/hydrated/ replaced, whole.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from forge import argocd
+from forge.charts import VERSIONS_FILE, ChartPin, chart_pins
+from forge.components import Component
+from forge.errors import ForgeError
+from forge.generate import enabled_components, load_clusters
+from forge.model import ClusterModel
+from forge.tools import helm_command, kustomize_build_command
+from forge.upstream.cache import ManyErrors, cache_root, cached_chart, fetch_hint
+
+HYDRATED_DIR = Path("build/hydrated")
+IN_CLUSTER = "https://kubernetes.default.svc"
+# Argo CD's own CRDs (argoproj.io/v1alpha1), present wherever Argo CD runs.
+ARGOCD_KINDS = ("AppProject", "Application", "ApplicationSet")
+_ALPHA = re.compile(r"v\d+alpha\d+$")
+_MAX_PASSES = 4
+
+
+@dataclass(frozen=True, eq=False)  # compared and hashed by identity: a dict key while rendering
+class Job:
+    """One component of one cluster, with what Argo CD would render it from."""
+
+    cluster: ClusterModel
+    component: Component
+    app_name: str
+    pin: ChartPin | None
+    chart_dir: Path | None  # the cached chart
+    release: str
+    namespace: str
+    value_files: tuple[str, ...]  # repo-relative
+    overlay: str  # repo-relative kustomization folder
+
+
+def jobs_for(root: Path, clusters: list[ClusterModel], pins: dict[str, ChartPin]) -> list[Job]:
+    """Every (cluster, component), from its Argo CD Application. Fails, naming every missing
+    chart, before anything is rendered."""
+    jobs, missing = [], {}
+    for cluster in clusters:
+        for component in enabled_components(cluster):
+            pin = pins.get(component.chart) if component.chart else None
+            if component.chart and pin is None:
+                raise ForgeError(f"{VERSIONS_FILE}: no pin for chart '{component.chart}' (component {component.name})")
+            app = argocd.component_application(cluster, component, pin)
+            sources = app["spec"]["sources"]
+            chart_src = next((s for s in sources if "chart" in s), None)
+            path_src = next(s for s in sources if "path" in s)
+            chart_dir = cached_chart(root, pin) if pin else None
+            if pin and chart_dir is None:
+                missing[pin.key] = pin
+            value_files: tuple[str, ...] = ()
+            if chart_src:
+                value_files = tuple(_repo_path(v) for v in chart_src["helm"].get("valueFiles", []))
+            jobs.append(Job(cluster, component, app["metadata"]["name"], pin, chart_dir,
+                            (chart_src or {}).get("helm", {}).get("releaseName", component.release),
+                            app["spec"]["destination"]["namespace"], value_files, path_src["path"]))
+    if missing:
+        lines = [f"chart {p.chart} {p.version} ('{p.key}' in {VERSIONS_FILE}) is not in the chart cache "
+                 f"{cache_root(root)}: run {fetch_hint(p)}" for p in missing.values()]
+        raise ManyErrors(lines + ["nothing was hydrated"])
+    for job in jobs:
+        for rel in (*job.value_files, f"{job.overlay}/kustomization.yaml"):
+            if not (root / rel).is_file():
+                raise ForgeError(f"{rel} is missing (Application {job.app_name} uses it): run `forge generate`; nothing was hydrated")
+    return jobs
+
+
+def _repo_path(value_file: str) -> str:
+    # `$values/<path>`: the `ref: values` source, which is this repository.
+    return value_file.split("/", 1)[1] if value_file.startswith("$values/") else value_file
+
+
+def builtin_api_versions(kubernetes_version: str) -> set[str]:
+    from forge.validate.run import kube_schemas  # loads schema indexes: only when hydrating
+
+    try:
+        kinds = kube_schemas(kubernetes_version).kinds()
+    except ValueError as exc:
+        raise ForgeError(str(exc)) from None
+    out: set[str] = set()
+    for api_version, kind in kinds:
+        if not _ALPHA.search(api_version):
+            out |= {api_version, f"{api_version}/{kind}"}
+    return out
+
+
+def crd_api_versions(text: str) -> set[str]:
+    """group/version and group/version/Kind for each served version of the CRDs in a YAML stream."""
+    out: set[str] = set()
+    for doc in re.split(r"^---\s*$", text, flags=re.M):
+        if "CustomResourceDefinition" not in doc:
+            continue
+        obj = yaml.load(doc, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        if not isinstance(obj, dict) or obj.get("kind") != "CustomResourceDefinition":
+            continue
+        spec = obj.get("spec") or {}
+        group, kind = spec.get("group"), (spec.get("names") or {}).get("kind")
+        for version in spec.get("versions") or ([{"name": spec["version"]}] if spec.get("version") else []):
+            if version.get("served", True):
+                out |= {f"{group}/{version['name']}", f"{group}/{version['name']}/{kind}"}
+    return out
+
+
+def base_api_versions(cluster: ClusterModel) -> set[str]:
+    found = builtin_api_versions(cluster.kubernetes_version)
+    if cluster.settings.argocd.destination.server == IN_CLUSTER:
+        found |= {"argoproj.io/v1alpha1"} | {f"argoproj.io/v1alpha1/{k}" for k in ARGOCD_KINDS}
+    return found
+
+
+def helm_args(root: Path, job: Job, api_versions: set[str]) -> list[str]:
+    assert job.chart_dir is not None
+    args = ["template", job.release, str(job.chart_dir), "--namespace", job.namespace,
+            "--kube-version", job.cluster.kubernetes_version, "--include-crds"]
+    for rel in job.value_files:
+        args += ["-f", str(root / rel)]
+    for api in sorted(api_versions):
+        args += ["--api-versions", api]
+    return args
+
+
+def _run(cmd: list[str], what: str) -> str:
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        tail = " | ".join(proc.stderr.strip().splitlines()[-5:]) or f"exit {proc.returncode}"
+        raise ForgeError(f"{what} failed: {tail}; nothing was hydrated")
+    return proc.stdout
+
+
+def _header(job: Job, api_count: int) -> str:
+    lines = [f"# Hydrated by `forge hydrate`: what Argo CD renders for Application {job.app_name}. Do not edit."]
+    if job.pin:
+        files = " ".join(f"-f {f}" for f in job.value_files)
+        lines.append(f"# helm template {job.release} {job.pin.chart} {job.pin.version} ({job.pin.repo}) --namespace "
+                     f"{job.namespace} --kube-version {job.cluster.kubernetes_version} --include-crds {files} "
+                     f"--api-versions ({api_count} group/versions and kinds)")
+    lines.append(f"# + kustomize build {job.overlay}")
+    return "\n".join(lines) + "\n"
+
+
+def hydrate_all(root: Path, out: Path | None = None, jobs: int | None = None) -> dict[str, dict[str, int]]:
+    """Hydrate everything; returns objects per cluster and component."""
+    out = out or root / HYDRATED_DIR
+    clusters = load_clusters(root)
+    todo = jobs_for(root, clusters, chart_pins(root))
+    helm, kustomize = helm_command(root), kustomize_build_command(root)
+    workers = jobs or os.cpu_count() or 2
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        overlay_text = dict(zip(todo, pool.map(
+            lambda j: _run([*kustomize, str(root / j.overlay)], f"kustomize build {j.overlay}"), todo)))
+        charted = [j for j in todo if j.pin]
+        base = {c.name: base_api_versions(c) for c in clusters}
+        for job in todo:
+            base[job.cluster.name] |= crd_api_versions(overlay_text[job])
+            # CRDs the component's operator installs at run time: the cluster serves them too.
+            runtime = job.component.runtime_crds(job.cluster)
+            if runtime:
+                base[job.cluster.name] |= crd_api_versions(yaml.safe_dump_all(runtime))
+        used: dict[Job, set[str]] = {}
+        chart_text: dict[Job, str] = {}
+        want = {j: set(base[j.cluster.name]) for j in charted}
+        for _ in range(_MAX_PASSES):
+            stale = [j for j in charted if used.get(j) != want[j]]
+            if not stale:
+                break
+
+            def render(job: Job) -> str:
+                return _run([*helm, *helm_args(root, job, want[job])],
+                            f"{job.cluster.name}/{job.component.name}: helm template {job.pin.chart} {job.pin.version}")  # type: ignore[union-attr]
+
+            for job, text in zip(stale, pool.map(render, stale)):
+                chart_text[job], used[job] = text, want[job]
+            crds: dict[str, set[str]] = {}
+            for job in charted:
+                crds.setdefault(job.cluster.name, set()).update(crd_api_versions(chart_text[job]))
+            want = {j: base[j.cluster.name] | crds.get(j.cluster.name, set()) for j in charted}
+        else:
+            raise ForgeError("internal: --api-versions did not settle; nothing was hydrated")
+
+    staging = out.with_name(out.name + ".new")
+    shutil.rmtree(staging, ignore_errors=True)
+    counts: dict[str, dict[str, int]] = {}
+    for job in todo:
+        parts = [_header(job, len(used.get(job, ())))]
+        if job in chart_text:
+            parts.append(chart_text[job].rstrip("\n") + "\n---\n")
+        parts.append(overlay_text[job])
+        text = "".join(parts)
+        path = staging / job.cluster.name / f"{job.component.name}.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        counts.setdefault(job.cluster.name, {})[job.component.name] = _count(text)
+    old = out.with_name(out.name + ".old")
+    shutil.rmtree(old, ignore_errors=True)
+    if out.exists():
+        out.rename(old)
+    staging.rename(out)
+    shutil.rmtree(old, ignore_errors=True)
+    return counts
+
+
+def _count(text: str) -> int:
+    return sum(1 for doc in re.split(r"^---\s*$", text, flags=re.M)
+               if any(line.strip() and not line.lstrip().startswith("#") for line in doc.splitlines()))
+
+
+def hydrated_file(root: Path, cluster: str, component: str) -> Path:
+    return root / HYDRATED_DIR / cluster / f"{component}.yaml"
+
+
+def load_hydrated(path: Path) -> list[tuple[dict[str, Any], int]]:
+    """Objects of a hydrated file with the line each starts on."""
+    from forge.validate.objects import load_yaml_stream
+
+    text = path.read_text()
+    out: list[tuple[dict[str, Any], int]] = []
+    line = 1
+    for chunk in re.split(r"(?m)^---[^\n]*\n", text):
+        lines = chunk.split("\n")
+        first = next((i for i, ln in enumerate(lines) if ln.strip() and not ln.lstrip().startswith("#")), 0)
+        for obj in load_yaml_stream(chunk):
+            out.append((obj, line + first))
+        line += chunk.count("\n") + 1
+    return out
