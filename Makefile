@@ -10,7 +10,7 @@ STAMP := $(VENV)/.forge-setup
 export PATH := $(CURDIR)/tools/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup generate check render validate test bench charts hydrate
+.PHONY: help setup generate check render validate test bench charts hydrate diff
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -48,6 +48,10 @@ charts: setup ## fetch the pinned charts into .cache/charts (MIRROR=DIR: from a 
 hydrate: setup ## render every component with its real chart as Argo CD does, and validate that (after make charts)
 	forge hydrate
 	forge validate --hydrated
+
+BASE ?= origin/main
+diff: setup ## what the working tree changes on each cluster vs BASE (default origin/main), risks first
+	@forge diff --base $(BASE) || test $$? -eq 1  # exit 1 = "there are changes", not a failure here
 
 # ---- tests and benchmarks -----------------------------------------------------------------------
 

@@ -1,0 +1,50 @@
+"""`forge diff --base <ref>`: what a change does to each fleet, risks first.
+
+revisions.py renders both sides in temporary folders, objects.py compares them object by object,
+risks.py flags what a reviewer must not miss, report.py prints text or a PR comment.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from forge.diff.objects import ObjectChange, compare, values_identity
+from forge.diff.revisions import Side, render_both
+from forge.diff.risks import Flag, all_flags
+
+
+@dataclass
+class Report:
+    ref: str
+    base_label: str
+    head_label: str
+    clusters: list[str]  # every cluster either side has
+    changes: list[ObjectChange] = field(default_factory=list)
+    flags: list[Flag] = field(default_factory=list)
+    stale: list[str] = field(default_factory=list)  # working tree's generated files out of step
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.changes)
+
+    def for_cluster(self, cluster: str) -> list[ObjectChange]:
+        return [c for c in self.changes if c.cluster == cluster]
+
+
+def compare_sides(ref: str, base: Side, head: Side) -> Report:
+    changes: list[ObjectChange] = []
+    for key in sorted(set(base.objects) | set(head.objects)):
+        changes += compare(*key, base.objects.get(key, {}), head.objects.get(key, {}))
+    for cluster, component in sorted(set(base.values) | set(head.values)):
+        ident = values_identity(component)
+        old = {ident: base.values[(cluster, component)]} if (cluster, component) in base.values else {}
+        new = {ident: head.values[(cluster, component)]} if (cluster, component) in head.values else {}
+        changes += compare(cluster, component, old, new)
+    changes.sort(key=lambda c: c.sort_key)
+    clusters = sorted({k[0] for k in (*base.objects, *head.objects)})
+    return Report(ref, base.label, head.label, clusters, changes, all_flags(changes, base, head), head.stale)
+
+
+def diff_against(root: Path, ref: str) -> Report:
+    base, head = render_both(root, ref)
+    return compare_sides(ref, base, head)
