@@ -107,26 +107,13 @@ def bench(root: Path, nodes: int, clusters: int, upstream: Path | None) -> None:
     run_bench(root, nodes, clusters, upstream or None)
 
 
-# Under `python -m forge.cli` this module is __main__: the command modules below import forge.cli
-# for the shared options, and must find this module instead of running it a second time.
-sys.modules.setdefault("forge.cli", sys.modules[__name__])
+# Commands that live in their own modules; they import forge.cli_common, never this module.
+from forge.diff.command import diff  # noqa: E402  (forge diff: rendered changes and risks)
+from forge.nodes.command import node  # noqa: E402  (forge node add/remove/set)
+from forge.upstream.cli import charts, hydrate  # noqa: E402  (chart cache and hydration)
 
-from forge.upstream.cli import charts, hydrate  # noqa: E402  (chart cache and hydration: forge.upstream)
-
-main.add_command(charts)
-main.add_command(hydrate)
-
-
-def _register() -> None:
-    """Commands that live in their own modules: forge diff (forge.diff), forge node (forge.nodes)."""
-    from forge.diff.command import diff
-    from forge.nodes.command import node
-
-    main.add_command(diff)
-    main.add_command(node)
-
-
-_register()
+for _command in (charts, hydrate, diff, node):
+    main.add_command(_command)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from forge.cli import EXIT_FOUND, _user_errors, root_option
+from forge.cli_common import EXIT_FOUND, root_option, user_errors
 
 
 @click.command("diff")
@@ -15,7 +15,7 @@ from forge.cli import EXIT_FOUND, _user_errors, root_option
               help="The revision to compare the working tree with, e.g. origin/main or HEAD.")
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown"]), default="text", show_default=True,
               help="markdown: a pull-request comment (summary table, collapsible per-object diffs).")
-@_user_errors
+@user_errors
 def diff(root: Path, ref: str, fmt: str) -> None:
     """Show what changes on each cluster between GIT-REF and the working tree, risks first.
 

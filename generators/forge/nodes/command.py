@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from forge.cli import _user_errors, root_option
+from forge.cli_common import root_option, user_errors
 from forge.errors import ForgeError
 from forge.nodes import edits
 from forge.paths import CLUSTERS_DIR, INVENTORY_FILE
@@ -92,7 +92,7 @@ def node() -> None:
 @click.option("--mig-layout", help="A layout of cluster.mig_layouts (default: the profile's).")
 @click.option("--like", metavar="NODE", help="Copy roles, labels, taints and MIG layout from this node.")
 @generate_option
-@_user_errors
+@user_errors
 def add(root: Path, cluster: str, name: str, profile: str, rack: str, roles: str | None, labels: tuple[str, ...],
         taints: tuple[str, ...], mig_layout: str | None, like: str | None, generate: bool) -> None:
     """Add node NAME to CLUSTER, after the last node of the same profile."""
@@ -110,7 +110,7 @@ def add(root: Path, cluster: str, name: str, profile: str, rack: str, roles: str
 @click.argument("cluster")
 @click.argument("name")
 @generate_option
-@_user_errors
+@user_errors
 def remove(root: Path, cluster: str, name: str, generate: bool) -> None:
     """Remove node NAME from CLUSTER, reporting what it carried."""
     path, display, text = _read(root, cluster)
@@ -131,7 +131,7 @@ def remove(root: Path, cluster: str, name: str, generate: bool) -> None:
 @click.option("--taint", "taints", multiple=True, metavar="KEY[=VALUE]:EFFECT", help="Add a taint. Repeatable.")
 @click.option("--untaint", multiple=True, metavar="KEY[:EFFECT]", help="Remove a taint. Repeatable.")
 @generate_option
-@_user_errors
+@user_errors
 def set_(root: Path, cluster: str, name: str, profile: str | None, rack: str | None, roles: str | None,
          mig_layout: str | None, labels: tuple[str, ...], unlabel: tuple[str, ...], taints: tuple[str, ...],
          untaint: tuple[str, ...], generate: bool) -> None:
