@@ -107,7 +107,8 @@ def test_pre_commit_hooks_are_local_and_run_forge():
 def test_the_inventory_hook_reports_file_and_line(tmp_path):
     bad = tmp_path / "clusters/h200/inventory.yaml"
     bad.parent.mkdir(parents=True)
-    bad.write_text((REPO / "clusters/h200/inventory.yaml").read_text().replace("    gpus: 144\n", "    gpus: 150\n"))
+    bad.write_text((REPO / "clusters/h200/inventory.yaml").read_text().replace(
+        "  mig_layouts:\n", "  expected:\n    gpu_nodes: 18\n    gpus: 150\n  mig_layouts:\n", 1))
     line = next(i for i, text in enumerate(bad.read_text().splitlines(), 1) if text == "    gpus: 150")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p.endswith("generators"))}
     proc = subprocess.run([sys.executable, "-m", "forge.inventory", "clusters/h200/inventory.yaml",

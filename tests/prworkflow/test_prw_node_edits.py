@@ -42,13 +42,20 @@ def with_expected(text: str, nodes: int, gpus: int) -> str:
     return text.replace("    gpu_nodes: 18\n    gpus: 144\n", f"    gpu_nodes: {nodes}\n    gpus: {gpus}\n", 1)
 
 
+def add_expected(repo: Path, nodes: int = 18, gpus: int = 144) -> str:
+    """Give the H200 inventory a `cluster.expected` block (the shipped one has none)."""
+    text = (repo / H200).read_text().replace("  mig_layouts:\n", f"  expected:\n    gpu_nodes: {nodes}\n    gpus: {gpus}\n  mig_layouts:\n", 1)
+    (repo / H200).write_text(text)
+    return text
+
+
 def test_add_a_19th_h200_node(repo):
     before = (repo / H200).read_text()
     result = forge("node", "add", "h200", "h200-gpu-19", "--profile", "sr680a-h200", "--rack", "h200-r05", "--root", str(repo))
     assert result.exit_code == 0, result.stderr
     # The node is appended after the last sr680a-h200 node (the file's last), in the neighbours'
-    # layout; the only other change is cluster.expected, kept in step (see forge.nodes.edits).
-    assert (repo / H200).read_text() == appended(with_expected(before, 19, 152), (
+    # layout; nothing else in the file changes.
+    assert (repo / H200).read_text() == appended(before, (
         "  - name: h200-gpu-19\n"
         "    profile: sr680a-h200\n"
         "    rack: h200-r05\n"
@@ -58,15 +65,28 @@ def test_add_a_19th_h200_node(repo):
     assert out[0] == f"added h200-gpu-19 to clusters/h200/inventory.yaml after h200-gpu-18 (line {before[:after_nodes(before)].count(chr(10)) + 1})"
     assert out[1] == ("it carries h200-gpu-19 (profile sr680a-h200, rack h200-r05): 8 x H200-141GB GPUs (1128 GiB GPU memory); "
                       "4 NVMe devices = 12.8 TB NVMe cache capacity; NICs: 8 x connectx-7 (compute), 2 x bluefield-3 (storage)")
-    assert "cluster.expected.gpu_nodes: 18 -> 19 (kept in step with the node list)" in out
+    assert not any("cluster.expected" in line for line in out)
     assert ("note: every other sr680a-h200 node has taint nvidia.com/gpu:NoSchedule; h200-gpu-19 does not "
             "(add it with `forge node set ... --taint`, or use --like NODE)") in out
     assert (repo / "overlays/h200/node-feature-discovery/nodefeaturerule-forge-node-h200-gpu-19.yaml").is_file()
     assert forge("check", "--root", str(repo)).exit_code == 0
 
 
+def test_add_keeps_cluster_expected_in_step_when_the_file_has_it(repo):
+    before = add_expected(repo)
+    result = forge("node", "add", "h200", "h200-gpu-19", "--profile", "sr680a-h200", "--rack", "h200-r05", "--no-generate", "--root", str(repo))
+    assert result.exit_code == 0, result.stderr
+    assert (repo / H200).read_text() == appended(with_expected(before, 19, 152), (
+        "  - name: h200-gpu-19\n"
+        "    profile: sr680a-h200\n"
+        "    rack: h200-r05\n"
+        "    roles: [gpu]\n"
+    ))
+    assert "cluster.expected.gpu_nodes: 18 -> 19 (kept in step with the node list)" in result.stdout.splitlines()
+
+
 def test_add_with_labels_taints_and_layout_uses_the_neighbours_styles(repo):
-    before = (repo / H200).read_text()
+    before = add_expected(repo)
     result = forge("node", "add", "h200", "h200-gpu-19", "--profile", "sr680a-h200", "--rack", "h200-r05",
                    "--label", "exa.ai/pool=interactive", "--taint", "nvidia.com/gpu:NoSchedule",
                    "--taint", "exa.ai/reserved=ml-infra:NoExecute", "--mig-layout", "all-1g", "--no-generate", "--root", str(repo))
@@ -130,6 +150,7 @@ def test_add_like_copies_roles_labels_taints_and_blank_line_style(repo):
 
 
 def test_remove_reports_what_the_node_carried(repo):
+    add_expected(repo)
     lines = lines_of(repo)
     start = line_no(lines, "  - name: h200-gpu-03") - 1
     result = forge("node", "remove", "h200", "h200-gpu-03", "--root", str(repo))
@@ -226,8 +247,7 @@ def test_refuses_a_duplicate_an_unknown_profile_and_an_unknown_node(repo):
 
 
 def test_refuses_to_edit_an_inventory_that_is_already_invalid(repo):
-    text = (repo / H200).read_text().replace("    gpus: 144\n", "    gpus: 140\n")
-    (repo / H200).write_text(text)
+    add_expected(repo, gpus=140)
     err = refused(repo, "set", "h200", "h200-gpu-01", "--rack", "h200-r02")
     line = line_no(lines_of(repo), "    gpus: 140")
     assert err.splitlines() == [
