@@ -66,7 +66,10 @@ class Expected(NamedTuple):
 
     kind: str
     name: str  # metadata.name
-    path: str | tuple[str, ...]  # dotted ("spec.driver.version"), or a tuple when a key has dots
+    # Dotted ("spec.driver.version"), or a tuple when a key has dots. In a list, `0` picks by index
+    # and `name=grafana` the element whose `name` is grafana; a string with parts left is read as
+    # YAML (a config file in a ConfigMap). The value found must equal `value`, type included.
+    path: str | tuple[str, ...]
     value: Any
 
 

@@ -9,6 +9,9 @@
   Loki runs on the system (control-plane) nodes; its targets keep one replica per node (the
   chart's hard anti-affinity), so a layout needing more replicas than there are system nodes is
   an error here rather than Pending pods later.
+* `expected_in_hydrated`: bucket, endpoint, retention and replication in the config.yaml the
+  chart renders (it builds it with `tpl` from a template in its values.yaml), and each target's
+  workload with its replicas, the credentials Secret and the system nodeSelector.
 The log shipper (Grafana Alloy) is its own component, `alloy`.
 """
 from __future__ import annotations
@@ -17,16 +20,32 @@ from typing import Annotated, Any, Iterator
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from forge.components.base import WAVE_OBSERVABILITY, Component
+from forge.components.base import WAVE_OBSERVABILITY, Component, Expected
 from forge.model import CONTROL_PLANE_LABEL, ClusterModel
 from forge.observability import plain
-from forge.observability.sizing import LOKI_TARGETS, loki_daily_gb, loki_layout
+from forge.observability.sizing import LOKI_TARGETS, LokiLayout, loki_daily_gb, loki_layout
 
 NAMESPACE = "loki"
 BUCKET_KEY = "loki"  # the key in cluster.s3.buckets
 GATEWAY_URL = "http://loki-gateway.loki.svc.cluster.local"  # release "loki": service loki-gateway, port 80
 PUSH_URL = f"{GATEWAY_URL}/loki/api/v1/push"
 SCHEMA_FROM = "2026-01-01"  # first day of the v13/TSDB schema; a new period is appended, never edited
+# What loki 7.3.0 names the objects of release "loki" (checked by expected_in_hydrated): the
+# ConfigMap holding config.yaml, and the workload of each target (sizing.LOKI_TARGETS).
+CONFIG_OBJECT = "loki"
+WORKLOADS: dict[str, tuple[str, str]] = {
+    "singleBinary": ("StatefulSet", "loki"),
+    "write": ("StatefulSet", "loki-write"),
+    "read": ("Deployment", "loki-read"),
+    "backend": ("StatefulSet", "loki-backend"),
+    "ingester": ("StatefulSet", "loki-ingester"),
+    "distributor": ("Deployment", "loki-distributor"),
+    "querier": ("Deployment", "loki-querier"),
+    "queryFrontend": ("Deployment", "loki-query-frontend"),
+    "queryScheduler": ("Deployment", "loki-query-scheduler"),
+    "indexGateway": ("StatefulSet", "loki-index-gateway"),
+    "compactor": ("StatefulSet", "loki-compactor"),
+}
 
 
 class Settings(BaseModel):
@@ -49,6 +68,9 @@ class Loki(Component):
     # bucketNames is documented only in the chart's comments; limits_config passes through to Loki's
     # own configuration, where retention_period is a documented limit.
     declared_values = frozenset({"loki.storage.bucketNames", "loki.limits_config.retention_period"})
+    # The layout follows the log volume: on every cluster, also where it matches the chart's default.
+    inventory_values = frozenset({"deploymentMode", "loki.commonConfig.replication_factor",
+                                  *(f"{target}.replicas" for targets in LOKI_TARGETS.values() for target in targets)})
     Settings = Settings
 
     def check(self, loaded, settings: Settings) -> Iterator:
@@ -68,12 +90,15 @@ class Loki(Component):
                                      f"replicas, one per node, but the cluster has {system_nodes} control-plane nodes; "
                                      "add control-plane nodes or set daily_log_gb to the measured volume")
 
-    def values(self, cluster: ClusterModel) -> dict[str, Any]:
+    def _layout(self, cluster: ClusterModel) -> tuple[Settings, LokiLayout]:
         s: Settings = self.settings(cluster)
+        gpu_nodes = len(cluster.gpu_nodes)
+        return s, loki_layout(s.daily_log_gb or loki_daily_gb(gpu_nodes=gpu_nodes, other_nodes=len(cluster.nodes) - gpu_nodes))
+
+    def values(self, cluster: ClusterModel) -> dict[str, Any]:
+        s, layout = self._layout(cluster)
         s3 = cluster.settings.s3
         bucket = s3.buckets[BUCKET_KEY]  # check() made sure it exists
-        gpu_nodes = len(cluster.gpu_nodes)
-        layout = loki_layout(s.daily_log_gb or loki_daily_gb(gpu_nodes=gpu_nodes, other_nodes=len(cluster.nodes) - gpu_nodes))
         system = {"nodeSelector": {CONTROL_PLANE_LABEL: ""}, "tolerations": cluster.system_tolerations}
         values: dict[str, Any] = {
             "deploymentMode": layout.mode,
@@ -113,4 +138,43 @@ class Loki(Component):
         for mode, targets in LOKI_TARGETS.items():
             for target in targets:
                 values[target] = {"replicas": layout.replicas[target], **system} if mode == layout.mode else {"replicas": 0}
+        if layout.mode == "Distributed":
+            for target, replicas in layout.replicas.items():
+                if replicas > 1:
+                    # The chart refuses to render a Distributed target's PodDisruptionBudget with more
+                    # than one replica unless maxUnavailable is given (loki 7.3.0).
+                    values[target]["maxUnavailable"] = 1
+            # One ingester StatefulSet on the system nodes, one replica per node like every other
+            # target: the chart's default splits ingesters into three zone StatefulSets whose own
+            # (empty) zone nodeSelectors replace ours.
+            values["ingester"]["zoneAwareReplication"] = {"enabled": False}
         return plain(values)
+
+    def expected_in_hydrated(self, cluster: ClusterModel) -> list[Expected]:
+        """Loki's configuration as the chart renders it (from `tpl .Values.loki.config`, a template
+        in its values.yaml), and one workload per target of the chosen mode with its replicas."""
+        s, layout = self._layout(cluster)
+        s3 = cluster.settings.s3
+        config = ("ConfigMap", CONFIG_OBJECT, ("data", "config.yaml"))
+        out = [
+            Expected(config[0], config[1], (*config[2], *path), value) for path, value in (
+                (("auth_enabled",), False),
+                (("common", "replication_factor"), layout.replication_factor),
+                (("common", "storage", "s3", "bucketnames"), s3.buckets[BUCKET_KEY]),
+                (("common", "storage", "s3", "endpoint"), s3.endpoint),
+                (("common", "storage", "s3", "region"), s3.region),
+                (("common", "storage", "s3", "access_key_id"), "${AWS_ACCESS_KEY_ID}"),
+                (("common", "storage", "s3", "secret_access_key"), "${AWS_SECRET_ACCESS_KEY}"),
+                (("schema_config", "configs", "0", "from"), SCHEMA_FROM),
+                (("schema_config", "configs", "0", "object_store"), "s3"),
+                (("limits_config", "retention_period"), f"{s.retention_days * 24}h"),
+                (("compactor", "retention_enabled"), True),
+            )
+        ]
+        for target, replicas in layout.replicas.items():
+            kind, name = WORKLOADS[target]
+            out.append(Expected(kind, name, "spec.replicas", replicas))
+            container = ("spec", "template", "spec", "containers", "name=loki")
+            out.append(Expected(kind, name, (*container, "envFrom"), [{"secretRef": {"name": s3.credentials_secret}}]))
+            out.append(Expected(kind, name, "spec.template.spec.nodeSelector", {CONTROL_PLANE_LABEL: ""}))
+        return out

@@ -15,7 +15,9 @@ Prometheus selects ServiceMonitors, PodMonitors, PrometheusRules, Probes and Scr
 every namespace and release (`*SelectorNilUsesHelmValues: false`), labels everything it sends
 with `cluster=<name>`, and gets its retention, volume and memory from forge.observability.sizing.
 Grafana's admin credentials come only from an existing Secret; its data sources are the
-chart's Prometheus and forge's Loki.
+chart's Prometheus and forge's Loki. Alertmanager's configuration (receivers hold credentials)
+also comes only from an existing Secret: the chart renders no config Secret of its own.
+`expected_in_hydrated` checks all of this on what the real chart renders (`forge validate --hydrated`).
 """
 from __future__ import annotations
 
@@ -23,17 +25,24 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from forge.components.base import WAVE_MONITORING_CRDS, WAVE_OBSERVABILITY, Component, custom_resource
+from forge.components.base import WAVE_MONITORING_CRDS, WAVE_OBSERVABILITY, Component, Expected, custom_resource
 from forge.components.loki import GATEWAY_URL as LOKI_URL
 from forge.model import ClusterModel
 from forge.observability import metrics as m
 from forge.observability import plain
 from forge.observability.dashboards import FLEET_OVERVIEW, dashboard_configmap, fleet_overview
 from forge.observability.rules import prometheus_rule
-from forge.observability.sizing import prometheus_size
+from forge.observability.sizing import PrometheusSize, prometheus_size
 
 NAMESPACE = "monitoring"
 CHART = "kube-prometheus-stack"
+# Names kube-prometheus-stack 88.5.3 gives the objects of release `prometheus` (its fullname is
+# `<release>-kube-prometheus`; subcharts use `<release>-<subchart>`), checked by expected_in_hydrated.
+PROMETHEUS_CR = "prometheus-kube-prometheus-prometheus"
+ALERTMANAGER_CR = "prometheus-kube-prometheus-alertmanager"
+GRAFANA_DEPLOYMENT = "prometheus-grafana"
+GRAFANA_DATASOURCES = "prometheus-kube-prometheus-grafana-datasource"
+NODE_EXPORTER_MONITOR = "prometheus-prometheus-node-exporter"
 
 # Everything kube-prometheus-stack installs besides its CRDs, switched off for `prometheus-crds`.
 # tests/observability checks this against the chart's values.yaml: every top-level `enabled: true`.
@@ -52,6 +61,10 @@ class Settings(BaseModel):
     storage_class: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")] | None = None  # None: the default
     # An existing Secret in `monitoring` with keys admin-user and admin-password; never the password.
     grafana_admin_secret: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)] = "grafana-admin"
+    # An existing Secret in `monitoring` whose key alertmanager.yaml is Alertmanager's whole
+    # configuration (receivers carry webhook URLs and keys). Until it exists the operator runs
+    # Alertmanager with its built-in configuration, which sends nothing anywhere.
+    alertmanager_config_secret: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)] = "alertmanager-config"
 
 
 class PrometheusCrds(Component):
@@ -80,16 +93,29 @@ class Prometheus(Component):
         ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),
         ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"),
     )
+    # The chart documents configSecret only in a comment (values.yaml of 88.5.3); its Alertmanager
+    # template reads it.
+    declared_values = frozenset({"alertmanager.alertmanagerSpec.configSecret"})
     Settings = Settings
 
-    def values(self, cluster: ClusterModel) -> dict[str, Any]:
+    def namespaces(self, cluster: ClusterModel) -> tuple[str, ...]:
+        # The chart puts the Services that expose the control plane's metrics (scheduler, controller
+        # manager, etcd, kube-proxy, CoreDNS) in kube-system, next to the pods they select.
+        return (self.namespace, "kube-system")
+
+    def _plan(self, cluster: ClusterModel) -> tuple[Settings, PrometheusSize, dict[str, Any]]:
+        """The settings, the size, and the volume claim of Prometheus' storage."""
         s: Settings = self.settings(cluster)
         size = prometheus_size(nodes=len(cluster.nodes), gpus=cluster.gpu_count,
                                scrape_interval_s=s.scrape_interval_seconds, retention_days=s.retention_days)
-        system = {"nodeSelector": cluster.system_node_selector, "tolerations": cluster.system_tolerations}
         claim: dict[str, Any] = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": f"{size.volume_gib}Gi"}}}
         if s.storage_class:
             claim["storageClassName"] = s.storage_class
+        return s, size, claim
+
+    def values(self, cluster: ClusterModel) -> dict[str, Any]:
+        s, size, claim = self._plan(cluster)
+        system = {"nodeSelector": cluster.system_node_selector, "tolerations": cluster.system_tolerations}
         interval = f"{s.scrape_interval_seconds}s"
         return plain({
             "crds": {"enabled": False},  # owned by the prometheus-crds Application
@@ -113,13 +139,20 @@ class Prometheus(Component):
                     "scrapeConfigSelectorNilUsesHelmValues": False,
                 },
             },
-            "alertmanager": {"enabled": True, "alertmanagerSpec": dict(system)},
+            "alertmanager": {"enabled": True, "alertmanagerSpec": {
+                **system,
+                # The chart would otherwise render its own config Secret, with the config in Git.
+                "useExistingSecret": True,
+                "configSecret": s.alertmanager_config_secret,
+            }},
             "grafana": {
                 "enabled": True,
                 **system,
                 # Only from an existing Secret: with admin.existingSecret set the chart renders no
                 # admin Secret of its own, and no adminPassword value exists to fall back on.
                 "admin": {"existingSecret": s.grafana_admin_secret, "userKey": "admin-user", "passwordKey": "admin-password"},
+                # A `helm test` Pod: Argo CD never runs test hooks, so it would only be dead weight.
+                "testFramework": {"enabled": False},
                 "additionalDataSources": [{
                     "name": "Loki", "uid": "loki", "type": "loki", "access": "proxy", "url": LOKI_URL,
                     "editable": False, "jsonData": {"maxLines": 5000},
@@ -131,6 +164,37 @@ class Prometheus(Component):
                 "prometheus": {"monitor": {"relabelings": [m.NODE_RELABELING]}},
             },
         })
+
+    def expected_in_hydrated(self, cluster: ClusterModel) -> list[Expected]:
+        """What the inventory asks of the objects kube-prometheus-stack renders from our values."""
+        s, size, claim = self._plan(cluster)
+        interval = f"{s.scrape_interval_seconds}s"
+        prom = ("Prometheus", PROMETHEUS_CR)
+        out = [
+            Expected(*prom, "spec.externalLabels", {"cluster": cluster.name}),
+            Expected(*prom, "spec.scrapeInterval", interval),
+            Expected(*prom, "spec.evaluationInterval", interval),
+            Expected(*prom, "spec.retention", f"{s.retention_days}d"),
+            Expected(*prom, "spec.retentionSize", f"{size.retention_size_gb}GB"),
+            Expected(*prom, "spec.storage.volumeClaimTemplate.spec", claim),
+            Expected(*prom, "spec.resources.requests.memory", f"{size.memory_gib}Gi"),
+            Expected(*prom, "spec.nodeSelector", cluster.system_node_selector),
+            # `*SelectorNilUsesHelmValues: false` renders empty selectors: every object, every
+            # namespace. (True would select only objects labelled release=prometheus.)
+            *(Expected(*prom, f"spec.{kind}{which}", {})
+              for kind in ("serviceMonitor", "podMonitor", "rule", "probe", "scrapeConfig")
+              for which in ("Selector", "NamespaceSelector")),
+            Expected("Alertmanager", ALERTMANAGER_CR, "spec.configSecret", s.alertmanager_config_secret),
+            Expected("Alertmanager", ALERTMANAGER_CR, "spec.nodeSelector", cluster.system_node_selector),
+        ]
+        grafana = ("spec", "template", "spec", "containers", "name=grafana", "env")
+        for env, key in (("GF_SECURITY_ADMIN_USER", "admin-user"), ("GF_SECURITY_ADMIN_PASSWORD", "admin-password")):
+            out.append(Expected("Deployment", GRAFANA_DEPLOYMENT, (*grafana, f"name={env}"),
+                                {"name": env, "valueFrom": {"secretKeyRef": {"name": s.grafana_admin_secret, "key": key}}}))
+        out.append(Expected("ConfigMap", GRAFANA_DATASOURCES,
+                            ("data", "datasource.yaml", "datasources", "name=Loki", "url"), LOKI_URL))
+        out.append(Expected("ServiceMonitor", NODE_EXPORTER_MONITOR, "spec.endpoints.0.relabelings", [m.NODE_RELABELING]))
+        return out
 
     def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
         return [

@@ -11,6 +11,8 @@ Per cluster:
 * our values against the cached chart (forge.upstream.reads): a key no template reads is a
   failure ("ignored"); a key equal to the chart's default is a warning ("redundant") — it does
   nothing today, but someone may have pinned a default on purpose against a chart bump;
+* every object's namespace is a destination of the cluster's AppProject (else Argo CD refuses
+  the sync);
 * each component's `expected_in_hydrated(cluster)`: the objects the chart created from our values
   carry what the inventory asked for.
 """
@@ -22,8 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
 from ruamel.yaml import YAML
 
+from forge import argocd
 from forge.charts import chart_pins
 from forge.components.base import Expected
 from forge.errors import ForgeError
@@ -72,6 +76,7 @@ def _check_cluster(root: Path, cluster: str, version: str, jobs: list[Job], repo
     for job in jobs:
         runtime_crds.add_objects(job.component.runtime_crds(job.cluster))
     kube = kube_schemas(version)
+    project = argocd.app_project(jobs[0].cluster, [j.component for j in jobs], chart_pins(root)) if jobs else None
     fail = report.failures.append
     for job in jobs:
         name = job.component.name
@@ -89,6 +94,7 @@ def _check_cluster(root: Path, cluster: str, version: str, jobs: list[Job], repo
                     problems = [("apiVersion", f"no schema for {obj.get('apiVersion')} {obj.get('kind')}: not built into "
                                                f"Kubernetes {kube.version} and no CRD for it in the cluster's hydrated output")]
             problems = problems + [p for p in check_policies(obj, required_labels={}) if not _switched_off(obj, p[0])]
+            problems += namespace_problems(obj, project)
             for path, reason in problems:
                 fail(Failure(cluster, name, where, path, reason))
         report.objects[cluster] = report.objects.get(cluster, 0) + len(loaded[name])
@@ -107,6 +113,20 @@ def _check_cluster(root: Path, cluster: str, version: str, jobs: list[Job], repo
             expected = Expected(*item)
             for path, reason in check_expected([o for o, _ in loaded[name]], expected):
                 fail(Failure(cluster, name, f"{expected.kind}/{expected.name}", path, reason))
+
+
+def namespace_problems(obj: dict[str, Any], project: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """An object a chart puts in a namespace the cluster's AppProject does not list: Argo CD
+    refuses to sync the whole Application (kube-prometheus-stack puts its control-plane Services
+    in kube-system). Objects without a namespace go to the Application's destination, listed."""
+    ns = (obj.get("metadata") or {}).get("namespace")
+    if project is None or not ns:
+        return []
+    allowed = {d.get("namespace") for d in project["spec"].get("destinations", [])}
+    if ns in allowed or "*" in allowed:
+        return []
+    return [("metadata.namespace", f"namespace '{ns}' is not a destination of AppProject {project['metadata']['name']}: "
+                                   "Argo CD would refuse to sync the Application (list it in the component's namespaces())")]
 
 
 _PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
@@ -130,12 +150,26 @@ def _switched_off(obj: dict[str, Any], path: str) -> bool:
 
 
 def _lookup(obj: Any, parts: tuple[str, ...]) -> tuple[bool, Any]:
+    """Follow an Expected path. Besides map keys: `3` picks a list's element by index, `name=grafana`
+    the one element whose `name` is `grafana` (containers, env vars), and a string met with parts
+    left is read as YAML (a configuration file in a ConfigMap: `data`, `config.yaml`, `common`...)."""
     node = obj
     for part in parts:
+        if isinstance(node, str):
+            try:
+                node = yaml.safe_load(node)
+            except yaml.YAMLError:
+                return False, None
         if isinstance(node, dict) and part in node:
             node = node[part]
         elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
             node = node[int(part)]
+        elif isinstance(node, list) and "=" in part:
+            key, _, want = part.partition("=")
+            hits = [x for x in node if isinstance(x, dict) and str(x.get(key)) == want]
+            if len(hits) != 1:
+                return False, None
+            node = hits[0]
         else:
             return False, None
     return True, node
@@ -166,8 +200,6 @@ def check_expected(objects: list[dict[str, Any]], expected: Expected) -> list[tu
 
 def _values_with_lines(path: Path) -> tuple[dict[str, Any], dict[str, int]]:
     """The values as plain data, and the line of every key (dotted path -> 1-based line)."""
-    import yaml
-
     text = path.read_text()
     data = yaml.safe_load(text) or {}
     tree = YAML(typ="rt").load(text)

@@ -45,6 +45,7 @@ from forge.generate import enabled_components, load_clusters
 from forge.model import ClusterModel
 from forge.tools import helm_command, kustomize_build_command
 from forge.upstream.cache import ManyErrors, cache_root, cached_chart, fetch_hint
+from forge.validate.objects import load_yaml_stream
 
 HYDRATED_DIR = Path("build/hydrated")
 IN_CLUSTER = "https://kubernetes.default.svc"
@@ -81,7 +82,7 @@ def jobs_for(root: Path, clusters: list[ClusterModel], pins: dict[str, ChartPin]
             app = argocd.component_application(cluster, component, pin)
             sources = app["spec"]["sources"]
             chart_src = next((s for s in sources if "chart" in s), None)
-            path_src = next(s for s in sources if "path" in s)
+            path_src = overlay_source(sources)
             chart_dir = cached_chart(root, pin) if pin else None
             if pin and chart_dir is None:
                 missing[pin.key] = pin
@@ -100,6 +101,13 @@ def jobs_for(root: Path, clusters: list[ClusterModel], pins: dict[str, ChartPin]
             if not (root / rel).is_file():
                 raise ForgeError(f"{rel} is missing (Application {job.app_name} uses it): run `forge generate`; nothing was hydrated")
     return jobs
+
+
+def overlay_source(sources: list[dict[str, Any]]) -> dict[str, Any]:
+    """The Application source that is our overlay: the last one with a path. A remote base
+    (RemoteBase: upstream kustomize manifests at a tag) comes before it and is not hydrated;
+    forge never fetches it, as for `forge render`."""
+    return [s for s in sources if "path" in s][-1]
 
 
 def _repo_path(value_file: str) -> str:
@@ -127,7 +135,13 @@ def crd_api_versions(text: str) -> set[str]:
     for doc in re.split(r"^---\s*$", text, flags=re.M):
         if "CustomResourceDefinition" not in doc:
             continue
-        obj = yaml.load(doc, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        # The validators' loader: real CRDs have a bare `=` in enums (prometheus-operator's
+        # matchType), which PyYAML's plain SafeLoader cannot read.
+        try:
+            objs = load_yaml_stream(doc)
+        except ValueError:  # not a mapping: not an object
+            continue
+        obj = objs[0] if objs else None
         if not isinstance(obj, dict) or obj.get("kind") != "CustomResourceDefinition":
             continue
         spec = obj.get("spec") or {}
@@ -248,8 +262,6 @@ def hydrated_file(root: Path, cluster: str, component: str) -> Path:
 
 def load_hydrated(path: Path) -> list[tuple[dict[str, Any], int]]:
     """Objects of a hydrated file with the line each starts on."""
-    from forge.validate.objects import load_yaml_stream
-
     text = path.read_text()
     out: list[tuple[dict[str, Any], int]] = []
     line = 1

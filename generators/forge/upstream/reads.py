@@ -21,7 +21,10 @@ evaluated on the chart's defaults merged with our values, as Helm does) is parse
   any function not in the small list of scalar functions below (`quote`, `eq`, `default`, ...);
   when it is ranged over (`range P`); or when it is passed to a helper that no chart defines;
 * otherwise the path itself is read (printed, compared, tested) but nothing below it;
-* a dependency's `condition` paths and `tags.<tag>` are read (by Helm itself).
+* a dependency's `condition` paths and `tags.<tag>` are read (by Helm itself);
+* `tpl P ctx` where P is a values path holding a string (in the chart's defaults or our values):
+  that string is template code too, walked like a template with `.` = ctx (Loki builds its whole
+  configuration from `tpl .Values.loki.config .`, a template in its values.yaml).
 
 A key we set is *read* when that path, or a path below it, is read, or an ancestor of it is read
 whole. NOTES.txt is left out: nothing in it reaches the cluster.
@@ -37,7 +40,8 @@ Where the method can miss (report a key as read that has no effect)
 * a helper called with a context computed otherwise than by `dict` (`merge`, `set`, `list`): what
   it holds is read whole.
 And where it can report a key that is read (a false alarm, visible and fixable):
-* template code inside values strings (`tpl .Values.x .`) or in files read with `.Files.Get`;
+* template code in a string that is not itself a values path (`tpl (toYaml .Values.x) .` over
+  strings nested inside .Values.x) or in files read with `.Files.Get`;
 * `.Subcharts.<name>.Values` and other reflective access.
 """
 from __future__ import annotations
@@ -160,6 +164,8 @@ class ReadScan:
         self.disabled: dict[Path_, Disabled] = {}
         self._defines: dict[str, list[Item]] = {}
         self._done: set[tuple[str, Path_, Any]] = set()
+        self._merged: dict[Path_, dict[str, Any]] = {}  # each chart's values as Helm gives them, by prefix
+        self._tpl_done: set[tuple[Path_, Any]] = set()
         charts: list[tuple[Path_, Chart]] = []
         self._collect(chart, (), coalesce(chart.values, values), charts)
         parsed = [(prefix, c, name, parse(text)) for prefix, c in charts for name, text in sorted(c.templates.items())]
@@ -177,6 +183,7 @@ class ReadScan:
 
     def _collect(self, chart: Chart, prefix: Path_, merged: dict[str, Any], out: list[tuple[Path_, Chart]]) -> None:
         out.append((prefix, chart))
+        self._merged[prefix] = merged
         deps = {d.key: d for d in chart.dependencies}
         for key, sub in chart.subcharts.items():
             dep = deps.get(key)
@@ -392,6 +399,11 @@ class ReadScan:
             for b in bindings:
                 out = _union(out, b)
             return out
+        if name == "tpl" and ops:
+            for b in bindings:
+                self._read(b, True)
+            self._tpl(bindings[0], bindings[1] if len(bindings) > 1 else None, sc)
+            return None
         if name == "ternary" and len(ops) == 3:
             self._read(bindings[2], False)
             return _union(bindings[0], bindings[1])
@@ -399,6 +411,20 @@ class ReadScan:
         for b in bindings:
             self._read(b, whole)
         return None
+
+    def _tpl(self, source: Binding, ctx: Binding, sc: _Scope) -> None:
+        """`tpl P ctx` with P a values path: the string there is a template, run with `.` = ctx."""
+        if not isinstance(source, frozenset):
+            return
+        for path in sorted(source):
+            if (path, ctx) in self._tpl_done:
+                continue
+            self._tpl_done.add((path, ctx))
+            chart_values = self._merged.get(sc.prefix, {})
+            rel = path[len(sc.prefix):] if path[: len(sc.prefix)] == sc.prefix else path
+            found, text = _lookup(chart_values, rel)
+            if found and isinstance(text, str) and "{{" in text:
+                self._walk(parse(text), _Scope(sc.prefix, ctx, ctx))
 
     # ---- answers ------------------------------------------------------------------------------
 
