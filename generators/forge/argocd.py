@@ -53,9 +53,9 @@ def app_project(cluster: ClusterModel, components: list[Component], pins: dict[s
     }
 
 
-def _sync_policy(options: list[str]) -> dict[str, Any]:
+def _sync_policy(options: list[str], prune: bool = True) -> dict[str, Any]:
     return {
-        "automated": {"prune": True, "selfHeal": True},
+        "automated": {"prune": prune, "selfHeal": True},
         "syncOptions": options,
         "retry": {"limit": 10, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "5m"}},
     }
@@ -109,7 +109,7 @@ def component_application(cluster: ClusterModel, component: Component, pin: Char
             "project": argo.project,
             "sources": sources,
             "destination": {"server": argo.destination.server, "namespace": component.namespace},
-            "syncPolicy": _sync_policy(options),
+            "syncPolicy": _sync_policy(options, prune=component.prune),
             **({"ignoreDifferences": list(component.ignore_differences)} if component.ignore_differences else {}),
         },
     }

@@ -92,3 +92,9 @@ def test_exactly_one_node_feature_discovery_per_cluster():
         if "network-operator" in {c.name for c in enabled_components(cluster)}:
             assert bundling["network-operator"]["enabled"] is False
         assert all(v.get("enabled") is False for v in bundling.values()), bundling
+
+
+def test_crd_only_application_is_never_pruned_automatically():
+    _, _, files = h200_bootstrap()
+    assert files["application-prometheus-crds.yaml"]["spec"]["syncPolicy"]["automated"] == {"prune": False, "selfHeal": True}
+    assert files["application-gpu-operator.yaml"]["spec"]["syncPolicy"]["automated"] == {"prune": True, "selfHeal": True}

@@ -83,6 +83,9 @@ class Component:
     sync_wave: ClassVar[int]
     chart: ClassVar[str | None] = None  # key in charts/versions.yaml
     release_name: ClassVar[str | None] = None  # defaults to the component name
+    # Automated pruning. Off only for Applications that hold nothing but CRDs: a CRD that leaves the
+    # chart must be removed by a person, since deleting it deletes every resource of its kind.
+    prune: ClassVar[bool] = True
     server_side_apply: ClassVar[bool] = False  # large CRDs exceed client-side apply's annotation limit
     # Cluster-scoped kinds the component's chart and manifests create, as (group, kind).
     cluster_kinds: ClassVar[tuple[tuple[str, str], ...]] = ()

@@ -73,6 +73,7 @@ class PrometheusCrds(Component):
     sync_wave = WAVE_MONITORING_CRDS
     chart = CHART
     release_name = "prometheus-crds"
+    prune = False  # CRDs only: never pruned by Argo CD (see Component.prune)
     server_side_apply = True  # the Prometheus/Alertmanager CRDs exceed client-side apply's annotation limit
     cluster_kinds = (("apiextensions.k8s.io", "CustomResourceDefinition"),)
 
