@@ -72,15 +72,21 @@ def render(root: Path, jobs: int | None) -> None:
 @click.option("--hydrated", is_flag=True,
               help="Validate build/hydrated/ (`forge hydrate`) instead: schemas and the CRDs the charts ship, "
                    "policies, values keys the chart ignores or sets to its default, what the charts' custom resources carry.")
+@click.option("--component", "components", multiple=True, metavar="NAME",
+              help="With --hydrated: only this component (repeatable).")
 @user_errors
-def validate(root: Path, upstream: Path | None, hydrated: bool) -> None:
+def validate(root: Path, upstream: Path | None, hydrated: bool, components: tuple[str, ...]) -> None:
     """Validate build/rendered/ and the values files: schemas, CRDs, chart values, policies."""
     from forge.validate.run import validate_repo
 
     if hydrated:
         from forge.upstream.cli import validate_hydrated_command
 
-        return validate_hydrated_command(root)
+        return validate_hydrated_command(root, components)
+    if components:
+        from forge.errors import ForgeError
+
+        raise ForgeError("--component goes with --hydrated")
 
     report = validate_repo(root, upstream or None)
     for failure in report.failures:

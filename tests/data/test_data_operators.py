@@ -12,6 +12,7 @@ from tests.data.forge_data_helpers import CLUSTERS, REPO, generated, needs_upstr
 
 from forge.charts import chart_pins
 from forge.components import COMPONENTS
+from forge.components.alluxio import Alluxio
 from forge.emit import labels_for
 from forge.validate.crd import CrdSchemas
 from forge.validate.kube import KubeSchemas
@@ -137,7 +138,7 @@ def test_values_match_the_pinned_charts(cluster):
 def test_the_values_check_catches_a_misspelt_alluxio_key():
     values = generated("overlays/h200/alluxio/values.yaml")
     values["tieredStore"] = values.pop("tieredstore")
-    problems = check_values(values, upstream_dir("alluxio-0.6.54"), frozenset({"secrets", "properties"}))
+    problems = check_values(values, upstream_dir("alluxio-0.6.54"), Alluxio.declared_values)
     assert [p for p, _ in problems] == ["tieredStore"]
 
 

@@ -29,7 +29,7 @@ from forge.observability import metrics as m
 from forge.observability.sizing import LOKI_TARGETS
 from forge.upstream.chart import Chart
 from forge.upstream.check import check_expected
-from forge.upstream.hydrate import crd_api_versions, overlay_source
+from forge.upstream.hydrate import crd_api_versions, split_sources
 from forge.upstream.reads import redundant_keys, unread_keys
 from forge.validate.values import check_values
 from tests.conftest import REPO, inventory_text
@@ -319,7 +319,7 @@ def test_hydrate_takes_the_overlay_after_a_remote_base(clusters):
     cluster = clusters["a100"]
     sources = argocd.component_application(cluster, TrainingOperator(), None)["spec"]["sources"]
     assert sources[0]["path"] != "overlays/a100/training-operator"
-    assert overlay_source(sources)["path"] == "overlays/a100/training-operator"
+    assert split_sources(sources)[1]["path"] == "overlays/a100/training-operator"
 
 
 def test_crd_api_versions_reads_crds_with_a_bare_equals_in_an_enum():

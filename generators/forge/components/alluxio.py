@@ -20,7 +20,10 @@ Layout, all from the inventory:
 - Write policy: CACHE_THROUGH (write to the cache and S3 before returning) or ASYNC_THROUGH (return
   once cached, upload in the background) -> WRITE_POLICY_PROPERTIES; read policy -> readtype.
 - Credentials: the cluster's S3 Secret, mounted into masters and workers (which talk to S3) at
-  /secrets/s3/ and read by the AWS SDK as a shared-credentials file (its key `credentials`).
+  /secrets/s3/ and read by the AWS SDK as a shared-credentials file (its key `credentials`). The
+  chart mounts it into the job master and job workers too, but gives them no environment of
+  their own: they get AWS_CREDENTIAL_PROFILES_FILE through jobMaster.env / jobWorker.env, since
+  ASYNC_THROUGH uploads run as persist jobs on the job workers.
 - Services we add: `alluxio-s3` (the S3 endpoint), and headless metrics Services for scraping.
 
 Chart 0.6.54 cannot set a priorityClassName, affinity or topology spread: hence the host-network
@@ -34,7 +37,7 @@ from typing import Annotated, Any, Iterator, Literal
 
 from pydantic import AfterValidator, Field
 
-from forge.components.base import WAVE_STORAGE, Component
+from forge.components.base import WAVE_STORAGE, Component, Contains, Expected
 from forge.inventory.schema import Name, PositiveInt, Strict
 from forge.model import NVME_LABEL, ClusterModel
 
@@ -148,8 +151,13 @@ class Alluxio(Component):
     chart = "alluxio"
     release_name = RELEASE
     # `secrets` is documented only in comments (values.yaml of 0.6.54); `properties` is Alluxio's
-    # free-form site configuration (the chart's default shows one example key).
-    declared_values = frozenset({"secrets", "properties"})
+    # free-form site configuration (the chart's default shows one example key); jobMaster.env and
+    # jobWorker.env are read by the templates (master/statefulset.yaml, worker/daemonset.yaml)
+    # but appear nowhere in values.yaml.
+    declared_values = frozenset({"secrets", "properties", "jobMaster.env", "jobWorker.env"})
+    # Set on purpose although the chart's defaults match: the image the mount Job uses too, and
+    # the journal on a PVC (what journal.storageClass and journal.size mean).
+    inventory_values = frozenset({"image", "imageTag", "journal.volumeType"})
     Settings = AlluxioSettings
 
     def enabled(self, cluster: ClusterModel) -> bool:
@@ -240,9 +248,9 @@ class Alluxio(Component):
                 "tolerations": cluster.system_tolerations,
                 "env": aws_env,
             },
+            "jobMaster": {"env": aws_env},
             "journal": {
                 "type": "EMBEDDED",
-                "folder": "/journal",
                 "volumeType": "persistentVolumeClaim",
                 "storageClass": settings.journal.storage_class,
                 "size": f"{settings.journal.size_gib}Gi",
@@ -256,12 +264,63 @@ class Alluxio(Component):
                 "resources": {"requests": {"cpu": "4", "memory": str(worker_bytes)},
                               "limits": {"memory": str(worker_bytes)}},
             },
+            "jobWorker": {"env": aws_env},
             "tieredstore": {"levels": tier_levels(layout)},
             # Clients reach workers over the network (the S3 proxy has no domain-socket mount).
             "shortCircuit": {"enabled": False},
             "proxy": {"enabled": True, **workers_where},
             "metrics": {"enabled": True, "PrometheusMetricsServlet": {"enabled": True}},
         }
+
+    def expected_in_hydrated(self, cluster: ClusterModel) -> list[Expected]:
+        """What the chart must have made of our values: tiers, masters and journal, the
+        properties, placement, and the S3 credentials by Secret reference in every container
+        that reaches S3."""
+        settings: AlluxioSettings = self.settings(cluster)
+        values = self.values(cluster)
+        layout = tier_layout(cluster, settings)
+        secret = cluster.settings.s3.credentials_secret
+        config = ("ConfigMap", f"{RELEASE}-config")
+        master, worker, proxy = ("StatefulSet", f"{RELEASE}-master"), ("DaemonSet", f"{RELEASE}-worker"), ("DaemonSet", f"{RELEASE}-proxy")
+        pod = ("spec", "template", "spec")
+        image = f"{IMAGE}:{IMAGE_TAG}"
+        aws_env = {"name": "AWS_CREDENTIAL_PROFILES_FILE", "value": CREDENTIALS_FILE}
+        secret_volume = {"name": f"secret-{secret}-volume", "secret": {"secretName": secret, "defaultMode": 256}}
+        secret_mount = {"name": f"secret-{secret}-volume", "mountPath": f"/secrets/{SECRET_MOUNT}", "readOnly": True}
+        out = [
+            # Every property, and the embedded journal, on every Alluxio process's command line.
+            Expected(*config, ("data", "ALLUXIO_JAVA_OPTS"), Contains(
+                "-Dalluxio.master.journal.type=EMBEDDED",
+                *(f"-D{k}={v}" for k, v in values["properties"].items()))),
+            Expected(*config, ("data", "ALLUXIO_WORKER_JAVA_OPTS"), Contains(*tier_options(layout), *WORKER_JVM_OPTIONS)),
+            Expected(*master, "spec.replicas", settings.masters),
+            Expected(*master, (*pod, "hostNetwork"), True),
+            Expected(*master, (*pod, "nodeSelector"), cluster.system_node_selector),
+            Expected(*master, (*pod, "tolerations"), cluster.system_tolerations),
+            Expected(*master, ("spec", "volumeClaimTemplates", "metadata.name=alluxio-journal", "spec"),
+                     {"storageClassName": settings.journal.storage_class, "accessModes": ["ReadWriteOnce"],
+                      "resources": {"requests": {"storage": f"{settings.journal.size_gib}Gi"}}}),
+            Expected(*master, (*pod, "volumes"), Contains(secret_volume)),
+            Expected(*worker, (*pod, "nodeSelector"), {NVME_LABEL: "true"}),
+            Expected(*worker, (*pod, "tolerations"), cluster.nvme_tolerations),
+            Expected(*worker, (*pod, "volumes"), Contains(
+                secret_volume,
+                {"name": "mem", "emptyDir": {"medium": "Memory", "sizeLimit": layout.memory_bytes}},
+                *({"name": f"ssd-{i}", "hostPath": {"path": d.path, "type": "DirectoryOrCreate"}} for i, d in enumerate(layout.ssd)))),
+            # The S3 proxy (our alluxio-s3 Service selects it) on the cache nodes.
+            Expected(*proxy, (*pod, "nodeSelector"), {NVME_LABEL: "true"}),
+            Expected(*proxy, (*pod, "tolerations"), cluster.nvme_tolerations),
+            Expected(*proxy, (*pod, "containers", "name=alluxio-proxy", "ports"), [{"containerPort": PROXY_PORT, "name": "web"}]),
+        ]
+        for kind_name, containers in ((master, ("alluxio-master", "alluxio-job-master")),
+                                      (worker, ("alluxio-worker", "alluxio-job-worker"))):
+            for name in containers:
+                at = (*pod, "containers", f"name={name}")
+                out += [Expected(*kind_name, (*at, "image"), image),
+                        Expected(*kind_name, (*at, "env"), Contains(aws_env)),
+                        Expected(*kind_name, (*at, "volumeMounts"), Contains(secret_mount))]
+        out.append(Expected(*proxy, (*pod, "containers", "name=alluxio-proxy", "image"), image))
+        return out
 
     def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
         settings: AlluxioSettings = self.settings(cluster)
@@ -285,6 +344,18 @@ def tier_levels(layout: TierLayout) -> list[dict[str, Any]]:
          "path": ",".join(d.path for d in ssd), "quota": ",".join(f"{d.quota_gib}GB" for d in ssd),
          "high": 0.95, "low": 0.7},
     ]
+
+
+def tier_options(layout: TierLayout) -> list[str]:
+    """The Alluxio worker options the chart writes for tier_levels(layout) (its ConfigMap's
+    ALLUXIO_WORKER_JAVA_OPTS): what the workers will actually use."""
+    out = [f"-Dalluxio.worker.tieredstore.levels={len(tier_levels(layout))}"]
+    for level in tier_levels(layout):
+        prefix = f"-Dalluxio.worker.tieredstore.level{level['level']}"
+        out += [f"{prefix}.alias={level['alias']}", f"{prefix}.dirs.mediumtype={level['mediumtype']}",
+                f"{prefix}.dirs.path={level['path']}", f"{prefix}.dirs.quota={level['quota']}",
+                f"{prefix}.watermark.high.ratio={level['high']}", f"{prefix}.watermark.low.ratio={level['low']}"]
+    return out
 
 
 def _selector(role: str) -> dict[str, str]:

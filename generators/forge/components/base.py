@@ -62,15 +62,43 @@ class RemoteBase:
 
 class Expected(NamedTuple):
     """A field a custom resource (or other object) in the component's hydrated output must have:
-    what the inventory asked for, checked after the upstream chart turned our values into it."""
+    what the inventory asked for, checked after the upstream chart turned our values into it.
+
+    Path parts: a mapping key; a list index ("0"); `field=value`, the list item whose `field` is
+    `value` (a container by its name: "containers", "name=flyte"). A string met before the path
+    ends is read as YAML (a ConfigMap's file: ("data", "003-storage.yaml", "storage", "type")).
+    `value` is compared exactly, or is a `Contains`."""
 
     kind: str
     name: str  # metadata.name
-    # Dotted ("spec.driver.version"), or a tuple when a key has dots. In a list, `0` picks by index
-    # and `name=grafana` the element whose `name` is grafana; a string with parts left is read as
-    # YAML (a config file in a ConfigMap). The value found must equal `value`, type included.
-    path: str | tuple[str, ...]
+    path: str | tuple[str, ...]  # dotted ("spec.driver.version"), or a tuple when a key has dots
     value: Any
+
+
+class Contains:
+    """An Expected value that need not be the whole field: a list must hold each item; a string
+    (a command line of -D options) must hold each item as one of its whitespace-separated words."""
+
+    def __init__(self, *items: Any):
+        self.items = items
+
+    def missing(self, actual: Any) -> list[Any] | None:
+        """The items `actual` lacks, or None when it is neither a list nor a string."""
+        if isinstance(actual, str):
+            words = set(actual.split())
+            return [i for i in self.items if i not in words]
+        if isinstance(actual, list):
+            return [i for i in self.items if i not in actual]
+        return None
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Contains) and other.items == self.items
+
+    def __repr__(self) -> str:
+        return f"Contains{self.items!r}"
+
+    def __str__(self) -> str:
+        return "containing " + ", ".join(map(str, self.items))
 
 
 class NoSettings(BaseModel):
@@ -91,8 +119,9 @@ class Component:
     cluster_kinds: ClassVar[tuple[tuple[str, str], ...]] = ()
     # Values keys the chart reads but documents only in comments, as dotted paths.
     declared_values: ClassVar[frozenset[str]] = frozenset()
-    # Values keys computed from the inventory: set on every cluster, also where the result happens
-    # to equal the chart's default, so `forge validate --hydrated` does not call them redundant.
+    # Values keys set on purpose even where they equal the chart's default, so `forge validate
+    # --hydrated` does not call them redundant: computed from the inventory (set on every cluster,
+    # whatever the result), or a choice the component depends on (an image pin, a storage type).
     inventory_values: ClassVar[frozenset[str]] = frozenset()
     Settings: ClassVar[type[BaseModel]] = NoSettings
     # Argo CD ignoreDifferences entries: fields a controller owns at runtime (webhook certificates).

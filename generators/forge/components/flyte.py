@@ -20,11 +20,15 @@ From the inventory (`components.flyte`):
 - storage: metadata and raw data in the cluster's `flyte` bucket, reached through Alluxio's S3
   endpoint; credentials by reference to the cluster's S3 Secret.
 - task log links to Grafana Explore over Loki (issue 5's stack: Grafana in `monitoring`, Loki in
-  `loki`, datasource uid `loki`, stream labels namespace/pod/container).
+  `loki`, datasource uid `loki`, stream labels namespace/pod/container). Container, k8s-array,
+  PyTorch and MPI tasks take them from `plugins.logs` (the chart's `configuration.logging`); the
+  Ray plugin reads only its own `plugins.ray.logs` and knows no pod name, so its link selects the
+  RayCluster's pods by name prefix (`<cluster>-head-…`, `<cluster>-<group>-worker-…`).
 """
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Annotated, Any, Iterator
 from urllib.parse import quote
@@ -32,7 +36,7 @@ from urllib.parse import quote
 from pydantic import Field
 
 from forge.components import alluxio
-from forge.components.base import WAVE_WORKLOADS, Component
+from forge.components.base import WAVE_WORKLOADS, Component, Contains, Expected
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL, priority_class_names
 from forge.inventory.schema import Name, PositiveInt, Strict
 from forge.model import ClusterModel
@@ -50,8 +54,9 @@ DB_PASSWORD_DIR = "/etc/flyte/db"
 PSA_LEVEL = "baseline"
 GPU_RESOURCE = "nvidia.com/gpu"
 PLUGINS = ["container", "sidecar", "k8s-array", "pytorch", "mpi", "ray"]
-TASK_TYPES = {"container": "container", "sidecar": "sidecar", "container_array": "k8s-array",
-              "pytorch": "pytorch", "mpi": "mpi", "ray": "ray"}
+# Task type -> plugin, added to the chart's defaults (container, sidecar, container_array -> k8s-array).
+TASK_TYPES = {"pytorch": "pytorch", "mpi": "mpi", "ray": "ray"}
+CHART_TASK_TYPES = {"container": "container", "sidecar": "sidecar", "container_array": "k8s-array"}
 OPERATOR_RULES = [  # what the PyTorch, MPI and Ray plugins create and watch
     {"apiGroups": ["kubeflow.org"], "resources": ["pytorchjobs", "mpijobs"],
      "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"]},
@@ -165,6 +170,10 @@ class Flyte(Component):
     # deployment.resources is documented only in comments (values.yaml of v1.16.8); the task type
     # -> plugin map is free-form Flyte configuration (the default shows the built-in types only).
     declared_values = frozenset({"deployment.resources", "enabled_plugins.tasks.task-plugins.default-for-task-types"})
+    # Set on purpose although they may equal the chart's defaults: the database from the
+    # inventory, and the S3 storage with credentials from the AWS SDK's chain (the Secret's env).
+    inventory_values = frozenset({"configuration.database", "configuration.storage.provider",
+                                  "configuration.storage.providerConfig.s3.authType"})
     Settings = FlyteSettings
 
     def enabled(self, cluster: ClusterModel) -> bool:
@@ -238,7 +247,6 @@ class Flyte(Component):
                         "region": s3.region,
                         "endpoint": endpoint,
                         "disableSSL": endpoint.startswith("http://"),  # in-cluster, plain HTTP
-                        "v2Signing": False,
                         "authType": "iam",  # the AWS SDK's chain: env vars from the Secret below
                     }},
                 },
@@ -254,16 +262,21 @@ class Flyte(Component):
                         "limits": {"cpu": str(largest.profile.cpu_threads), "memory": f"{largest.profile.memory_gib}Gi",
                                    "gpu": str(largest.gpu_count)},
                     },
-                    "plugins": {"k8s": {
-                        "default-pod-template-name": POD_TEMPLATE,
-                        # Every worker node is a GPU node with a taint; CPU tasks run there too.
-                        "default-tolerations": cluster.gpu_tolerations,
-                        "default-cpus": str(s.task_defaults.cpu),
-                        "default-memory": f"{s.task_defaults.memory_gib}Gi",
-                        # Task code (flytekit) reads and writes raw data through Alluxio as well.
-                        "default-env-vars": {"FLYTE_AWS_ENDPOINT": endpoint},
-                        "default-env-from-secrets": [s3.credentials_secret],
-                    }},
+                    "plugins": {
+                        "k8s": {
+                            "default-pod-template-name": POD_TEMPLATE,
+                            # Every worker node is a GPU node with a taint; CPU tasks run there too.
+                            "default-tolerations": cluster.gpu_tolerations,
+                            "default-cpus": str(s.task_defaults.cpu),
+                            "default-memory": f"{s.task_defaults.memory_gib}Gi",
+                            # Task code (flytekit) reads and writes raw data through Alluxio as well.
+                            "default-env-vars": {"FLYTE_AWS_ENDPOINT": endpoint},
+                            "default-env-from-secrets": [s3.credentials_secret],
+                        },
+                        # The Ray plugin does not read plugins.logs (configuration.logging above).
+                        # The chart passes `inline` through Helm's tpl: Flyte's placeholders escaped.
+                        "ray": {"logs": {"templates": [escape_for_tpl(ray_log_link(s))]}},
+                    },
                 },
             },
             "enabled_plugins": {"tasks": {"task-plugins": {"enabled-plugins": PLUGINS, "default-for-task-types": TASK_TYPES}}},
@@ -285,6 +298,51 @@ class Flyte(Component):
             "rbac": {"extraRules": OPERATOR_RULES},
         }
 
+    def expected_in_hydrated(self, cluster: ClusterModel) -> list[Expected]:
+        """What the chart must have made of our values: Flyte's configuration files (storage
+        through Alluxio, plugins, log links, task defaults, database), and the pinned image,
+        credentials by Secret reference and placement of its Deployment."""
+        s: FlyteSettings = self.settings(cluster)
+        s3 = cluster.settings.s3
+        endpoint = alluxio.s3_endpoint()
+        config = ("ConfigMap", f"{FULLNAME}-config")
+        storage, plugins = ("data", "003-storage.yaml"), ("data", "001-plugins.yaml")
+        inline, database = ("data", "100-inline-config.yaml"), ("data", "002-database.yaml", "database", "postgres")
+        pod = ("spec", "template", "spec")
+        flyte = (*pod, "containers", "name=flyte")
+        deployment = ("Deployment", FULLNAME)
+        return [
+            Expected(*config, (*storage, "storage", "type"), "stow"),
+            Expected(*config, (*storage, "storage", "container"), s3.buckets["flyte"]),
+            Expected(*config, (*storage, "storage", "stow"), {"kind": "s3", "config": {
+                "region": s3.region, "disable_ssl": endpoint.startswith("http://"), "v2_signing": False,
+                "endpoint": endpoint, "auth_type": "iam"}}),
+            Expected(*config, (*plugins, "tasks", "task-plugins", "enabled-plugins"), PLUGINS),
+            Expected(*config, (*plugins, "tasks", "task-plugins", "default-for-task-types"), {**CHART_TASK_TYPES, **TASK_TYPES}),
+            # Container and PyTorch/MPI tasks (plugins.logs), map tasks (k8s-array), Ray tasks.
+            Expected(*config, (*plugins, "plugins", "logs", "templates"), [log_link(s)]),
+            Expected(*config, (*plugins, "plugins", "logs", "kubernetes-enabled"), False),
+            Expected(*config, (*plugins, "plugins", "k8s-array", "logs", "config", "templates"), [log_link(s)]),
+            Expected(*config, (*inline, "plugins", "ray", "logs", "templates"), [ray_log_link(s)]),
+            Expected(*config, (*inline, "plugins", "k8s", "default-tolerations"), cluster.gpu_tolerations),
+            Expected(*config, (*inline, "plugins", "k8s", "default-pod-template-name"), POD_TEMPLATE),
+            Expected(*config, (*inline, "plugins", "k8s", "default-env-from-secrets"), [s3.credentials_secret]),
+            Expected(*config, (*inline, "plugins", "k8s", "default-env-vars", "FLYTE_AWS_ENDPOINT"), endpoint),
+            Expected(*config, (*database, "host"), s.database.host),
+            Expected(*config, (*database, "passwordPath"), f"{DB_PASSWORD_DIR}/password"),
+            Expected(*config, (*database, "dbname"), s.database.dbname),
+            Expected(*deployment, (*flyte, "image"), f"{IMAGE}:{IMAGE_TAG}"),
+            Expected(*deployment, (*flyte, "env"), Contains(*(
+                {"name": key, "valueFrom": {"secretKeyRef": {"key": key, "name": s3.credentials_secret}}}
+                for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")))),
+            Expected(*deployment, (*pod, "volumes"), Contains({"name": "db-password", "secret": {"secretName": s.database.password_secret}})),
+            Expected(*deployment, (*flyte, "volumeMounts"), Contains({"mountPath": DB_PASSWORD_DIR, "name": "db-password", "readOnly": True})),
+            Expected(*deployment, (*pod, "priorityClassName"), SYSTEM_CLUSTER_CRITICAL),
+            Expected(*deployment, (*pod, "nodeSelector"), cluster.system_node_selector),
+            Expected(*deployment, (*pod, "tolerations"), cluster.system_tolerations),
+            Expected("ClusterRole", f"{FULLNAME}-cluster-role", "rules", Contains(*OPERATOR_RULES)),
+        ]
+
     # ---- per project-domain objects ---------------------------------------------------------------
 
     def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
@@ -298,15 +356,36 @@ class Flyte(Component):
 
 
 def log_link(s: FlyteSettings) -> dict[str, Any]:
-    """A Grafana Explore link over Loki for the task's pod, from its start time until now.
-    The JSON is URL-encoded with stand-ins for Flyte's {{ .var }} placeholders, which must reach
+    """A Grafana Explore link over Loki for the task's pod, from its start time until now."""
+    return _explore_link(s, '{namespace="NS_", pod="POD_", container="CTR_"}')
+
+
+def ray_log_link(s: FlyteSettings) -> dict[str, Any]:
+    """The same for a Ray task: every pod of its RayCluster (the plugin gives the cluster's name,
+    no pod name), from the RayJob's creation until now."""
+    return _explore_link(s, '{namespace="NS_", pod=~"RAYCLUSTER_-.+"}')
+
+
+def escape_for_tpl(value: Any) -> Any:
+    """`value` with every {{ ... }} in its strings wrapped as {{`{{ ... }}`}}, which Helm's `tpl`
+    (the chart renders configuration.inline with it) turns back into the original text."""
+    if isinstance(value, str):
+        return re.sub(r"\{\{.*?\}\}", lambda m: "{{`" + m.group(0) + "`}}", value)
+    if isinstance(value, list):
+        return [escape_for_tpl(v) for v in value]
+    if isinstance(value, dict):
+        return {k: escape_for_tpl(v) for k, v in value.items()}
+    return value
+
+
+def _explore_link(s: FlyteSettings, expr: str) -> dict[str, Any]:
+    """The JSON is URL-encoded with stand-ins for Flyte's {{ .var }} placeholders, which must reach
     Flyte unencoded."""
     stand_ins = {"NS_": "{{ .namespace }}", "POD_": "{{ .podName }}", "CTR_": "{{ .containerName }}",
-                 "START_": "{{ .podUnixStartTime }}"}
+                 "RAYCLUSTER_": "{{ .rayClusterName }}", "START_": "{{ .podUnixStartTime }}"}
     pane = {"a": {
         "datasource": s.loki_datasource_uid,
-        "queries": [{"refId": "A", "expr": '{namespace="NS_", pod="POD_", container="CTR_"}',
-                     "datasource": {"type": "loki", "uid": s.loki_datasource_uid}}],
+        "queries": [{"refId": "A", "expr": expr, "datasource": {"type": "loki", "uid": s.loki_datasource_uid}}],
         "range": {"from": "START_000", "to": "now"},
     }}
     encoded = quote(json.dumps(pane, separators=(",", ":")), safe="")

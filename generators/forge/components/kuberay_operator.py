@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from forge.components.base import WAVE_OPERATORS, Component
+from forge.components.base import WAVE_OPERATORS, Component, Expected
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL
 from forge.model import ClusterModel
+
+DEPLOYMENT = "kuberay-operator"  # the chart's fullname for release kuberay-operator
+IMAGE = "quay.io/kuberay/operator:v1.7.0"  # the chart's default for 1.7.0 (pinned by the chart version)
 
 
 class KuberayOperator(Component):
@@ -34,3 +37,14 @@ class KuberayOperator(Component):
             "nodeSelector": cluster.system_node_selector,
             "tolerations": cluster.system_tolerations,
         }
+
+    def expected_in_hydrated(self, cluster: ClusterModel) -> list[Expected]:
+        """The operator's placement and image, as the chart rendered them."""
+        deployment = ("Deployment", DEPLOYMENT)
+        pod = ("spec", "template", "spec")
+        return [
+            Expected(*deployment, (*pod, "priorityClassName"), SYSTEM_CLUSTER_CRITICAL),
+            Expected(*deployment, (*pod, "nodeSelector"), cluster.system_node_selector),
+            Expected(*deployment, (*pod, "tolerations"), cluster.system_tolerations),
+            Expected(*deployment, (*pod, "containers", f"name={DEPLOYMENT}", "image"), IMAGE),
+        ]

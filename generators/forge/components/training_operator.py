@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import yaml
 
-from forge.components.base import WAVE_OPERATORS, Component, RemoteBase
+from forge.components.base import WAVE_OPERATORS, Component, Expected, RemoteBase
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL
 from forge.model import ClusterModel
 
@@ -27,6 +27,7 @@ NAMESPACE = "kubeflow"  # set by the upstream overlay (`namespace: kubeflow`); n
 WEBHOOK_SECRET = "training-operator-webhook-cert"
 WEBHOOK_CONFIG = "validator.training-operator.kubeflow.org"
 DEPLOYMENT = "training-operator"
+IMAGE = "ghcr.io/kubeflow/training-v1/training-operator:v1-93c5489"  # what the overlay pins at v1.9.4
 
 
 class TrainingOperator(Component):
@@ -51,6 +52,19 @@ class TrainingOperator(Component):
 
     def remote_base(self, cluster: ClusterModel) -> RemoteBase:
         return upstream_manifests(cluster)
+
+    def expected_in_hydrated(self, cluster: ClusterModel) -> list[Expected]:
+        """Our patches took: the upstream Deployment as `forge hydrate` builds the remote base
+        (the kubeflow Namespace that remains is base/training-operator's)."""
+        pod = ("spec", "template", "spec")
+        deployment = ("Deployment", DEPLOYMENT)
+        return [
+            Expected(*deployment, (*pod, "priorityClassName"), SYSTEM_CLUSTER_CRITICAL),
+            Expected(*deployment, (*pod, "nodeSelector"), cluster.system_node_selector),
+            Expected(*deployment, (*pod, "tolerations"), cluster.system_tolerations),
+            Expected(*deployment, (*pod, "containers", f"name={DEPLOYMENT}", "image"), IMAGE),
+            Expected("Namespace", NAMESPACE, ("metadata", "labels", "pod-security.kubernetes.io/enforce"), "baseline"),
+        ]
 
 
 def upstream_manifests(cluster: ClusterModel) -> RemoteBase:

@@ -15,6 +15,9 @@ Per cluster:
   the sync);
 * each component's `expected_in_hydrated(cluster)`: the objects the chart created from our values
   carry what the inventory asked for.
+
+With `--component NAME` only those components are checked; the CRDs the other components ship
+still count, read from their hydrated files where a previous run left them.
 """
 from __future__ import annotations
 
@@ -22,14 +25,14 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import yaml
 from ruamel.yaml import YAML
 
 from forge import argocd
 from forge.charts import chart_pins
-from forge.components.base import Expected
+from forge.components.base import Contains, Expected
 from forge.errors import ForgeError
 from forge.generate import load_clusters
 from forge.upstream.chart import load_chart
@@ -51,19 +54,24 @@ class Report:
     keys: dict[str, int] = field(default_factory=dict)  # values keys checked per cluster
 
 
-def validate_hydrated(root: Path) -> Report:
+def validate_hydrated(root: Path, only: frozenset[str] | None = None) -> Report:
     clusters = load_clusters(root)
-    jobs = jobs_for(root, clusters, chart_pins(root))
+    jobs = jobs_for(root, clusters, chart_pins(root), only)
     report = Report()
     for cluster in clusters:
         mine = [j for j in jobs if j.cluster is cluster]
-        _check_cluster(root, cluster.name, cluster.kubernetes_version, mine, report)
+        if not mine:
+            continue
+        others = [p for p in sorted((root / HYDRATED_DIR / cluster.name).glob("*.yaml"))
+                  if only and p.stem not in only]
+        _check_cluster(root, cluster.name, cluster.kubernetes_version, mine, report, others)
     report.failures.sort()
     report.warnings.sort()
     return report
 
 
-def _check_cluster(root: Path, cluster: str, version: str, jobs: list[Job], report: Report) -> None:
+def _check_cluster(root: Path, cluster: str, version: str, jobs: list[Job], report: Report,
+                   others: Sequence[Path] = ()) -> None:
     loaded: dict[str, list[tuple[dict[str, Any], int]]] = {}
     for job in jobs:
         path = hydrated_file(root, cluster, job.component.name)
@@ -72,6 +80,8 @@ def _check_cluster(root: Path, cluster: str, version: str, jobs: list[Job], repo
         loaded[job.component.name] = load_hydrated(path)
     crds = CrdSchemas()
     crds.add_objects(obj for objs in loaded.values() for obj, _ in objs)
+    for path in others:  # components not selected: their CRDs only
+        crds.add_objects(obj for obj, _ in load_hydrated(path) if obj.get("kind") == "CustomResourceDefinition")
     runtime_crds = CrdSchemas()  # last resort: CRDs an operator installs itself, as forge describes them
     for job in jobs:
         runtime_crds.add_objects(job.component.runtime_crds(job.cluster))
@@ -150,12 +160,10 @@ def _switched_off(obj: dict[str, Any], path: str) -> bool:
 
 
 def _lookup(obj: Any, parts: tuple[str, ...]) -> tuple[bool, Any]:
-    """Follow an Expected path. Besides map keys: `3` picks a list's element by index, `name=grafana`
-    the one element whose `name` is `grafana` (containers, env vars), and a string met with parts
-    left is read as YAML (a configuration file in a ConfigMap: `data`, `config.yaml`, `common`...)."""
+    """Follow an Expected path (see forge.components.base.Expected for its parts)."""
     node = obj
     for part in parts:
-        if isinstance(node, str):
+        if isinstance(node, str):  # a file inside the object (ConfigMap data): read it as YAML
             try:
                 node = yaml.safe_load(node)
             except yaml.YAMLError:
@@ -165,14 +173,18 @@ def _lookup(obj: Any, parts: tuple[str, ...]) -> tuple[bool, Any]:
         elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
             node = node[int(part)]
         elif isinstance(node, list) and "=" in part:
-            key, _, want = part.partition("=")
-            hits = [x for x in node if isinstance(x, dict) and str(x.get(key)) == want]
-            if len(hits) != 1:
+            field, _, want = part.partition("=")  # field may be dotted: metadata.name=journal
+            node = next((i for i in node if _has(i, tuple(field.split(".")), want)), None)
+            if node is None:
                 return False, None
-            node = hits[0]
         else:
             return False, None
     return True, node
+
+
+def _has(item: Any, field: tuple[str, ...], want: str) -> bool:
+    found, value = _lookup(item, field)
+    return found and str(value) == want
 
 
 def _show(value: Any) -> str:
@@ -193,6 +205,12 @@ def check_expected(objects: list[dict[str, Any]], expected: Expected) -> list[tu
         found, actual = _lookup(obj, parts)
         if not found:
             out.append((dotted, f"missing: the inventory asks for {_show(expected.value)}"))
+        elif isinstance(expected.value, Contains):
+            lacking = expected.value.missing(actual)
+            if lacking is None:
+                out.append((dotted, f"is {_show(actual)}, not a list or string {_show(expected.value)}"))
+            elif lacking:
+                out.append((dotted, f"lacks {json.dumps(lacking, default=str)}: the inventory asks for them"))
         elif actual != expected.value or type(actual) is not type(expected.value):
             out.append((dotted, f"is {_show(actual)}, the inventory asks for {_show(expected.value)}"))
     return out

@@ -8,6 +8,8 @@ function writes clusters/<cluster>/argocd/), so they cannot drift apart:
         --kube-version <cluster.kubernetes_version> -f <each helm.valueFiles, $values = this repo>
         --api-versions <every group/version and group/version/Kind the cluster serves>
         --include-crds
+    + kustomize build <a remote kustomize source from the cache, with its patches and labels>
+                                                  (forge.upstream.remote; training-operator)
     + kustomize build <the overlay path source>   (the overlay's extra manifests and Namespace)
 
 `--api-versions`: Argo CD passes what the live cluster's discovery lists, as group/version and
@@ -23,6 +25,13 @@ hydrated output is what the cluster converges to.
 All or nothing: the charts must all be in the cache (else one error naming each chart, its
 version and the command that fetches it), every render must succeed, and only then is
 build/hydrated/ replaced, whole.
+
+`--component NAME` (repeatable) hydrates only those components, so one chart can be checked
+without every other chart in the cache: only their charts must be cached, and only their files
+under build/hydrated/<cluster>/ are replaced (the others stay as a previous run left them). The
+CRDs of the other components then come only from their hydrated files, where a previous full run
+left some: a chart that asks `.Capabilities` for a CRD none of them has renders as it would on a
+first sync, before that CRD exists. A full run (no --component) is what CI checks.
 """
 from __future__ import annotations
 
@@ -44,6 +53,7 @@ from forge.errors import ForgeError
 from forge.generate import enabled_components, load_clusters
 from forge.model import ClusterModel
 from forge.tools import helm_command, kustomize_build_command
+from forge.upstream import remote
 from forge.upstream.cache import ManyErrors, cache_root, cached_chart, fetch_hint
 from forge.validate.objects import load_yaml_stream
 
@@ -68,33 +78,57 @@ class Job:
     namespace: str
     value_files: tuple[str, ...]  # repo-relative
     overlay: str  # repo-relative kustomization folder
+    remote_source: dict[str, Any] | None = None  # an upstream kustomize source of the Application
+    remote_tree: Path | None = None  # its cached repository tree
 
 
-def jobs_for(root: Path, clusters: list[ClusterModel], pins: dict[str, ChartPin]) -> list[Job]:
-    """Every (cluster, component), from its Argo CD Application. Fails, naming every missing
-    chart, before anything is rendered."""
-    jobs, missing = [], {}
+def check_component_names(clusters: list[ClusterModel], only: frozenset[str] | None) -> None:
+    """Refuse a --component that no cluster enables (a typo would otherwise check nothing)."""
+    if not only:
+        return
+    known = {c.name for cluster in clusters for c in enabled_components(cluster)}
+    unknown = sorted(only - known)
+    if unknown:
+        raise ForgeError(f"--component {', '.join(unknown)}: no cluster enables it (enabled: {', '.join(sorted(known))})")
+
+
+def jobs_for(root: Path, clusters: list[ClusterModel], pins: dict[str, ChartPin],
+             only: frozenset[str] | None = None) -> list[Job]:
+    """Every (cluster, component), from its Argo CD Application (only the components named in
+    `only`, when given). Fails, naming every missing chart, before anything is rendered."""
+    check_component_names(clusters, only)
+    jobs: list[Job] = []
+    missing: dict[object, tuple[str, str]] = {}  # pin key or RemoteKey -> (how to fetch, what)
     for cluster in clusters:
         for component in enabled_components(cluster):
+            if only and component.name not in only:
+                continue
             pin = pins.get(component.chart) if component.chart else None
             if component.chart and pin is None:
                 raise ForgeError(f"{VERSIONS_FILE}: no pin for chart '{component.chart}' (component {component.name})")
             app = argocd.component_application(cluster, component, pin)
             sources = app["spec"]["sources"]
             chart_src = next((s for s in sources if "chart" in s), None)
-            path_src = overlay_source(sources)
+            remote_srcs, path_src = split_sources(sources)
             chart_dir = cached_chart(root, pin) if pin else None
             if pin and chart_dir is None:
-                missing[pin.key] = pin
+                missing[pin.key] = fetch_hint(pin), f"chart {pin.chart} {pin.version} ('{pin.key}' in {VERSIONS_FILE})"
+            remote_src, remote_tree = (remote_srcs[0] if remote_srcs else None), None
+            base = component.remote_base(cluster)
+            if base is not None:
+                key = remote.RemoteKey.of(component.name, base)
+                remote_tree = remote.cached_tree(cache_root(root), key)
+                if remote_tree is None:
+                    missing[key] = remote.fetch_hint(key), f"kustomize base {key.repo_url} {key.revision} ({key.path})"
             value_files: tuple[str, ...] = ()
             if chart_src:
                 value_files = tuple(_repo_path(v) for v in chart_src["helm"].get("valueFiles", []))
             jobs.append(Job(cluster, component, app["metadata"]["name"], pin, chart_dir,
                             (chart_src or {}).get("helm", {}).get("releaseName", component.release),
-                            app["spec"]["destination"]["namespace"], value_files, path_src["path"]))
+                            app["spec"]["destination"]["namespace"], value_files, path_src["path"],
+                            remote_src, remote_tree))
     if missing:
-        lines = [f"chart {p.chart} {p.version} ('{p.key}' in {VERSIONS_FILE}) is not in the chart cache "
-                 f"{cache_root(root)}: run {fetch_hint(p)}" for p in missing.values()]
+        lines = [f"{what} is not in the chart cache {cache_root(root)}: run {hint}" for hint, what in missing.values()]
         raise ManyErrors(lines + ["nothing was hydrated"])
     for job in jobs:
         for rel in (*job.value_files, f"{job.overlay}/kustomization.yaml"):
@@ -103,11 +137,11 @@ def jobs_for(root: Path, clusters: list[ClusterModel], pins: dict[str, ChartPin]
     return jobs
 
 
-def overlay_source(sources: list[dict[str, Any]]) -> dict[str, Any]:
-    """The Application source that is our overlay: the last one with a path. A remote base
-    (RemoteBase: upstream kustomize manifests at a tag) comes before it and is not hydrated;
-    forge never fetches it, as for `forge render`."""
-    return [s for s in sources if "path" in s][-1]
+def split_sources(sources: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """An Application's path sources: remote bases (upstream kustomize at a tag) first, and our
+    overlay, which argocd.component_application always puts last."""
+    *remote, overlay = [s for s in sources if "path" in s]
+    return remote, overlay
 
 
 def _repo_path(value_file: str) -> str:
@@ -185,23 +219,39 @@ def _header(job: Job, api_count: int) -> str:
         lines.append(f"# helm template {job.release} {job.pin.chart} {job.pin.version} ({job.pin.repo}) --namespace "
                      f"{job.namespace} --kube-version {job.cluster.kubernetes_version} --include-crds {files} "
                      f"--api-versions ({api_count} group/versions and kinds)")
+    if job.remote_source is not None:
+        src = job.remote_source
+        lines.append(f"# + kustomize build {src['path']} of {src['repoURL']} at {src['targetRevision']} "
+                     f"with the Application's kustomize options")
     lines.append(f"# + kustomize build {job.overlay}")
     return "\n".join(lines) + "\n"
 
 
-def hydrate_all(root: Path, out: Path | None = None, jobs: int | None = None) -> dict[str, dict[str, int]]:
-    """Hydrate everything; returns objects per cluster and component."""
+def hydrate_all(root: Path, out: Path | None = None, jobs: int | None = None,
+                only: frozenset[str] | None = None) -> dict[str, dict[str, int]]:
+    """Hydrate everything (or the components in `only`); returns objects per cluster and component."""
     out = out or root / HYDRATED_DIR
     clusters = load_clusters(root)
-    todo = jobs_for(root, clusters, chart_pins(root))
+    todo = jobs_for(root, clusters, chart_pins(root), only)
     helm, kustomize = helm_command(root), kustomize_build_command(root)
     workers = jobs or os.cpu_count() or 2
 
+    def build(job: Job) -> str:
+        text = _run([*kustomize, str(root / job.overlay)], f"kustomize build {job.overlay}")
+        if job.remote_source is not None and job.remote_tree is not None:
+            where = f"{job.cluster.name}/{job.component.name}"
+            text = remote.build_remote(job.remote_tree, job.remote_source, kustomize, where).rstrip("\n") + "\n---\n" + text
+        return text
+
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        overlay_text = dict(zip(todo, pool.map(
-            lambda j: _run([*kustomize, str(root / j.overlay)], f"kustomize build {j.overlay}"), todo)))
+        overlay_text = dict(zip(todo, pool.map(build, todo)))
         charted = [j for j in todo if j.pin]
         base = {c.name: base_api_versions(c) for c in clusters}
+        if only:  # the other components' CRDs, as a previous run hydrated them
+            for cluster in clusters:
+                for path in sorted((out / cluster.name).glob("*.yaml")):
+                    if path.stem not in only:
+                        base[cluster.name] |= crd_api_versions(path.read_text())
         for job in todo:
             base[job.cluster.name] |= crd_api_versions(overlay_text[job])
             # CRDs the component's operator installs at run time: the cluster serves them too.
@@ -229,19 +279,29 @@ def hydrate_all(root: Path, out: Path | None = None, jobs: int | None = None) ->
         else:
             raise ForgeError("internal: --api-versions did not settle; nothing was hydrated")
 
-    staging = out.with_name(out.name + ".new")
-    shutil.rmtree(staging, ignore_errors=True)
+    texts: dict[Job, str] = {}
     counts: dict[str, dict[str, int]] = {}
     for job in todo:
         parts = [_header(job, len(used.get(job, ())))]
         if job in chart_text:
             parts.append(chart_text[job].rstrip("\n") + "\n---\n")
         parts.append(overlay_text[job])
-        text = "".join(parts)
+        texts[job] = "".join(parts)
+        counts.setdefault(job.cluster.name, {})[job.component.name] = _count(texts[job])
+    if only:
+        for job, text in texts.items():  # each file swapped in on its own; the others stay
+            path = out / job.cluster.name / f"{job.component.name}.yaml"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            part = path.with_name(f".{path.name}.new")
+            part.write_text(text, encoding="utf-8")
+            part.replace(path)
+        return counts
+    staging = out.with_name(out.name + ".new")
+    shutil.rmtree(staging, ignore_errors=True)
+    for job, text in texts.items():
         path = staging / job.cluster.name / f"{job.component.name}.yaml"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
-        counts.setdefault(job.cluster.name, {})[job.component.name] = _count(text)
     old = out.with_name(out.name + ".old")
     shutil.rmtree(old, ignore_errors=True)
     if out.exists():
