@@ -174,9 +174,10 @@ def _lookup(obj: Any, parts: tuple[str, ...]) -> tuple[bool, Any]:
             node = node[int(part)]
         elif isinstance(node, list) and "=" in part:
             field, _, want = part.partition("=")  # field may be dotted: metadata.name=journal
-            node = next((i for i in node if _has(i, tuple(field.split(".")), want)), None)
-            if node is None:
+            hits = [i for i in node if _has(i, tuple(field.split(".")), want)]
+            if len(hits) != 1:  # none, or no single answer
                 return False, None
+            node = hits[0]
         else:
             return False, None
     return True, node
