@@ -80,3 +80,15 @@ def test_validate_reports_one_line_per_failure(repo_inputs: Path, upstream_dir: 
         "FAIL h200 / gpu-operator / overlays/h200/gpu-operator/values.yaml / mig.stratgey / unknown key 'stratgey' (did you mean 'strategy'? chart default has: strategy)",
         "FAIL h200 / node-feature-discovery / NodeFeatureRule/forge-node-h200-gpu-01 / spec.rules[0].matchFeaturez / unknown field",
     ]
+
+
+def test_large_renders_are_parsed_in_parallel_with_the_same_result(repo_inputs: Path, monkeypatch):
+    from forge.validate import run
+
+    generate(repo_inputs)
+    render_all(repo_inputs)
+    rendered = repo_inputs / "build/rendered"
+    one_process = run.rendered_objects(rendered, ["a100", "h200"])
+    monkeypatch.setattr(run, "PARALLEL_PARSE_BYTES", 0)
+    assert run.rendered_objects(rendered, ["a100", "h200"]) == one_process
+    assert sum(len(objs) for objs in one_process["h200"].values()) > 100
