@@ -115,6 +115,9 @@ class Component:
     # chart must be removed by a person, since deleting it deletes every resource of its kind.
     prune: ClassVar[bool] = True
     server_side_apply: ClassVar[bool] = False  # large CRDs exceed client-side apply's annotation limit
+    # API groups whose CRDs this component's chart installs in our clusters: where several charts
+    # carry the same CRD, validation uses this chart's copy.
+    crd_groups: ClassVar[tuple[str, ...]] = ()
     # Cluster-scoped kinds the component's chart and manifests create, as (group, kind).
     cluster_kinds: ClassVar[tuple[tuple[str, str], ...]] = ()
     # Values keys the chart reads but documents only in comments, as dotted paths.

@@ -22,6 +22,7 @@ class NodeFeatureDiscovery(Component):
     namespace = "node-feature-discovery"
     sync_wave = WAVE_FOUNDATION
     chart = "node-feature-discovery"
+    crd_groups = ("nfd.k8s-sigs.io",)
     cluster_kinds = (
         ("apiextensions.k8s.io", "CustomResourceDefinition"),
         ("rbac.authorization.k8s.io", "ClusterRole"),

@@ -75,6 +75,7 @@ class PrometheusCrds(Component):
     release_name = "prometheus-crds"
     prune = False  # CRDs only: never pruned by Argo CD (see Component.prune)
     server_side_apply = True  # the Prometheus/Alertmanager CRDs exceed client-side apply's annotation limit
+    crd_groups = ("monitoring.coreos.com",)
     cluster_kinds = (("apiextensions.k8s.io", "CustomResourceDefinition"),)
 
     def values(self, cluster: ClusterModel) -> dict[str, Any]:

@@ -21,16 +21,24 @@ _HEAD = 4096
 
 
 class LazyCrdFolder:
-    def __init__(self, folders: list[Path]) -> None:
+    """`owners` maps an API group to the folder (a chart's data folder) whose CRDs for that group
+    win when several charts ship the same CRD (Loki's chart carries an older copy of the
+    prometheus-operator CRDs): the chart that really installs them in our clusters."""
+
+    def __init__(self, folders: list[Path], owners: dict[str, Path] | None = None) -> None:
         self._schemas = CrdSchemas()
         self._files: dict[tuple[str, str], Path] = {}
+        owners = owners or {}
         for folder in folders:
             for path in sorted(p for p in folder.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file()):
                 text = path.read_text(encoding="utf-8")
                 head = text[:_HEAD]  # spec.group and spec.names come before the (large) versions
                 groups, kinds = _GROUP.findall(head), _KIND.findall(head)
                 if len(_CRD.findall(text)) == 1 and len(groups) == 1 and len(kinds) == 1:
-                    self._files[(groups[0], kinds[0])] = path
+                    key = (groups[0], kinds[0])
+                    owner = owners.get(groups[0])
+                    if key not in self._files or owner is None or path.is_relative_to(owner):
+                        self._files[key] = path
                 else:
                     self._schemas.add_objects(load_yaml_stream(text))
 

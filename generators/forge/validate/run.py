@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from forge.charts import chart_pins
+from forge.components import COMPONENTS
 from forge.emit import labels_for
 from forge.errors import ForgeError
 from forge.generate import enabled_components, load_clusters
@@ -49,10 +50,14 @@ def kube_schemas(version: str) -> KubeSchemas:
     return KubeSchemas(version)
 
 
-def upstream_crds(upstream: Path | None) -> LazyCrdFolder:
+def upstream_crds(root: Path, upstream: Path | None) -> LazyCrdFolder:
     if upstream and not upstream.is_dir():
         raise ForgeError(f"--upstream {upstream}: no such folder")
-    return LazyCrdFolder(sorted(upstream.glob("*/crds")) if upstream else [])
+    if not upstream:
+        return LazyCrdFolder([])
+    pins = chart_pins(root)
+    owners = {group: upstream / pins[c.chart].data_dir_name for c in COMPONENTS if c.chart for group in c.crd_groups}
+    return LazyCrdFolder(sorted(upstream.glob("*/crds")), owners)
 
 
 # Below this much YAML one process parses it faster than starting a pool would.
@@ -142,7 +147,7 @@ def validate_repo(root: Path, upstream: Path | None = None, rendered: Path | Non
     started = time.perf_counter()
     report = Report()
     clusters = load_clusters(root)
-    base_crds = upstream_crds(upstream)
+    base_crds = upstream_crds(root, upstream)
     objects = rendered_objects(rendered or root / RENDERED_DIR, [c.name for c in clusters])
     for cluster in clusters:
         validate_cluster(cluster, objects[cluster.name], base_crds, strict_crds=upstream is not None, report=report)
