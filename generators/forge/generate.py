@@ -48,7 +48,13 @@ def load_clusters(root: Path) -> list[ClusterModel]:
         if loaded.inventory.cluster.name != path.parent.name:
             problems.append(loaded.problem(("cluster", "name"), f"is '{loaded.inventory.cluster.name}' but the folder is '{path.parent.name}'; they must match"))
             continue
-        models.append(derive(loaded))
+        model = derive(loaded)
+        enabled = {c.name for c in enabled_components(model)}
+        for name in sorted(set(model.component_settings) - enabled):
+            # Fail on stale configuration: settings nothing reads would silently mislead.
+            problems.append(loaded.problem(("components", name), f"settings for '{name}', which is off on this cluster "
+                                           "(its hardware does not call for it): remove the block"))
+        models.append(model)
     if problems:
         raise InventoryError(problems)
     if not models:

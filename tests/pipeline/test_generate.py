@@ -141,3 +141,16 @@ def test_generated_yaml_has_no_anchors_or_aliases():
     # must see them written out, not as &id001 / *id001.
     for rel, text in build_tree(REPO).files.items():
         assert "&id0" not in text and "*id0" not in text, rel
+
+
+def test_settings_for_a_component_the_cluster_does_not_run_are_an_error(repo_inputs: Path):
+    # The A100 fleet has no NIC the Network Operator serves: settings for it would be read by nothing.
+    inventory = repo_inputs / "clusters/a100/inventory.yaml"
+    text = inventory.read_text().replace("\ncomponents:\n", "\ncomponents:\n  network-operator:\n    drain_timeout_seconds: 900\n", 1)
+    inventory.write_text(text)
+    line = text[:text.index("  network-operator:\n")].count("\n") + 1
+    result = CliRunner().invoke(main, ["generate", "--root", str(repo_inputs)])
+    assert result.exit_code == 2
+    assert (f"error: clusters/a100/inventory.yaml:{line}: components.network-operator: settings for 'network-operator', "
+            "which is off on this cluster (its hardware does not call for it): remove the block") in result.output
+    assert not (repo_inputs / "overlays").exists()
