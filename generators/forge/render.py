@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from forge.errors import ForgeError
+from forge.folders import swap_in
 from forge.paths import ARGOCD_DIR, CLUSTERS_DIR, OVERLAYS_DIR, RENDERED_DIR
 from forge.tools import kustomize_build_command
 
@@ -60,6 +61,5 @@ def render_all(root: Path, out: Path | None = None, jobs: int | None = None) -> 
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
         counts[target.cluster] = counts.get(target.cluster, 0) + count_objects(text)
-    shutil.rmtree(out, ignore_errors=True)
-    staging.rename(out)
+    swap_in(staging, out)
     return counts

@@ -28,6 +28,7 @@ import yaml
 
 from forge.charts import VERSIONS_FILE, ChartPin
 from forge.errors import ForgeError
+from forge.folders import swap_in
 from forge.tools import helm_command
 from forge.upstream.chart import archive_meta, chart_meta
 from forge.upstream.lock import LOCK_FILE, LockEntry, file_digest, read_lock, recorded_digest
@@ -185,12 +186,7 @@ def pull_one(root: Path, pin: ChartPin, lock: dict, mirror: Path | None = None, 
         record = {"chart": pin.chart, "version": pin.version, "source": source, "digest": digest, "verified": verified}
         (staging / SOURCE_FILE).write_text(yaml.safe_dump(record, sort_keys=False))
         final = entry_dir(root, pin)
-        old = final.with_name(final.name + ".old")
-        shutil.rmtree(old, ignore_errors=True)
-        if final.exists():
-            final.rename(old)
-        staging.rename(final)
-        shutil.rmtree(old, ignore_errors=True)
+        swap_in(staging, final)
         return Pulled(pin, source, digest, verified, note)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

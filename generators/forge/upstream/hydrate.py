@@ -50,6 +50,7 @@ from forge import argocd
 from forge.charts import VERSIONS_FILE, ChartPin, chart_pins
 from forge.components import Component
 from forge.errors import ForgeError
+from forge.folders import swap_in
 from forge.generate import enabled_components, load_clusters
 from forge.model import ClusterModel
 from forge.tools import helm_command, kustomize_build_command
@@ -302,12 +303,7 @@ def hydrate_all(root: Path, out: Path | None = None, jobs: int | None = None,
         path = staging / job.cluster.name / f"{job.component.name}.yaml"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
-    old = out.with_name(out.name + ".old")
-    shutil.rmtree(old, ignore_errors=True)
-    if out.exists():
-        out.rename(old)
-    staging.rename(out)
-    shutil.rmtree(old, ignore_errors=True)
+    swap_in(staging, out)
     return counts
 
 

@@ -31,6 +31,7 @@ import yaml
 
 from forge.components.base import RemoteBase
 from forge.errors import ForgeError
+from forge.folders import swap_in
 
 KUSTOMIZE_CACHE = "kustomize"
 TREE = "tree"
@@ -122,12 +123,7 @@ def pull_remote(cache: Path, key: RemoteKey, mirror: Path | None = None) -> str:
         record = {"repo": key.repo_url, "revision": key.revision, "source": source, "verified": False}
         (staging / SOURCE_FILE).write_text(yaml.safe_dump(record, sort_keys=False))
         final = entry_dir(cache, key)
-        old = final.with_name(final.name + ".old")
-        shutil.rmtree(old, ignore_errors=True)
-        if final.exists():
-            final.rename(old)
-        staging.rename(final)
-        shutil.rmtree(old, ignore_errors=True)
+        swap_in(staging, final)
         return (f"{key.component}: {key.repo_url} {key.revision} ({key.path}) from {source} "
                 f"(UNVERIFIED: a git tag has no digest to check)")
     finally:
