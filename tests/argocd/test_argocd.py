@@ -10,7 +10,7 @@ from forge.components import COMPONENTS
 from forge.generate import enabled_components
 from forge.inventory import load_inventory_text
 from forge.model import derive
-from tests.conftest import REPO, inventory_text
+from tests.helpers import REPO, inventory_text
 
 
 def h200_bootstrap():

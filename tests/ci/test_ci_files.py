@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from .conftest import REPO, forge
+from tests.helpers import REPO, cli
 
 WORKFLOWS = sorted((REPO / ".github/workflows").glob("*.yaml"))
 SHA = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_./-]+@[0-9a-f]{40}$")
@@ -80,7 +80,7 @@ def test_pr_diff_script_writes_the_comment_and_exits_0_on_changes(repo, kustomiz
     forge_bin = Path(sys.executable).with_name("forge")
     if not forge_bin.exists():
         pytest.skip("needs the forge console script next to this python (make setup)")
-    assert forge("node", "set", "h200", "h200-gpu-18", "--mig-layout", "none", "--root", str(repo)).exit_code == 0
+    assert cli("node", "set", "h200", "h200-gpu-18", "--mig-layout", "none", "--root", str(repo)).exit_code == 0
     env = {**os.environ, "PATH": f"{forge_bin.parent}{os.pathsep}{Path(kustomize[0]).parent}{os.pathsep}{os.environ['PATH']}",
            "PYTHONPATH": os.pathsep.join(p for p in sys.path if p.endswith("generators"))}
     proc = subprocess.run(["bash", "ci/pr-diff.sh", "HEAD", "build/forge-diff.md"], cwd=repo, env=env, capture_output=True, text=True)

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.helpers import REPO
+
 SCRIPT = REPO / "ci" / "setup_tools.py"
 PINS = json.loads((REPO / "ci" / "tools.json").read_text())
 

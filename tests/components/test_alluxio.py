@@ -3,7 +3,7 @@ masters, the S3 endpoint, and one rejection per bad input (message and file:line
 from __future__ import annotations
 
 import pytest
-from tests.data.forge_data_helpers import (edit, generated, generated_dir, inventory_file, inventory_text, line_of, model,
+from tests.helpers import (edit, generated, generated_dir, inventory_file, inventory_text, line_of, model,
                                 only_problem, problems_of, rendered)
 
 from forge.components.alluxio import (WRITE_POLICY_PROPERTIES, Alluxio, AlluxioSettings, ssd_quota_gib, tier_layout,

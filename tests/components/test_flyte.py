@@ -6,7 +6,7 @@ from itertools import product
 from urllib.parse import unquote
 
 import pytest
-from tests.data.forge_data_helpers import (edit, generated, generated_dir, inventory_text, line_of, model, only_problem,
+from tests.helpers import (edit, generated, generated_dir, inventory_text, line_of, model, only_problem,
                                 problems_of, rendered)
 
 from forge.components.flyte import (Capacity, DomainSpec, Flyte, FlyteSettings, ProjectSpec, capacity, log_link,

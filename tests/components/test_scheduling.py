@@ -3,7 +3,7 @@ classes for operators, and rejections (message and file:line)."""
 from __future__ import annotations
 
 import pytest
-from tests.data.forge_data_helpers import edit, generated, inventory_text, line_of, only_problem, problems_of, rendered
+from tests.helpers import edit, generated, inventory_text, line_of, only_problem, problems_of, rendered
 
 
 def classes(cluster: str) -> dict[str, dict]:
@@ -36,7 +36,7 @@ def test_operators_use_system_priority_classes(cluster):
 def test_rejects_a_class_defined_twice():
     text = edit(inventory_text("h200"), "- {name: interactive, value: 50000", "- {name: urgent-finetune, value: 50000")
     p = only_problem(problems_of("h200", text), "components.scheduling.priority_classes[1].name")
-    assert p.message == f"priority class 'urgent-finetune' defined twice (first at line {line_of(text, 'name: urgent-finetune')})"
+    assert p.message == f"priority class 'urgent-finetune' defined twice (first at line {line_of(text, 'name: urgent-finetune', nth=1)})"
     assert p.line == line_of(text, "name: urgent-finetune", nth=2)
 
 

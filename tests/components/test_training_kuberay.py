@@ -8,7 +8,7 @@ import json
 
 import pytest
 import yaml
-from tests.data.forge_data_helpers import CLUSTERS, REPO, generated, needs_upstream, rendered, upstream_dir
+from tests.helpers import CLUSTERS, REPO, generated, needs_upstream, rendered, upstream_data
 
 from forge.charts import chart_pins
 from forge.components import COMPONENTS
@@ -101,8 +101,8 @@ def _plugin_resources(cluster: str) -> list[dict]:
 @pytest.mark.parametrize("cluster", CLUSTERS)
 def test_plugin_resources_validate_against_upstream_crds(cluster):
     crds = CrdSchemas()
-    assert crds.add_dir(upstream_dir("training-operator-v1.9.4/crds")) == 6
-    assert crds.add_dir(upstream_dir("kuberay-operator-1.7.0/crds")) == 4
+    assert crds.add_dir(upstream_data("training-operator-v1.9.4/crds")) == 6
+    assert crds.add_dir(upstream_data("kuberay-operator-1.7.0/crds")) == 4
     for obj in _plugin_resources(cluster):
         assert crds.validate(obj) == [], obj["kind"]
     # The check can fail: a misplaced field is caught.
@@ -115,7 +115,7 @@ def test_plugin_resources_validate_against_upstream_crds(cluster):
 @pytest.mark.parametrize("cluster", CLUSTERS)
 def test_argocd_objects_validate_against_argo_crds(cluster):
     crds = CrdSchemas()
-    crds.add_dir(upstream_dir("argo-cd-crds-v3.4.4/crds"))
+    crds.add_dir(upstream_data("argo-cd-crds-v3.4.4/crds"))
     for name in ["appproject.yaml", *(f"application-{c}.yaml" for c in OURS)]:
         obj = generated(f"clusters/{cluster}/argocd/{name}")
         assert crds.validate(obj) == [], name
@@ -129,7 +129,7 @@ def test_values_match_the_pinned_charts(cluster):
         if component.name not in OURS or not component.chart:
             continue
         values = generated(f"overlays/{cluster}/{component.name}/values.yaml")
-        data = upstream_dir(pins[component.chart].data_dir_name)
+        data = upstream_data(pins[component.chart].data_dir_name)
         assert check_values(values, data, component.declared_values) == [], component.name
         assert check_values_images(values) == [], component.name
 
@@ -138,7 +138,7 @@ def test_values_match_the_pinned_charts(cluster):
 def test_the_values_check_catches_a_misspelt_alluxio_key():
     values = generated("overlays/h200/alluxio/values.yaml")
     values["tieredStore"] = values.pop("tieredstore")
-    problems = check_values(values, upstream_dir("alluxio-0.6.54"), Alluxio.declared_values)
+    problems = check_values(values, upstream_data("alluxio-0.6.54"), Alluxio.declared_values)
     assert [p for p, _ in problems] == ["tieredStore"]
 
 

@@ -12,7 +12,7 @@ import re
 from forge.diff import diff_against
 from forge.diff.objects import MISSING, format_path
 
-from .conftest import commit, forge, git, regenerate
+from tests.helpers import cli, commit, git, regenerate
 
 KNOWN = {"node-feature-discovery", "gpu-operator", "network-operator", "argocd"}
 
@@ -31,7 +31,7 @@ def flags_of(report, kind: str) -> list[tuple[str, str, str, str]]:
 
 
 def test_node_added_changes_only_its_rule_on_h200(repo, kustomize):
-    result = forge("node", "add", "h200", "h200-gpu-19", "--profile", "sr680a-h200", "--rack", "h200-r05",
+    result = cli("node", "add", "h200", "h200-gpu-19", "--profile", "sr680a-h200", "--rack", "h200-r05",
                    "--like", "h200-gpu-16", "--root", str(repo))
     assert result.exit_code == 0, result.stderr
     report = diff_against(repo, "HEAD")
@@ -49,7 +49,7 @@ def test_node_added_changes_only_its_rule_on_h200(repo, kustomize):
     assert added["spec"]["rules"][0]["labels"]["exa.ai/pool"] == "training"  # copied --like h200-gpu-16
     assert added["spec"]["rules"][0]["taints"] == [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]
 
-    md = forge("diff", "--base", "HEAD", "--format", "markdown", "--root", str(repo))
+    md = cli("diff", "--base", "HEAD", "--format", "markdown", "--root", str(repo))
     assert md.exit_code == 1
     assert "| h200 | node-feature-discovery | 1 | 0 | 0 |" in md.stdout
     assert "No change on: `a100`." in md.stdout
@@ -114,7 +114,7 @@ def test_first_mellanox_nic_brings_the_network_operator_and_its_driver(repo, kus
 
 
 def test_mig_layout_change_on_one_node(repo, kustomize):
-    result = forge("node", "set", "h200", "h200-gpu-17", "--mig-layout", "none", "--root", str(repo))
+    result = cli("node", "set", "h200", "h200-gpu-17", "--mig-layout", "none", "--root", str(repo))
     assert result.exit_code == 0, result.stderr
     commit(repo, "h200-gpu-17: whole GPUs")
     report = diff_against(repo, "HEAD~1")
@@ -135,7 +135,7 @@ def test_mig_layout_change_on_one_node(repo, kustomize):
 
 def test_last_user_of_a_mig_layout_changes_the_gpu_operator_values(repo, kustomize):
     for node in ("h200-gpu-17", "h200-gpu-18"):
-        assert forge("node", "set", "h200", node, "--mig-layout", "none", "--root", str(repo)).exit_code == 0
+        assert cli("node", "set", "h200", node, "--mig-layout", "none", "--root", str(repo)).exit_code == 0
     commit(repo, "h200: no MIG")
     report = diff_against(repo, "HEAD~1")
 
@@ -172,7 +172,7 @@ def test_chart_bump_is_flagged_on_every_cluster_that_installs_it(repo, kustomize
 
 def test_no_change_exits_0_and_leaves_the_users_tree_alone(repo, kustomize):
     before = git(repo, "status", "--porcelain", "--ignored")
-    result = forge("diff", "--base", "HEAD", "--root", str(repo))
+    result = cli("diff", "--base", "HEAD", "--root", str(repo))
     assert result.exit_code == 0, result.stderr
     assert "no changes" in result.stdout
     assert git(repo, "status", "--porcelain", "--ignored") == before
@@ -183,7 +183,7 @@ def test_no_change_exits_0_and_leaves_the_users_tree_alone(repo, kustomize):
 def test_stale_generated_files_are_reported_but_not_touched(repo, kustomize):
     inventory = repo / "clusters/h200/inventory.yaml"
     inventory.write_text(inventory.read_text().replace("    mig_layout: all-1g\n", "", 1))
-    result = forge("diff", "--base", "HEAD", "--root", str(repo))
+    result = cli("diff", "--base", "HEAD", "--root", str(repo))
     assert result.exit_code == 1
     assert "note: the working tree's generated files are out of step with its inventories (1 file)" in result.stdout
     assert "all-1g -> all-disabled" in result.stdout
@@ -191,13 +191,13 @@ def test_stale_generated_files_are_reported_but_not_touched(repo, kustomize):
 
 
 def test_bad_ref_and_bad_inventory_exit_2(repo, kustomize):
-    result = forge("diff", "--base", "no-such-branch", "--root", str(repo))
+    result = cli("diff", "--base", "no-such-branch", "--root", str(repo))
     assert result.exit_code == 2
     assert "error: --base no-such-branch: not a commit in" in result.stderr
 
     inventory = repo / "clusters/a100/inventory.yaml"
     inventory.write_text(inventory.read_text().replace("rack: a100-r01\n    roles: [gpu]", "rack: a100-r01\n    roles: [gpu, bogus]", 1))
-    result = forge("diff", "--base", "HEAD", "--root", str(repo))
+    result = cli("diff", "--base", "HEAD", "--root", str(repo))
     assert result.exit_code == 2
     line = next(i for i, text in enumerate(inventory.read_text().splitlines(), 1) if "bogus" in text)
     assert f"clusters/a100/inventory.yaml:{line}: nodes[3].roles[1]:" in result.stderr

@@ -5,21 +5,11 @@ from __future__ import annotations
 
 import copy
 
-import pytest
-
 from forge.diff import compare_sides
 from forge.diff.objects import identity_of, values_identity
 from forge.diff.report import markdown, text
 from forge.diff.revisions import Side
 from forge.diff.risks import quantity
-from forge.generate import load_clusters
-
-from .conftest import REPO
-
-
-@pytest.fixture(scope="module")
-def clusters():
-    return {c.name: c for c in load_clusters(REPO)}
 
 
 def side(label: str, clusters, objects=None, values=None) -> Side:

@@ -12,7 +12,7 @@ from forge import writer
 from forge.cli import main
 from forge.generate import build_tree
 from forge.writer import diff_tree, write_tree
-from tests.conftest import REPO
+from tests.helpers import REPO
 
 
 def snapshot(root: Path) -> dict[str, bytes]:

@@ -5,26 +5,21 @@ import yaml
 
 from forge.components.gpu_operator import GpuOperator, mig_parted_config
 from forge.components.node_feature_discovery import NodeFeatureDiscovery
-from forge.inventory import load_inventory_text
-from forge.model import derive
-from tests.conftest import inventory_text
-
-
-def model_of(text: str, name: str = "h200"):
-    return derive(load_inventory_text(text, f"clusters/{name}/inventory.yaml"))
+from tests import helpers
+from tests.helpers import inventory_text
 
 
 def test_h200_fleet_totals_and_driver():
-    h200 = model_of(inventory_text("h200"))
+    h200 = helpers.model("h200")
     assert (len(h200.gpu_nodes), h200.gpu_count) == (18, 144)
     assert h200.driver_version == "595.91.07"  # Hopper branch
-    a100 = model_of(inventory_text("a100"), "a100")
+    a100 = helpers.model("a100")
     assert (len(a100.gpu_nodes), a100.gpu_count) == (10, 80)
     assert a100.driver_version == "580.95.05"  # Ampere stays on the R580 long-term branch
 
 
 def test_h200_node_with_mig_layout_yields_its_mig_parted_config():
-    h200 = model_of(inventory_text("h200"))
+    h200 = helpers.model("h200")
     config = yaml.safe_load(mig_parted_config(h200))
     assert config == {"version": "v1", "mig-configs": {
         "all-disabled": [{"devices": "all", "mig-enabled": False}],
@@ -42,12 +37,12 @@ def test_h200_node_with_mig_layout_yields_its_mig_parted_config():
 def test_config_holds_exactly_the_layouts_in_use():
     text = inventory_text("h200").replace("    mig_layout: all-1g\n", "")
     text = text.replace("  mig_layouts:\n", "  mig_layouts:\n    unused-3g:\n      - gpus: all\n        profiles: {3g.71gb: 2}\n")
-    config = yaml.safe_load(mig_parted_config(model_of(text)))
+    config = yaml.safe_load(mig_parted_config(helpers.model("h200", text)))
     assert list(config["mig-configs"]) == ["all-disabled"]
 
 
 def test_partial_layout_turns_mig_off_on_the_rest_and_needs_the_mixed_strategy():
-    a100 = model_of(inventory_text("a100"), "a100")
+    a100 = helpers.model("a100")
     config = yaml.safe_load(mig_parted_config(a100))
     assert config["mig-configs"]["half-1g"] == [
         {"devices": [0, 1, 2, 3], "mig-enabled": True, "mig-devices": {"1g.10gb": 7}},
@@ -57,15 +52,15 @@ def test_partial_layout_turns_mig_off_on_the_rest_and_needs_the_mixed_strategy()
 
 
 def test_gpudirect_rdma_follows_the_nics():
-    assert GpuOperator().values(model_of(inventory_text("h200")))["driver"]["rdma"]["enabled"] is True
+    assert GpuOperator().values(helpers.model("h200"))["driver"]["rdma"]["enabled"] is True
     # The A100 fleet has Ethernet-only Intel E810s: no GPUDirect RDMA.
-    assert GpuOperator().values(model_of(inventory_text("a100"), "a100"))["driver"]["rdma"]["enabled"] is False
+    assert GpuOperator().values(helpers.model("a100"))["driver"]["rdma"]["enabled"] is False
 
 
 def test_tolerations_and_selectors_follow_taints():
     text = inventory_text("h200").replace("{key: nvidia.com/gpu, effect: NoSchedule}",
                                           "{key: exa.ai/dedicated, value: training, effect: NoExecute}", 1)
-    h200 = model_of(text)
+    h200 = helpers.model("h200", text)
     values = GpuOperator().values(h200)
     assert values["daemonsets"]["tolerations"] == [
         {"key": "exa.ai/dedicated", "operator": "Equal", "value": "training", "effect": "NoExecute"},
@@ -78,7 +73,7 @@ def test_tolerations_and_selectors_follow_taints():
 
 
 def test_node_labels_and_taints_reach_nodes_through_one_rule_per_node():
-    h200 = model_of(inventory_text("h200"))
+    h200 = helpers.model("h200")
     rules = NodeFeatureDiscovery().manifests(h200)
     assert len(rules) == len(h200.nodes) == 21
     rule = next(r for r in rules if r["metadata"]["name"] == "forge-node-h200-gpu-17")["spec"]["rules"][0]
@@ -95,5 +90,5 @@ def test_gpu_operator_is_off_on_a_cluster_without_gpus():
     head, _, _ = text.partition("\nnodes:\n")
     cp_only = head + "\nnodes:\n  - {name: cp-01, profile: control-plane, rack: r1, roles: [control-plane]}\n"
     cp_only = cp_only.replace("  expected:\n    gpu_nodes: 18\n    gpus: 144\n", "")
-    model = model_of(cp_only)
+    model = helpers.model("h200", cp_only)
     assert model.gpu_count == 0 and not GpuOperator().enabled(model)

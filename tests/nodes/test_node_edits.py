@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from .conftest import forge
+from tests.helpers import cli
 
 H200 = "clusters/h200/inventory.yaml"
 
@@ -51,7 +51,7 @@ def add_expected(repo: Path, nodes: int = 18, gpus: int = 144) -> str:
 
 def test_add_a_19th_h200_node(repo):
     before = (repo / H200).read_text()
-    result = forge("node", "add", "h200", "h200-gpu-19", "--profile", "sr680a-h200", "--rack", "h200-r05", "--root", str(repo))
+    result = cli("node", "add", "h200", "h200-gpu-19", "--profile", "sr680a-h200", "--rack", "h200-r05", "--root", str(repo))
     assert result.exit_code == 0, result.stderr
     # The node is appended after the last sr680a-h200 node (the file's last), in the neighbours'
     # layout; nothing else in the file changes.
@@ -69,12 +69,12 @@ def test_add_a_19th_h200_node(repo):
     assert ("note: every other sr680a-h200 node has taint nvidia.com/gpu:NoSchedule; h200-gpu-19 does not "
             "(add it with `forge node set ... --taint`, or use --like NODE)") in out
     assert (repo / "overlays/h200/node-feature-discovery/nodefeaturerule-forge-node-h200-gpu-19.yaml").is_file()
-    assert forge("check", "--root", str(repo)).exit_code == 0
+    assert cli("check", "--root", str(repo)).exit_code == 0
 
 
 def test_add_keeps_cluster_expected_in_step_when_the_file_has_it(repo):
     before = add_expected(repo)
-    result = forge("node", "add", "h200", "h200-gpu-19", "--profile", "sr680a-h200", "--rack", "h200-r05", "--no-generate", "--root", str(repo))
+    result = cli("node", "add", "h200", "h200-gpu-19", "--profile", "sr680a-h200", "--rack", "h200-r05", "--no-generate", "--root", str(repo))
     assert result.exit_code == 0, result.stderr
     assert (repo / H200).read_text() == appended(with_expected(before, 19, 152), (
         "  - name: h200-gpu-19\n"
@@ -87,7 +87,7 @@ def test_add_keeps_cluster_expected_in_step_when_the_file_has_it(repo):
 
 def test_add_with_labels_taints_and_layout_uses_the_neighbours_styles(repo):
     before = add_expected(repo)
-    result = forge("node", "add", "h200", "h200-gpu-19", "--profile", "sr680a-h200", "--rack", "h200-r05",
+    result = cli("node", "add", "h200", "h200-gpu-19", "--profile", "sr680a-h200", "--rack", "h200-r05",
                    "--label", "exa.ai/pool=interactive", "--taint", "nvidia.com/gpu:NoSchedule",
                    "--taint", "exa.ai/reserved=ml-infra:NoExecute", "--mig-layout", "all-1g", "--no-generate", "--root", str(repo))
     assert result.exit_code == 0, result.stderr
@@ -116,7 +116,7 @@ def test_add_in_the_middle_keeps_comments_around_it_byte_for_byte(repo):
     lines.insert(cp3 + 3, "    # control-plane and system pods only\n")
     (repo / H200).write_text("".join(lines))
 
-    result = forge("node", "add", "h200", "h200-cp-04", "--profile", "control-plane", "--rack", "h200-r04",
+    result = cli("node", "add", "h200", "h200-cp-04", "--profile", "control-plane", "--rack", "h200-r04",
                    "--roles", "control-plane,system", "--root", str(repo))
     assert result.exit_code == 0, result.stderr
     after = lines_of(repo)
@@ -132,7 +132,7 @@ def test_add_in_the_middle_keeps_comments_around_it_byte_for_byte(repo):
 def test_add_like_copies_roles_labels_taints_and_blank_line_style(repo):
     text = (repo / H200).read_text().replace("\n  - name: h200-", "\n\n  - name: h200-")  # nodes separated by blank lines
     (repo / H200).write_text(text)
-    result = forge("node", "add", "h200", "h200-gpu-19", "--profile", "sr680a-h200", "--rack", "h200-r05",
+    result = cli("node", "add", "h200", "h200-gpu-19", "--profile", "sr680a-h200", "--rack", "h200-r05",
                    "--like", "h200-gpu-18", "--no-generate", "--root", str(repo))
     assert result.exit_code == 0, result.stderr
     assert (repo / H200).read_text() == appended(with_expected(text, 19, 152), (
@@ -153,7 +153,7 @@ def test_remove_reports_what_the_node_carried(repo):
     add_expected(repo)
     lines = lines_of(repo)
     start = line_no(lines, "  - name: h200-gpu-03") - 1
-    result = forge("node", "remove", "h200", "h200-gpu-03", "--root", str(repo))
+    result = cli("node", "remove", "h200", "h200-gpu-03", "--root", str(repo))
     assert result.exit_code == 0, result.stderr
     expected = with_expected("".join(lines[:start] + lines[start + 8:]), 17, 136)
     assert (repo / H200).read_text() == expected
@@ -173,7 +173,7 @@ def test_set_changes_only_the_lines_it_must(repo):
     i = line_no(lines, "  - name: h200-gpu-17") - 1
     lines.insert(i + 4, "    # interactive nodes: developers' notebooks\n")
     (repo / H200).write_text("".join(lines))
-    result = forge("node", "set", "h200", "h200-gpu-17", "--mig-layout", "none", "--rack", "h200-r04",
+    result = cli("node", "set", "h200", "h200-gpu-17", "--mig-layout", "none", "--rack", "h200-r04",
                    "--label", "exa.ai/pool=training", "--label", "exa.ai/owner=search", "--root", str(repo))
     assert result.exit_code == 0, result.stderr
     want = list(lines)
@@ -191,7 +191,7 @@ def test_set_changes_only_the_lines_it_must(repo):
 def test_set_taints_and_roles(repo):
     lines = lines_of(repo)
     i = line_no(lines, "  - name: h200-gpu-01") - 1
-    result = forge("node", "set", "h200", "h200-gpu-01", "--untaint", "nvidia.com/gpu", "--taint", "exa.ai/drain=true:NoExecute",
+    result = cli("node", "set", "h200", "h200-gpu-01", "--untaint", "nvidia.com/gpu", "--taint", "exa.ai/drain=true:NoExecute",
                    "--unlabel", "exa.ai/pool", "--no-generate", "--root", str(repo))
     assert result.exit_code == 0, result.stderr
     want = lines[:i + 4] + ["    taints:\n", "      - {key: exa.ai/drain, value: 'true', effect: NoExecute}\n"] + lines[i + 8:]
@@ -202,7 +202,7 @@ def test_set_taints_and_roles(repo):
 
 def refused(repo: Path, *args: str) -> str:
     before, overlays = (repo / H200).read_bytes(), tree_hash(repo)
-    result = forge("node", *args, "--root", str(repo))
+    result = cli("node", *args, "--root", str(repo))
     assert result.exit_code == 2, result.stdout
     assert (repo / H200).read_bytes() == before
     assert tree_hash(repo) == overlays
@@ -280,7 +280,7 @@ def test_a_node_added_at_the_end_goes_before_the_next_sections_comment(repo):
     else:
         text = text[:end] + "\n# Per-component settings (see README).\n" + text[end:]
     (repo / H200).write_text(text)
-    result = forge("node", "add", "h200", "h200-gpu-19", "--profile", "sr680a-h200", "--rack", "h200-r05", "--no-generate", "--root", str(repo))
+    result = cli("node", "add", "h200", "h200-gpu-19", "--profile", "sr680a-h200", "--rack", "h200-r05", "--no-generate", "--root", str(repo))
     assert result.exit_code == 0, result.stderr
     want = with_expected(text, 19, 152)
     new_node = "  - name: h200-gpu-19\n    profile: sr680a-h200\n    rack: h200-r05\n    roles: [gpu]\n"

@@ -32,7 +32,7 @@ from forge.upstream.check import check_expected
 from forge.upstream.hydrate import crd_api_versions, split_sources
 from forge.upstream.reads import redundant_keys, unread_keys
 from forge.validate.values import check_values
-from tests.conftest import REPO, inventory_text
+from tests.helpers import REPO, inventory_text
 
 CLUSTERS = ["a100", "h200"]
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,8 +23,8 @@ from forge.render import render_all
 from forge.validate.crd import CrdSchemas
 from forge.validate.kube import KubeSchemas
 from forge.validate.values import check_values, coalesce
+from tests.helpers import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 CLUSTERS = ["a100", "h200"]
 KPS = "kube-prometheus-stack-88.5.3"
 

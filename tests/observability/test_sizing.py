@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from pathlib import Path
 
 import pytest
 import yaml
@@ -13,8 +12,7 @@ from forge.components.prometheus import Prometheus
 from forge.errors import ForgeError
 from forge.observability import sizing
 from forge.observability.sizing import loki_layout, prometheus_size
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.helpers import REPO
 
 
 def overlay_values(cluster: str, component: str) -> dict:
@@ -89,7 +87,7 @@ def test_fleets_get_their_loki_layout(clusters):
 def test_loki_layout_that_does_not_fit_the_system_nodes_is_an_error():
     from forge.errors import InventoryError
     from forge.inventory import load_inventory_text
-    from tests.conftest import inventory_text
+    from tests.helpers import inventory_text
 
     text = inventory_text("a100").replace("  loki:\n", "  loki:\n    daily_log_gb: 400.0\n", 1)
     with pytest.raises(InventoryError) as err:

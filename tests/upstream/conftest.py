@@ -1,4 +1,4 @@
-"""A forge repo whose only component renders the `widget` test chart (tests/hydrate/charts, a test
+"""A forge repo whose only component renders the `widget` test chart (tests/upstream/charts, a test
 fixture standing in for an upstream chart), and a local mirror holding that chart packaged.
 
 Real helm and kustomize run; nothing is mocked. The component registry is narrowed to the
@@ -12,12 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from forge.cli import main
 from forge.components.base import WAVE_WORKLOADS, Component, Expected
 from forge.tools import helm_command
-from tests.conftest import REPO, copy_repo_inputs
+from tests.helpers import REPO, copy_repo_inputs, forge
 
 CHARTS = Path(__file__).parent / "charts"
 
@@ -54,10 +52,6 @@ class Widget(Component):
         widget = self.VALUES["widget"]
         return [Expected("Widget", "main", "spec.size", widget["size"]),
                 Expected("Widget", "main", "spec.mode", widget["mode"])]
-
-
-def forge(root: Path, *args: str) -> Any:
-    return CliRunner().invoke(main, [*args, "--root", str(root)], catch_exceptions=False)
 
 
 def set_values(repo: Path, values: dict[str, Any]) -> None:

@@ -1,6 +1,6 @@
 """forge charts pull / lock: the chart cache is filled whole, from helm or a mirror, and checked
 against the pins (name, version) and the lock (digest). Real helm; the widget chart is a test
-fixture (tests/hydrate/charts/README.md), not an upstream chart."""
+fixture (tests/upstream/charts/README.md), not an upstream chart."""
 from __future__ import annotations
 
 import hashlib
@@ -14,8 +14,8 @@ import yaml
 
 from forge.charts import chart_pins
 from forge.tools import helm_command
-from tests.conftest import REPO
-from tests.hydrate.conftest import CHARTS, copy_chart, forge, package
+from tests.helpers import REPO, forge
+from tests.upstream.conftest import CHARTS, copy_chart, package
 
 
 def sha256(path: Path) -> str:

@@ -1,6 +1,6 @@
 """forge hydrate renders each component with the real helm from the chart cache, with the inputs
 of its Argo CD Application, then the overlay with the real kustomize; all or nothing.
-The widget chart is a test fixture (tests/hydrate/charts/README.md), not an upstream chart."""
+The widget chart is a test fixture (tests/upstream/charts/README.md), not an upstream chart."""
 from __future__ import annotations
 
 import subprocess
@@ -10,8 +10,8 @@ import yaml
 
 from forge.tools import helm_command
 from forge.upstream.hydrate import crd_api_versions, load_hydrated
-from tests.conftest import REPO
-from tests.hydrate.conftest import GOOD_VALUES, forge, set_values
+from tests.helpers import REPO, forge
+from tests.upstream.conftest import GOOD_VALUES, set_values
 
 
 def objects(path: Path) -> dict[str, dict]:

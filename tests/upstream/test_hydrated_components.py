@@ -18,11 +18,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from click.testing import CliRunner
-from tests.conftest import copy_repo_inputs
-from tests.data.forge_data_helpers import REPO, generated, model
+from tests.helpers import REPO, copy_repo_inputs, forge, generated, model
 
-from forge.cli import main
 from forge.components.alluxio import Alluxio, tier_layout, tier_options, tier_levels
 from forge.components.base import Contains, Expected, RemoteBase
 from forge.components.flyte import Flyte, escape_for_tpl, log_link, ray_log_link
@@ -31,10 +28,6 @@ from forge.components.training_operator import TrainingOperator
 from forge.tools import helm_command, kustomize_build_command
 from forge.upstream.check import check_expected
 from forge.upstream.remote import RemoteKey, apply_argocd_options, build_remote, cached_tree, pull_remote
-
-
-def forge(root: Path, *args: str):
-    return CliRunner().invoke(main, [*args, "--root", str(root)], catch_exceptions=False)
 
 
 def failures(objects: list[dict], expected: list[Expected]) -> list[str]:

@@ -1,6 +1,6 @@
 """forge validate --hydrated: schemas and the CRDs the charts ship, policies, values keys the chart
 ignores or sets to its default, and what the charts' custom resources carry.
-The widget chart is a test fixture (tests/hydrate/charts/README.md), not an upstream chart."""
+The widget chart is a test fixture (tests/upstream/charts/README.md), not an upstream chart."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,8 +8,8 @@ from pathlib import Path
 from forge.generate import load_clusters
 from forge.components.gpu_operator import MIG_CONFIG_NAME, GpuOperator, mig_parted_config
 from forge.upstream.check import check_expected
-from tests.conftest import REPO
-from tests.hydrate.conftest import GOOD_VALUES, forge, set_values
+from tests.helpers import REPO, forge
+from tests.upstream.conftest import GOOD_VALUES, set_values
 
 
 def hydrate(repo: Path, mirror: Path) -> None:

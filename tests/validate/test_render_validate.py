@@ -38,10 +38,10 @@ def test_render_writes_one_file_per_component_and_counts_objects(repo_inputs: Pa
     assert "h200: 25 objects" in result.output or "h200:" in result.output
 
 
-def test_validate_passes_on_the_shipped_inventory(repo_inputs: Path, upstream_dir: Path):
+def test_validate_passes_on_the_shipped_inventory(repo_inputs: Path, upstream: Path):
     generate(repo_inputs)
     render_all(repo_inputs)
-    result = CliRunner().invoke(main, ["validate", "--root", str(repo_inputs), "--upstream", str(upstream_dir)])
+    result = CliRunner().invoke(main, ["validate", "--root", str(repo_inputs), "--upstream", str(upstream)])
     assert result.exit_code == 0, result.output
     assert "0 failures, 0 unchecked" in result.output
 
@@ -55,7 +55,7 @@ def test_without_upstream_custom_resources_are_unchecked_not_passed(repo_inputs:
     assert "unchecked (no upstream data): h200 / gpu-operator / overlays/h200/gpu-operator/values.yaml (values against chart gpu-operator v26.7.0)" in result.output
 
 
-def test_validate_reports_one_line_per_failure(repo_inputs: Path, upstream_dir: Path):
+def test_validate_reports_one_line_per_failure(repo_inputs: Path, upstream: Path):
     generate(repo_inputs)
     # A hand edit of the kind reviewers should never see land: a bad field in a rule, a Secret
     # with data, an unpinned image, a values key the chart does not have.
@@ -71,7 +71,7 @@ def test_validate_reports_one_line_per_failure(repo_inputs: Path, upstream_dir: 
     values = repo_inputs / "overlays/h200/gpu-operator/values.yaml"
     values.write_text(values.read_text().replace("mig:\n  strategy", "mig:\n  stratgey: mixed\n  strategy"))
     render_all(repo_inputs)
-    result = CliRunner().invoke(main, ["validate", "--root", str(repo_inputs), "--upstream", str(upstream_dir)])
+    result = CliRunner().invoke(main, ["validate", "--root", str(repo_inputs), "--upstream", str(upstream)])
     assert result.exit_code == 1
     fails = sorted(line for line in result.output.splitlines() if line.startswith("FAIL "))
     assert fails == [

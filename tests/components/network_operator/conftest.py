@@ -1,22 +1,22 @@
-"""Fixtures of the network fabric tests (helpers live in network_helpers.py; the repo-wide ones,
-such as upstream_dir and repo_inputs, in tests/conftest.py)."""
+"""Fixtures of the network fabric tests (helpers live in tests/helpers.py; the repo-wide fixtures,
+such as upstream and repo_inputs, in tests/conftest.py)."""
 from __future__ import annotations
 
 import pytest
 
 from forge.generate import build_tree
 from forge.model import ClusterModel
-from tests.network.network_helpers import A100_FILE, H200_FILE, REPO, model_of
+from tests.helpers import REPO, model
 
 
 @pytest.fixture(scope="session")
 def h200() -> ClusterModel:
-    return model_of(H200_FILE)
+    return model("h200")
 
 
 @pytest.fixture(scope="session")
 def a100() -> ClusterModel:
-    return model_of(A100_FILE)
+    return model("a100")
 
 
 @pytest.fixture(scope="session")

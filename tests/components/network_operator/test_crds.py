@@ -23,7 +23,7 @@ from forge.nvipam import IPPoolSpec
 from forge.validate.crd import CrdSchemas
 from forge.validate.kube import KubeSchemas
 from forge.validate.values import check_values
-from tests.network.network_helpers import chart_data
+from tests.helpers import chart_data
 
 
 @functools.cache
@@ -37,8 +37,8 @@ def _crds(upstream: Path) -> CrdSchemas:
 
 
 @pytest.fixture
-def crds(upstream_dir) -> CrdSchemas:
-    return _crds(upstream_dir)
+def crds(upstream) -> CrdSchemas:
+    return _crds(upstream)
 
 
 def generated(tree, cluster: str, kind: str | None = None, examples: bool = False) -> list[dict]:
@@ -79,12 +79,12 @@ def test_example_workload_validates(tree, crds):
     assert KubeSchemas("1.34").validate(config_map) == []
 
 
-def test_values_match_the_chart_defaults(tree, upstream_dir):
+def test_values_match_the_chart_defaults(tree, upstream):
     values = yaml.safe_load(tree.files["overlays/h200/network-operator/values.yaml"])
-    assert check_values(values, chart_data(upstream_dir, "network-operator"), NetworkOperator.declared_values) == []
+    assert check_values(values, chart_data(upstream, "network-operator"), NetworkOperator.declared_values) == []
     gpu_values = yaml.safe_load(tree.files["overlays/h200/gpu-operator/values.yaml"])
     assert gpu_values["driver"]["rdma"] == {"enabled": True, "useHostMofed": False}
-    assert check_values({"driver": {"rdma": gpu_values["driver"]["rdma"]}}, chart_data(upstream_dir, "gpu-operator")) == []
+    assert check_values({"driver": {"rdma": gpu_values["driver"]["rdma"]}}, chart_data(upstream, "gpu-operator")) == []
 
 
 def test_ip_pools_have_no_upstream_crd_and_are_checked_by_the_typed_model(tree, crds, h200):
@@ -113,7 +113,7 @@ def test_the_runtime_ippool_crd_is_a_valid_crd_and_only_there_with_rails(h200, a
     assert NetworkOperator().runtime_crds(a100) == []
 
 
-def test_forge_validate_checks_ip_pools_and_the_nic_cluster_policy(repo_inputs, upstream_dir):
+def test_forge_validate_checks_ip_pools_and_the_nic_cluster_policy(repo_inputs, upstream):
     """End to end: generate, render with the real kustomize, hand-break two objects, validate."""
     result = CliRunner().invoke(main, ["generate", "--root", str(repo_inputs)])
     assert result.exit_code == 0, result.output
@@ -123,7 +123,7 @@ def test_forge_validate_checks_ip_pools_and_the_nic_cluster_policy(repo_inputs, 
     ncp = folder / "nicclusterpolicy-nic-cluster-policy.yaml"
     ncp.write_text(ncp.read_text().replace("    version: doca", "    versoin: doca"))
     render_all(repo_inputs)
-    result = CliRunner().invoke(main, ["validate", "--root", str(repo_inputs), "--upstream", str(upstream_dir)])
+    result = CliRunner().invoke(main, ["validate", "--root", str(repo_inputs), "--upstream", str(upstream)])
     assert result.exit_code == 1
     fails = sorted(line for line in result.output.splitlines() if line.startswith("FAIL "))
     assert fails == [

@@ -8,7 +8,8 @@ import pytest
 import yaml
 from ruamel.yaml import YAML
 
-from tests.network.network_helpers import A100_FILE, H200_FILE, REPO, h200_text, model_of
+from tests import helpers
+from tests.helpers import A100_FILE, H200_FILE, REPO, inventory_text
 from forge.charts import chart_pins
 from forge.components import COMPONENTS
 from forge.components.gpu_operator import GpuOperator
@@ -161,7 +162,7 @@ def test_removing_the_connectx7_nics_turns_gpudirect_off_and_drops_rdma_network(
     """The issue's acceptance: delete the CX-7 entry from the H200 profile (a copy of the repo's
     inputs in tmp_path), change nothing else."""
     rt = YAML()
-    data = rt.load(h200_text())
+    data = rt.load(inventory_text("h200"))
     nics = data["profiles"]["sr680a-h200"]["nics"]
     assert [n["model"] for n in nics] == ["connectx-7", "bluefield-3"]
     del nics[0]
@@ -193,7 +194,7 @@ def test_a100_gets_no_network_operator_and_no_rdma(tree, a100):
 
 def test_no_fleet_selects_a_device_it_does_not_have(tree):
     for cluster, file in (("h200", H200_FILE), ("a100", A100_FILE)):
-        model = model_of(file)
+        model = helpers.model(cluster)
         have = {(NIC_MODELS[n.model].vendor_id, NIC_MODELS[n.model].device_id) for node in model.nodes for n in node.profile.nics}
         path = f"{NETOP.format(cluster=cluster)}/nicclusterpolicy-nic-cluster-policy.yaml"
         if path not in tree.files:
