@@ -14,9 +14,9 @@ import pytest
 import yaml
 
 from forge.errors import ForgeError, InventoryError, Problem
-from forge.inventory import load_inventory_text
+from forge.fleet import load_plan_text
 from forge.inventory.loader import LoadedInventory
-from forge.model import ClusterModel, derive
+from forge.model import ClusterModel
 from forge.tools import kustomize_build_command
 
 REPO = Path(__file__).resolve().parents[2]
@@ -35,11 +35,11 @@ def inventory_text(cluster: str) -> str:
 
 
 def load(cluster: str, text: str | None = None) -> LoadedInventory:
-    return load_inventory_text(inventory_text(cluster) if text is None else text, inventory_file(cluster))
+    return load_plan_text(inventory_text(cluster) if text is None else text, inventory_file(cluster)).loaded
 
 
 def model(cluster: str, text: str | None = None) -> ClusterModel:
-    return derive(load(cluster, text))
+    return load_plan_text(inventory_text(cluster) if text is None else text, inventory_file(cluster)).cluster
 
 
 def edit(text: str, old: str, new: str, count: int = 1) -> str:

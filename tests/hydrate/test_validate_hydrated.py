@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from forge.generate import load_clusters
+from forge.fleet import load_fleet
 from forge.components.gpu_operator import MIG_CONFIG_NAME, GpuOperator, mig_parted_config
 from forge.upstream.check import check_expected
 from tests.conftest import REPO
@@ -92,7 +92,7 @@ def test_validate_hydrated_needs_hydrate_first(widget_repo: Path, mirror: Path):
 # ---- the GPU Operator's expectations on its ClusterPolicy (no chart needed: the object is given) ----
 
 def test_gpu_operator_cluster_policy_must_carry_the_inventory():
-    h200 = next(c for c in load_clusters(REPO) if c.name == "h200")
+    h200 = next(c for c in load_fleet(REPO).clusters if c.name == "h200")
     expected = GpuOperator().expected_in_hydrated(h200)
     good = {
         "apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": {"name": "cluster-policy"},

@@ -5,13 +5,12 @@ import yaml
 
 from forge.components.gpu_operator import GpuOperator, mig_parted_config
 from forge.components.node_feature_discovery import NodeFeatureDiscovery
-from forge.inventory import load_inventory_text
-from forge.model import derive
+from forge.fleet import load_plan_text
 from tests.conftest import inventory_text
 
 
 def model_of(text: str, name: str = "h200"):
-    return derive(load_inventory_text(text, f"clusters/{name}/inventory.yaml"))
+    return load_plan_text(text, f"clusters/{name}/inventory.yaml").cluster
 
 
 def test_h200_fleet_totals_and_driver():

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from forge.errors import InventoryError
-from forge.inventory import load_inventory_text
+from forge.fleet import load_plan_text
 from tests.conftest import inventory_text
 
 FILE = "clusters/h200/inventory.yaml"
@@ -24,7 +24,7 @@ def line_of(text: str, needle: str, nth: int = 1) -> int:
 
 def problems(text: str) -> list[str]:
     with pytest.raises(InventoryError) as caught:
-        load_inventory_text(text, FILE)
+        load_plan_text(text, FILE)
     return [str(p) for p in caught.value.problems]
 
 

@@ -8,8 +8,8 @@ import pytest
 
 from forge.charts import chart_pins
 from forge.errors import InventoryError
-from forge.inventory import load_inventory, load_inventory_text
-from forge.model import ClusterModel, derive
+from forge.fleet import load_plan, load_plan_text
+from forge.model import ClusterModel
 from tests.conftest import REPO
 
 H200_FILE = "clusters/h200/inventory.yaml"
@@ -17,7 +17,7 @@ A100_FILE = "clusters/a100/inventory.yaml"
 
 
 def model_of(file: str) -> ClusterModel:
-    return derive(load_inventory(REPO / file, file))
+    return load_plan(REPO / file, file).cluster
 
 
 def h200_text() -> str:
@@ -40,7 +40,7 @@ def line_of(text: str, needle: str) -> int:
 def problems_of(text: str, file: str = H200_FILE) -> list[str]:
     """Every problem the loader reports for this inventory text, as `file:line: path: message`."""
     with pytest.raises(InventoryError) as caught:
-        load_inventory_text(text, file)
+        load_plan_text(text, file)
     return [str(p) for p in caught.value.problems]
 
 

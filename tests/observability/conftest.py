@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from forge.generate import load_clusters
+from forge.fleet import load_fleet
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="session")
 def clusters():
-    return {c.name: c for c in load_clusters(REPO)}
+    return {c.name: c for c in load_fleet(REPO).clusters}
 
 
 @pytest.fixture(scope="session")

@@ -88,12 +88,12 @@ def test_fleets_get_their_loki_layout(clusters):
 
 def test_loki_layout_that_does_not_fit_the_system_nodes_is_an_error():
     from forge.errors import InventoryError
-    from forge.inventory import load_inventory_text
+    from forge.fleet import load_plan_text
     from tests.conftest import inventory_text
 
     text = inventory_text("a100").replace("  loki:\n", "  loki:\n    daily_log_gb: 400.0\n", 1)
     with pytest.raises(InventoryError) as err:
-        load_inventory_text(text, "clusters/a100/inventory.yaml")
+        load_plan_text(text, "clusters/a100/inventory.yaml")
     line = text[:text.index("  loki:\n")].count("\n") + 1
     assert [str(p) for p in err.value.problems] == [
         f"clusters/a100/inventory.yaml:{line}: components.loki: the SimpleScalable layout for 400 GB/day of logs needs "

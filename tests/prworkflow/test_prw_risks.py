@@ -12,14 +12,14 @@ from forge.diff.objects import identity_of, values_identity
 from forge.diff.report import markdown, text
 from forge.diff.revisions import Side
 from forge.diff.risks import quantity
-from forge.generate import load_clusters
+from forge.fleet import load_fleet
 
 from .conftest import REPO
 
 
 @pytest.fixture(scope="module")
 def clusters():
-    return {c.name: c for c in load_clusters(REPO)}
+    return {c.name: c for c in load_fleet(REPO).clusters}
 
 
 def side(label: str, clusters, objects=None, values=None) -> Side:

@@ -165,7 +165,7 @@ class Alluxio(Component):
 
     # ---- inventory rules --------------------------------------------------------------------
 
-    def check(self, loaded, settings: AlluxioSettings) -> Iterator:
+    def check(self, loaded, settings: AlluxioSettings, given) -> Iterator:
         inv = loaded.inventory
         at = ("components", self.name)
         seen: dict[str, int] = {}

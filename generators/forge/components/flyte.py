@@ -37,7 +37,7 @@ from pydantic import Field
 
 from forge.components import alluxio
 from forge.components.base import WAVE_WORKLOADS, Component, Contains, Expected
-from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL, priority_class_names
+from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL, Scheduling, priority_class_names
 from forge.inventory.schema import Name, PositiveInt, Strict
 from forge.model import ClusterModel
 
@@ -183,7 +183,7 @@ class Flyte(Component):
         s: FlyteSettings = self.settings(cluster)
         return (self.namespace, *(namespace_for(p.name, d.name) for p in s.projects for d in s.domains))
 
-    def check(self, loaded, settings: FlyteSettings) -> Iterator:
+    def check(self, loaded, settings: FlyteSettings, given) -> Iterator:
         at = ("components", self.name)
         for field, items in (("projects", settings.projects), ("domains", settings.domains)):
             total = sum(x.share_percent for x in items)
@@ -195,12 +195,16 @@ class Flyte(Component):
                 if x.name in seen:
                     yield loaded.problem(at + (field, i, "name"), f"{field[:-1]} '{x.name}' listed twice (also {field}[{seen[x.name]}])")
                 seen.setdefault(x.name, i)
-        classes = priority_class_names(loaded.inventory.components)
+        # Another component's settings, typed; a block that is not valid reports its own problems,
+        # and guessing from it would add misleading ones here.
+        scheduling = given.get(Scheduling.name)
+        classes = priority_class_names(scheduling)
         known = ", ".join(classes) or "none: add components.scheduling.priority_classes"
-        if settings.default_priority_class not in classes:
+        checked = not (Scheduling.name in given and scheduling is None)
+        if checked and settings.default_priority_class not in classes:
             yield loaded.problem(at + ("default_priority_class",), f"unknown priority class '{settings.default_priority_class}' (expected one of: {known})")
         for i, p in enumerate(settings.projects):
-            if p.priority_class not in classes:
+            if checked and p.priority_class not in classes:
                 yield loaded.problem(at + ("projects", i, "priority_class"), f"unknown priority class '{p.priority_class}' (expected one of: {known})")
             for d in settings.domains:
                 if len(namespace_for(p.name, d.name)) > 63:
@@ -208,8 +212,8 @@ class Flyte(Component):
         s3 = loaded.inventory.cluster.s3
         if "flyte" not in s3.buckets:
             yield loaded.problem(("cluster", "s3", "buckets"), "Flyte needs a bucket under the key 'flyte'")
-        alluxio_block = loaded.inventory.components.get(alluxio.Alluxio.name) or {}
-        if "flyte" not in (alluxio_block.get("buckets") or []):
+        cache = given.get(alluxio.Alluxio.name)
+        if alluxio.Alluxio.name not in given or (cache is not None and "flyte" not in cache.buckets):
             yield loaded.problem(at, "Flyte's storage goes through Alluxio's S3 endpoint: list 'flyte' in components.alluxio.buckets")
 
     # ---- values ---------------------------------------------------------------------------------

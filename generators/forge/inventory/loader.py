@@ -10,7 +10,7 @@ import types
 import typing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from pydantic import BaseModel, ValidationError
 import yaml
@@ -187,7 +187,12 @@ def problems_from_validation(exc: ValidationError, data: Any, model: type[BaseMo
     return problems
 
 
-def load_inventory_text(text: str, file: str) -> LoadedInventory:
+# Rules a higher stage hands down (forge.fleet: component settings, the compute fabric), run after
+# this layer's own on a well-shaped inventory, so one InventoryError lists every problem.
+Rules = Callable[[LoadedInventory], list[Problem]]
+
+
+def load_inventory_text(text: str, file: str, rules: Rules | None = None) -> LoadedInventory:
     """Parse and check one inventory; raises InventoryError listing every problem."""
     data, lines = parse_yaml(text, file)
     if not isinstance(data, dict):
@@ -201,14 +206,16 @@ def load_inventory_text(text: str, file: str) -> LoadedInventory:
         raise InventoryError(problems + problems_from_validation(exc, data, Inventory, file, lines)) from None
     loaded = LoadedInventory(inventory, file, lines)
     problems += check_inventory(loaded, data)
+    if rules is not None:
+        problems += rules(loaded)
     if problems:
         raise InventoryError(problems)
     return loaded
 
 
-def load_inventory(path: Path, display: str | None = None) -> LoadedInventory:
+def load_inventory(path: Path, display: str | None = None, rules: Rules | None = None) -> LoadedInventory:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise InventoryError([Problem(display or str(path), 1, "", f"cannot read: {exc.strerror}")]) from None
-    return load_inventory_text(text, display or str(path))
+    return load_inventory_text(text, display or str(path), rules)

@@ -16,7 +16,9 @@ from ruamel.yaml.comments import CommentedMap
 
 from forge.errors import ForgeError, InventoryError
 from forge.hardware import GPU_MODELS
-from forge.inventory import LoadedInventory, load_inventory_text
+from forge.fleet import load_plan_text
+from forge.inventory import LoadedInventory
+from forge.inventory.layouts import mig_layout_named
 from forge.inventory.loader import parse_yaml
 from forge.inventory.schema import Node
 from forge.nodes.yamltext import NodeText, flow_map, flow_seq, is_flow
@@ -90,7 +92,7 @@ def carried(loaded: LoadedInventory, name: str) -> str:
     nics = ", ".join(f"{n.count} x {n.model} ({n.role})" for n in profile.nics)
     if nics:
         parts.append(f"NICs: {nics}")
-    layout = node.mig_layout or profile.mig_layout
+    layout = mig_layout_named(node, profile)
     if layout:
         parts.append(f"MIG layout {layout}")
     return f"{name} (profile {node.profile}, rack {node.rack}): " + "; ".join(parts)
@@ -100,7 +102,7 @@ def carried(loaded: LoadedInventory, name: str) -> str:
 
 def _load_original(text: str, file: str) -> LoadedInventory:
     try:
-        return load_inventory_text(text, file)
+        return load_plan_text(text, file).loaded  # every rule generate applies, not the shape alone
     except InventoryError as exc:
         raise ForgeError("\n".join([f"{file} is not valid now; fix it before editing it with forge node:",
                                     *map(str, exc.problems)])) from None
@@ -110,7 +112,7 @@ def _finish(doc_text: NodeText, new_text: str, intended: Any, old: LoadedInvento
     """Validate the new text, and prove it holds exactly the intended data."""
     file = doc_text.file
     try:
-        new = load_inventory_text(new_text, file)
+        new = load_plan_text(new_text, file).loaded
     except InventoryError as exc:
         raise ForgeError("\n".join([f"the edit would make {file} invalid, so it was not written "
                                     "(line numbers are those of the edited text):", *map(str, exc.problems)])) from None

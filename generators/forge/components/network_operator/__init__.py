@@ -27,12 +27,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from forge.components.base import WAVE_NETWORK, Component, custom_resource
 from forge.inventory.schema import Name
-from forge import nvipam
+from forge.components.network_operator import nvipam
 from forge.model import (
     MIG_CONFIG_LABEL, MIG_DISABLED, RDMA_HCA_MAX, RDMA_RESOURCE_PREFIX, ClusterModel, NodeModel, RailModel,
     pci_present_label,
 )
-from forge.rdma_plugin import PluginConfig, ResourceConfig, Selectors
+from forge.components.network_operator.rdma_plugin import PluginConfig, ResourceConfig, Selectors
 
 NAMESPACE = "nvidia-network-operator"
 POLICY_NAME = "nic-cluster-policy"  # the one name the operator reconciles
