@@ -14,7 +14,7 @@ from typing import Any, Iterator
 from forge.errors import Problem
 from forge.hardware import GPU_MODELS, MIG_SLICES_COMPUTE, MIG_SLICES_MEMORY, NIC_MODELS, SERVER_MODELS
 from forge.inventory.layouts import mig_layout_named, mig_layout_of
-from forge.inventory.loader import LoadedInventory, format_path, line_for
+from forge.inventory.located import LoadedInventory, format_path, line_for
 from forge.inventory.schema import Inventory, MigLayoutGroup
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import types
 import typing
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -16,38 +15,9 @@ from pydantic import BaseModel, ValidationError
 import yaml
 
 from forge.errors import InventoryError, Problem
+from forge.inventory.checks import check_inventory, check_raw  # rules that span fields
+from forge.inventory.located import LoadedInventory, Path_, format_path, line_for
 from forge.inventory.schema import Inventory
-
-Path_ = tuple[str | int, ...]
-
-
-@dataclass(frozen=True)
-class LoadedInventory:
-    inventory: Inventory
-    file: str  # as given, relative to the repo when possible: it appears in errors and headers
-    lines: dict[Path_, int]
-
-    def line_of(self, path: Path_) -> int:
-        return line_for(self.lines, path)
-
-    def problem(self, path: Path_, message: str) -> Problem:
-        return Problem(self.file, self.line_of(path), format_path(path), message)
-
-
-def format_path(path: Path_) -> str:
-    out = ""
-    for part in path:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
-
-
-def line_for(lines: dict[Path_, int], path: Path_) -> int:
-    """The line of the deepest part of `path` the document has (a missing key: its parent)."""
-    for end in range(len(path), -1, -1):
-        if path[:end] in lines:
-            return lines[path[:end]]
-    return 1
-
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -197,8 +167,6 @@ def load_inventory_text(text: str, file: str, rules: Rules | None = None) -> Loa
     data, lines = parse_yaml(text, file)
     if not isinstance(data, dict):
         raise InventoryError([Problem(file, 1, "", "expected a mapping with cluster, profiles, nodes")])
-    from forge.inventory.checks import check_inventory, check_raw  # rules that span fields
-
     problems = check_raw(file, data, lines)
     try:
         inventory = Inventory.model_validate(data)
