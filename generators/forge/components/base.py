@@ -66,6 +66,19 @@ class RemoteBase:
     patches: tuple[dict[str, Any], ...] = field(default=())
 
 
+@dataclass(frozen=True)
+class Scrape:
+    """Where Prometheus finds a component's metrics, for a PodMonitor: pods matched by `selector`
+    (a label selector) in `namespace`, port number `port` (charts often name no port), `path`.
+    Declared by the component that runs the pods, its one home; the prometheus component reads it."""
+
+    name: str  # the PodMonitor's name
+    namespace: str
+    selector: dict[str, Any]
+    port: int
+    path: str
+
+
 class Expected(NamedTuple):
     """A field a custom resource (or other object) in the component's hydrated output must have:
     what the inventory asked for, checked after the upstream chart turned our values into it.
