@@ -234,39 +234,9 @@ def set_node(text: str, file: str, name: str, profile: str | None = None, rack: 
             _put(node, "mig_layout", mig_layout)
         messages.append(f"{name}.mig_layout: {before} -> {profile_default if mig_layout == NONE else mig_layout}")
     if labels or unlabel:
-        current = node.get("labels")
-        for key in unlabel or []:
-            if not current or key not in current:
-                raise ForgeError(f"--unlabel {key}: node '{name}' has no label {key}")
-            del current[key]
-            messages.append(f"{name}.labels: removed {key}")
-        for key, value in (labels or {}).items():
-            if current is None:
-                current = flow_map({}, False)
-                _put(node, "labels", current)
-            messages.append(f"{name}.labels.{key}: {current.get(key, '(unset)')} -> {value}")
-            current[key] = value
-        if current is not None and not current:
-            del node["labels"]
+        _set_labels(node, name, labels or {}, unlabel or [], messages)
     if taints or untaint:
-        current = node.get("taints")
-        for spec in untaint or []:
-            key, _, effect = spec.partition(":")
-            hits = [t for t in (current or []) if t.get("key") == key and (not effect or t.get("effect") == effect)]
-            if not hits:
-                raise ForgeError(f"--untaint {spec}: node '{name}' has no such taint")
-            for hit in hits:
-                current.remove(hit)
-            messages.append(f"{name}.taints: removed {spec}")
-        for taint in taints or []:
-            if current is None:
-                current = flow_seq([], False)
-                _put(node, "taints", current)
-            style = is_flow(current[0], True) if current else True
-            current.append(flow_map(taint, style))
-            messages.append(f"{name}.taints: added {_taint_text(taint)}")
-        if current is not None and not current:
-            del node["taints"]
+        _set_taints(node, name, taints or [], untaint or [], messages)
 
     data, _ = parse_yaml(text, file)
     data["nodes"][i] = _plain(node)
@@ -285,6 +255,44 @@ def _require(doc: NodeText, name: str, file: str) -> int:
     if i is None:
         raise ForgeError(f"{file}:{doc.doc.lc.key('nodes')[0] + 1}: nodes: no node named '{name}' (nodes: {', '.join(doc.names)})")
     return i
+
+
+def _set_labels(node: Any, name: str, labels: dict[str, str], unlabel: list[str], messages: list[str]) -> None:
+    current = node.get("labels")
+    for key in unlabel:
+        if not current or key not in current:
+            raise ForgeError(f"--unlabel {key}: node '{name}' has no label {key}")
+        del current[key]
+        messages.append(f"{name}.labels: removed {key}")
+    for key, value in labels.items():
+        if current is None:
+            current = flow_map({}, False)
+            _put(node, "labels", current)
+        messages.append(f"{name}.labels.{key}: {current.get(key, '(unset)')} -> {value}")
+        current[key] = value
+    if current is not None and not current:
+        del node["labels"]
+
+
+def _set_taints(node: Any, name: str, taints: list[dict[str, str]], untaint: list[str], messages: list[str]) -> None:
+    current = node.get("taints")
+    for spec in untaint:
+        key, _, effect = spec.partition(":")
+        hits = [t for t in (current or []) if t.get("key") == key and (not effect or t.get("effect") == effect)]
+        if not hits:
+            raise ForgeError(f"--untaint {spec}: node '{name}' has no such taint")
+        for hit in hits:
+            current.remove(hit)
+        messages.append(f"{name}.taints: removed {spec}")
+    for taint in taints:
+        if current is None:
+            current = flow_seq([], False)
+            _put(node, "taints", current)
+        style = is_flow(current[0], True) if current else True
+        current.append(flow_map(taint, style))
+        messages.append(f"{name}.taints: added {_taint_text(taint)}")
+    if current is not None and not current:
+        del node["taints"]
 
 
 def _plain(node: Any) -> Any:
