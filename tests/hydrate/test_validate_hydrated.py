@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from forge.fleet import load_fleet
-from forge.components.gpu_operator import MIG_CONFIG_NAME, GpuOperator, mig_parted_config
+from forge.components.gpu_operator import MIG_CONFIG_NAME, GpuOperator
 from forge.upstream.check import check_expected
 from tests.conftest import REPO
 from tests.hydrate.conftest import GOOD_VALUES, forge, set_values
@@ -105,7 +105,7 @@ def test_gpu_operator_cluster_policy_must_carry_the_inventory():
         },
     }
     config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": MIG_CONFIG_NAME},
-              "data": {"config.yaml": mig_parted_config(h200)}}
+              "data": {"config.yaml": GpuOperator().facts(h200).mig_parted_config}}
     assert [p for e in expected for p in check_expected([good, config], e)] == []
 
     # driver.nvidiaDriverCRD.enabled=true makes the chart leave rdma out of the ClusterPolicy.
