@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from forge.generate import load_clusters
+from forge.fleet import load_fleet
 from tests.helpers import REPO, copy_repo_inputs, git_repo_copy, kustomize_or_skip
 
 
@@ -43,7 +43,7 @@ def kustomize() -> list[str]:
 @pytest.fixture(scope="session")
 def clusters():
     """The real inventories' cluster models, by name."""
-    return {c.name: c for c in load_clusters(REPO)}
+    return {c.name: c for c in load_fleet(REPO).clusters}
 
 
 @pytest.fixture(scope="session")

@@ -22,9 +22,9 @@ from forge.charts import chart_pins
 from forge.cli import main
 from forge.errors import ForgeError, InventoryError, Problem
 from forge.generate import build_tree
-from forge.inventory import load_inventory_text
 from forge.inventory.loader import LoadedInventory
-from forge.model import ClusterModel, derive
+from forge.fleet import load_plan_text
+from forge.model import ClusterModel
 from forge.tools import kustomize_build_command
 from forge.writer import write_tree
 
@@ -50,11 +50,11 @@ def inventory_text(cluster: str) -> str:
 
 
 def load(cluster: str, text: str | None = None) -> LoadedInventory:
-    return load_inventory_text(inventory_text(cluster) if text is None else text, inventory_file(cluster))
+    return load_plan_text(inventory_text(cluster) if text is None else text, inventory_file(cluster)).loaded
 
 
 def model(cluster: str, text: str | None = None) -> ClusterModel:
-    return derive(load(cluster, text))
+    return load_plan_text(inventory_text(cluster) if text is None else text, inventory_file(cluster)).cluster
 
 
 def edit(text: str, old: str, new: str, count: int = 1) -> str:
@@ -86,7 +86,7 @@ def problems_of(cluster: str, text: str) -> list[Problem]:
 def problems(text: str, file: str = H200_FILE) -> list[str]:
     """Every problem the loader reports for this inventory text, as `file:line: path: message`."""
     with pytest.raises(InventoryError) as caught:
-        load_inventory_text(text, file)
+        load_plan_text(text, file)
     return [str(p) for p in caught.value.problems]
 
 

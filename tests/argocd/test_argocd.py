@@ -7,14 +7,14 @@ import yaml
 from forge.argocd import bootstrap_objects
 from forge.charts import chart_pins
 from forge.components import COMPONENTS
-from forge.generate import enabled_components
+from forge.fleet import components_of as enabled_components
 from forge.inventory import load_inventory_text
 from forge.model import derive
 from tests.helpers import REPO, inventory_text
 
 
 def h200_bootstrap():
-    cluster = derive(load_inventory_text(inventory_text("h200"), "clusters/h200/inventory.yaml"))
+    cluster = load_plan_text(inventory_text("h200"), "clusters/h200/inventory.yaml").cluster
     components = enabled_components(cluster)
     return cluster, components, bootstrap_objects(cluster, components, chart_pins(REPO))
 
@@ -80,7 +80,7 @@ def test_every_component_has_a_base_with_its_namespace_and_protection():
 def test_exactly_one_node_feature_discovery_per_cluster():
     """Only the node-feature-discovery component deploys NFD: every chart that bundles one has it off."""
     for cluster_name in ("a100", "h200"):
-        cluster = derive(load_inventory_text(inventory_text(cluster_name), f"clusters/{cluster_name}/inventory.yaml"))
+        cluster = load_plan_text(inventory_text(cluster_name), f"clusters/{cluster_name}/inventory.yaml").cluster
         bundling = {}
         for component in enabled_components(cluster):
             values = component.values(cluster) or {}

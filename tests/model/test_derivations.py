@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import yaml
 
-from forge.components.gpu_operator import GpuOperator, mig_parted_config
+from forge.components.gpu_operator import GpuOperator
 from forge.components.node_feature_discovery import NodeFeatureDiscovery
 from tests import helpers
 from tests.helpers import inventory_text
@@ -20,7 +20,7 @@ def test_h200_fleet_totals_and_driver():
 
 def test_h200_node_with_mig_layout_yields_its_mig_parted_config():
     h200 = helpers.model("h200")
-    config = yaml.safe_load(mig_parted_config(h200))
+    config = yaml.safe_load(GpuOperator().facts(h200).mig_parted_config)
     assert config == {"version": "v1", "mig-configs": {
         "all-disabled": [{"devices": "all", "mig-enabled": False}],
         "all-1g": [{"devices": "all", "mig-enabled": True, "mig-devices": {"1g.18gb": 7}}],
@@ -37,13 +37,13 @@ def test_h200_node_with_mig_layout_yields_its_mig_parted_config():
 def test_config_holds_exactly_the_layouts_in_use():
     text = inventory_text("h200").replace("    mig_layout: all-1g\n", "")
     text = text.replace("  mig_layouts:\n", "  mig_layouts:\n    unused-3g:\n      - gpus: all\n        profiles: {3g.71gb: 2}\n")
-    config = yaml.safe_load(mig_parted_config(helpers.model("h200", text)))
+    config = yaml.safe_load(GpuOperator().facts(helpers.model("h200", text)).mig_parted_config)
     assert list(config["mig-configs"]) == ["all-disabled"]
 
 
 def test_partial_layout_turns_mig_off_on_the_rest_and_needs_the_mixed_strategy():
     a100 = helpers.model("a100")
-    config = yaml.safe_load(mig_parted_config(a100))
+    config = yaml.safe_load(GpuOperator().facts(a100).mig_parted_config)
     assert config["mig-configs"]["half-1g"] == [
         {"devices": [0, 1, 2, 3], "mig-enabled": True, "mig-devices": {"1g.10gb": 7}},
         {"devices": [4, 5, 6, 7], "mig-enabled": False},

@@ -22,9 +22,9 @@ from forge.components.prometheus import (ALERTMANAGER_CR, GRAFANA_DATASOURCES, G
                                          PROMETHEUS_CR, Prometheus)
 from forge.components.loki import GATEWAY_URL as LOKI_URL
 from forge.errors import InventoryError
-from forge.generate import enabled_components
-from forge.inventory.loader import load_inventory_text
-from forge.model import CONTROL_PLANE_LABEL, derive
+from forge.fleet import components_of as enabled_components
+from forge.fleet import load_plan_text
+from forge.model import CONTROL_PLANE_LABEL
 from forge.observability import metrics as m
 from forge.observability.sizing import LOKI_TARGETS
 from forge.upstream.chart import Chart
@@ -44,7 +44,8 @@ def problems(objects: list[dict[str, Any]], expected: list[Expected]) -> list[tu
 def with_loki(cluster, **settings):
     """The cluster with other Loki settings (the inventory check would refuse layouts that need
     more replicas than the 3 control-plane nodes: the values must still be right)."""
-    merged = {**cluster.component_settings, "loki": {**cluster.settings_for("loki"), **settings}}
+    loki = cluster.component_settings["loki"]
+    merged = {**cluster.component_settings, "loki": loki.model_validate({**loki.model_dump(exclude_unset=True), **settings})}
     return dataclasses.replace(cluster, component_settings=merged)
 
 
@@ -140,7 +141,7 @@ def test_alertmanager_config_secret_is_an_inventory_setting():
     text = inventory_text("a100").replace("    alertmanager_config_secret: alertmanager-config\n",
                                           "    alertmanager_config_secret: am-receivers\n", 1)
     assert "am-receivers" in text
-    cluster = derive(load_inventory_text(text, "clusters/a100/inventory.yaml"))
+    cluster = load_plan_text(text, "clusters/a100/inventory.yaml").cluster
     am = Prometheus().values(cluster)["alertmanager"]["alertmanagerSpec"]
     assert am["configSecret"] == "am-receivers"
     assert Expected("Alertmanager", ALERTMANAGER_CR, "spec.configSecret", "am-receivers") in Prometheus().expected_in_hydrated(cluster)
@@ -151,7 +152,7 @@ def test_bad_alertmanager_config_secret_is_reported_with_file_and_line():
                                           "    alertmanager_config_secret: Bad_Name\n", 1)
     line = text.splitlines().index("    alertmanager_config_secret: Bad_Name") + 1
     with pytest.raises(InventoryError) as err:
-        load_inventory_text(text, "clusters/a100/inventory.yaml")
+        load_plan_text(text, "clusters/a100/inventory.yaml")
     assert [str(p) for p in err.value.problems] == [
         f"clusters/a100/inventory.yaml:{line}: components.prometheus.alertmanager_config_secret: 'Bad_Name' does not "
         "match the expected form ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"]

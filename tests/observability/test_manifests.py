@@ -15,7 +15,7 @@ from forge.components.gpu_operator import GpuOperator
 from forge.components.loki import Loki
 from forge.components.prometheus import CRDS_ONLY_OFF, Prometheus, PrometheusCrds
 from forge.errors import InventoryError
-from forge.inventory.loader import load_inventory_text
+from forge.fleet import load_plan_text
 from forge.observability import metrics as m
 from forge.observability.dashboards import SIDECAR_LABEL, fleet_overview
 from forge.observability.rules import rule_groups
@@ -250,7 +250,7 @@ def test_bad_prometheus_settings_are_reported_with_file_and_line():
     text = _inventory_with("  prometheus:\n    retention_days: 0\n    grafana_admin_pasword: x\n")
     line = text.splitlines().index("    retention_days: 0") + 1
     with pytest.raises(InventoryError) as err:
-        load_inventory_text(text, "clusters/a100/inventory.yaml")
+        load_plan_text(text, "clusters/a100/inventory.yaml")
     lines = str(err.value).splitlines()
     assert any(l.startswith(f"clusters/a100/inventory.yaml:{line}: components.prometheus.retention_days:")
                and "greater than or equal to 1" in l for l in lines), lines
@@ -261,6 +261,6 @@ def test_bad_loki_settings_are_reported_with_file_and_line():
     text = _inventory_with("  loki:\n    retention_days: 30\n    daily_log_gb: -5.0\n")
     line = text.splitlines().index("    daily_log_gb: -5.0") + 1
     with pytest.raises(InventoryError) as err:
-        load_inventory_text(text, "clusters/a100/inventory.yaml")
+        load_plan_text(text, "clusters/a100/inventory.yaml")
     assert f"clusters/a100/inventory.yaml:{line}: components.loki.daily_log_gb:" in str(err.value)
     assert "greater than 0" in str(err.value)

@@ -91,7 +91,7 @@ def test_loki_layout_that_does_not_fit_the_system_nodes_is_an_error():
 
     text = inventory_text("a100").replace("  loki:\n", "  loki:\n    daily_log_gb: 400.0\n", 1)
     with pytest.raises(InventoryError) as err:
-        load_inventory_text(text, "clusters/a100/inventory.yaml")
+        load_plan_text(text, "clusters/a100/inventory.yaml")
     line = text[:text.index("  loki:\n")].count("\n") + 1
     assert [str(p) for p in err.value.problems] == [
         f"clusters/a100/inventory.yaml:{line}: components.loki: the SimpleScalable layout for 400 GB/day of logs needs "

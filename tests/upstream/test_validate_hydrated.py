@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from forge.generate import load_clusters
-from forge.components.gpu_operator import MIG_CONFIG_NAME, GpuOperator, mig_parted_config
+from forge.fleet import load_fleet
+from forge.components.gpu_operator import MIG_CONFIG_NAME, GpuOperator
 from forge.upstream.check import check_expected
 from tests.helpers import REPO, forge
 from tests.upstream.conftest import GOOD_VALUES, set_values
@@ -92,7 +92,7 @@ def test_validate_hydrated_needs_hydrate_first(widget_repo: Path, mirror: Path):
 # ---- the GPU Operator's expectations on its ClusterPolicy (no chart needed: the object is given) ----
 
 def test_gpu_operator_cluster_policy_must_carry_the_inventory():
-    h200 = next(c for c in load_clusters(REPO) if c.name == "h200")
+    h200 = next(c for c in load_fleet(REPO).clusters if c.name == "h200")
     expected = GpuOperator().expected_in_hydrated(h200)
     good = {
         "apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": {"name": "cluster-policy"},
@@ -105,7 +105,7 @@ def test_gpu_operator_cluster_policy_must_carry_the_inventory():
         },
     }
     config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": MIG_CONFIG_NAME},
-              "data": {"config.yaml": mig_parted_config(h200)}}
+              "data": {"config.yaml": GpuOperator().facts(h200).mig_parted_config}}
     assert [p for e in expected for p in check_expected([good, config], e)] == []
 
     # driver.nvidiaDriverCRD.enabled=true makes the chart leave rdma out of the ClusterPolicy.

@@ -12,8 +12,8 @@ import pytest
 from pydantic import ValidationError
 
 from forge.components.network_operator import rdma_plugin_config
-from forge.nvipam import IpamConfig, IPPoolSpec, node_blocks, possible_ip_count
-from forge.rdma_plugin import PluginConfig
+from forge.components.network_operator.nvipam import IpamConfig, IPPoolSpec, node_blocks, possible_ip_count
+from forge.components.network_operator.rdma_plugin import PluginConfig
 
 GOOD = {"resourceName": "rdma_network", "rdmaHcaMax": 1000, "selectors": {"vendors": ["15b3"], "deviceIDs": ["1021"]}}
 

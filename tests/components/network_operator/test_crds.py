@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from forge.cli import main
 from forge.components.network_operator import NetworkOperator
 from forge.render import render_all
-from forge.nvipam import IPPoolSpec
+from forge.components.network_operator.nvipam import IPPoolSpec
 from forge.validate.crd import CrdSchemas
 from forge.validate.kube import KubeSchemas
 from forge.validate.values import check_values

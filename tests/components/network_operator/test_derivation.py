@@ -18,7 +18,7 @@ from forge.components.network_operator import (
 )
 from forge.generate import build_tree
 from forge.hardware import NIC_MODELS
-from forge.rdma_plugin import PluginConfig
+from forge.components.network_operator.rdma_plugin import PluginConfig
 
 NETOP = "overlays/{cluster}/network-operator"
 

@@ -21,18 +21,19 @@ from __future__ import annotations
 
 import copy
 import math
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from forge.components.base import WAVE_NETWORK, Component, custom_resource
 from forge.inventory.schema import Name
-from forge import nvipam
+from forge.components.network_operator import nvipam
 from forge.model import (
     MIG_CONFIG_LABEL, MIG_DISABLED, RDMA_HCA_MAX, RDMA_RESOURCE_PREFIX, ClusterModel, NodeModel, RailModel,
     pci_present_label,
 )
-from forge.rdma_plugin import PluginConfig, ResourceConfig, Selectors
+from forge.components.network_operator.rdma_plugin import PluginConfig, ResourceConfig, Selectors
 
 NAMESPACE = "nvidia-network-operator"
 POLICY_NAME = "nic-cluster-policy"  # the one name the operator reconciles
@@ -64,6 +65,23 @@ class Settings(BaseModel):
     network_namespace: Name = "default"
 
 
+@dataclass(frozen=True)
+class NetworkOperatorFacts:
+    # Nodes the operator's DaemonSets serve: those with a NIC the DOCA/OFED driver container
+    # serves, or, without that driver, those with RDMA-capable NICs (the device plugin's).
+    served_nodes: tuple[NodeModel, ...]
+    # GPU nodes on the compute fabric with whole GPUs (a node whose GPUs are cut into MIG slices
+    # advertises those as nvidia.com/gpu): where the all-reduce example can run.
+    example_nodes: tuple[NodeModel, ...]
+
+
+def derive_facts(cluster: ClusterModel) -> NetworkOperatorFacts:
+    served = cluster.ofed_nodes or tuple(n for n in cluster.nodes if any(m.rdma for _, m in n.nics()))
+    resource = cluster.rdma_resource("compute")
+    example = tuple(n for n in cluster.gpu_nodes if resource and n.name in resource.nodes and n.mig_layout in (None, MIG_DISABLED))
+    return NetworkOperatorFacts(served, example)
+
+
 def _image(component: str) -> dict[str, str]:
     image, version = IMAGES[component]
     return {"image": image, "repository": MELLANOX_REGISTRY, "version": version}
@@ -86,6 +104,9 @@ class NetworkOperator(Component):
     def enabled(self, cluster: ClusterModel) -> bool:
         return cluster.ofed_driver or bool(cluster.rdma_resources)
 
+    def derive_facts(self, cluster: ClusterModel) -> NetworkOperatorFacts:
+        return derive_facts(cluster)
+
     def values(self, cluster: ClusterModel) -> dict[str, Any]:
         return {
             # One NFD per cluster: the node-feature-discovery component; it already labels
@@ -98,7 +119,7 @@ class NetworkOperator(Component):
 
     def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
         settings: Settings = self.settings(cluster)
-        objs = [custom_resource(nic_cluster_policy(cluster, settings))]
+        objs = [custom_resource(nic_cluster_policy(cluster, settings, self.facts(cluster)))]
         for rail in cluster.rails:
             objs.append(custom_resource(macvlan_network(rail, settings)))
             objs.append(custom_resource(ip_pool(rail)))
@@ -110,9 +131,7 @@ class NetworkOperator(Component):
 
     def examples(self, cluster: ClusterModel) -> list[dict[str, Any]]:
         """A two-node all-reduce over the compute fabric, for people to copy (never synced)."""
-        resource = cluster.rdma_resource("compute")
-        # Whole GPUs: a node whose GPUs are cut into MIG slices advertises those as nvidia.com/gpu.
-        nodes = [n for n in cluster.gpu_nodes if resource and n.name in resource.nodes and n.mig_layout in (None, MIG_DISABLED)]
+        nodes = self.facts(cluster).example_nodes
         if not nodes:
             return []
         return [example_script(), example_pytorchjob(cluster, self.settings(cluster), nodes[0])]
@@ -148,9 +167,9 @@ def _system_affinity(cluster: ClusterModel) -> dict[str, Any]:
     return {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": expressions}]}}
 
 
-def nic_cluster_policy(cluster: ClusterModel, settings: Settings) -> dict[str, Any]:
+def nic_cluster_policy(cluster: ClusterModel, settings: Settings, facts: NetworkOperatorFacts) -> dict[str, Any]:
     spec: dict[str, Any] = {}
-    served = cluster.ofed_nodes or tuple(n for n in cluster.nodes if any(m.rdma for _, m in n.nics()))
+    served = facts.served_nodes
     if cluster.ofed_vendor_ids:
         spec["nodeAffinity"] = _node_affinity(cluster)
     spec["tolerations"] = cluster.tolerations_for(served)

@@ -31,14 +31,13 @@ trick for masters, and the workers run at the default priority (see the report /
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from decimal import Decimal
-from typing import Annotated, Any, Iterator, Literal
+from typing import Any, Iterator
 
-from pydantic import AfterValidator, Field
-
-from forge.components.base import WAVE_STORAGE, Component, Contains, Expected
-from forge.inventory.schema import Name, PositiveInt, Strict
+from forge.components.alluxio import layout
+from forge.components.alluxio.layout import (GIB, READ_POLICIES, ROOT_UFS, WRITE_POLICY_PROPERTIES, AlluxioFacts,  # noqa: F401 (re-exported)
+                                             AlluxioSettings, Journal, MemoryTier, SsdDir, TierLayout, memory_tier_gib,
+                                             ssd_quota_gib, tier_layout, tier_levels, tier_options)
+from forge.components.base import WAVE_STORAGE, Component, Contains, Expected, Scrape
 from forge.model import NVME_LABEL, ClusterModel
 
 IMAGE = "alluxio/alluxio"
@@ -46,107 +45,25 @@ IMAGE_TAG = "2.9.6"  # the chart's appVersion, pinned here so a chart bump canno
 RELEASE = "alluxio"  # the chart's fullnameOverride is `alluxio` too: objects are alluxio-<role>
 SECRET_MOUNT = "s3"  # the chart mounts secrets.<component>.<name>: <dir> at /secrets/<dir>
 CREDENTIALS_FILE = f"/secrets/{SECRET_MOUNT}/credentials"
-ROOT_UFS = "/opt/alluxio/underFSStorage"  # Alluxio's default root, made read-only
 PROXY_PORT = 39999  # the chart's proxy.ports.web
 S3_SERVICE = "alluxio-s3"
 S3_PATH = "/api/v1/s3"
 METRICS_PATH = "/metrics/prometheus/"
 MASTER_METRICS_PORTS = {"web": 19999, "job-web": 20002}  # chart defaults master/jobMaster.ports.web
 WORKER_METRICS_PORTS = {"web": 30000, "job-web": 30003}  # chart defaults worker/jobWorker.ports.web
+NAMESPACE = "alluxio"
+APP_LABEL = "alluxio"  # the chart's `app` pod label: its name
+# Where Prometheus scrapes Alluxio (the prometheus component's PodMonitors): the pods carry no
+# named port, so by number; selected by app and role alone, whatever the release.
+SCRAPES = tuple(Scrape(f"forge-{role}", NAMESPACE, {"matchLabels": {"app": APP_LABEL, "role": role}}, ports["web"], METRICS_PATH)
+                for role, ports in (("alluxio-master", MASTER_METRICS_PORTS), ("alluxio-worker", WORKER_METRICS_PORTS)))
 # Worker JVM: fixed heap and direct memory, so the container limit = memory tier + this.
 WORKER_JVM_OPTIONS = ["-Xmx8g", "-XX:MaxDirectMemorySize=8g"]
 WORKER_JVM_GIB = 20  # 8 heap + 8 direct + 4 metaspace, threads, GC
-GIB = 2**30
-
-# Alluxio properties each write policy sets. The proxy's own write type matters most: S3 clients
-# (Flyte, training code) write through it.
-WRITE_POLICY_PROPERTIES: dict[str, dict[str, str]] = {
-    "CACHE_THROUGH": {
-        "alluxio.user.file.writetype.default": "CACHE_THROUGH",
-        "alluxio.proxy.s3.writetype": "CACHE_THROUGH",
-    },
-    "ASYNC_THROUGH": {
-        "alluxio.user.file.writetype.default": "ASYNC_THROUGH",
-        "alluxio.proxy.s3.writetype": "ASYNC_THROUGH",
-        # Until the upload finishes the cache holds the only copy: keep it on two workers.
-        "alluxio.user.file.replication.durable": "2",
-    },
-}
-READ_POLICIES = ("CACHE", "CACHE_PROMOTE", "NO_CACHE")
-
-
-def _reserve(value: float) -> float:
-    if not 0 <= value <= 0.9:
-        raise ValueError(f"ssd_reserve {value} is outside 0-0.9: it is the fraction of each NVMe device kept free")
-    return value
-
-
-def _masters(value: int) -> int:
-    if value < 3 or value % 2 == 0:
-        raise ValueError(f"{value} masters: the embedded journal needs an odd number, at least 3, to keep a quorum when one fails")
-    return value
-
-
-class MemoryTier(Strict):
-    fraction: Annotated[float, Field(gt=0, le=0.5)]  # of the node's RAM
-    max_gib: PositiveInt  # the cap
-
-
-class Journal(Strict):
-    storage_class: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")]
-    size_gib: PositiveInt = 50
-
-
-class AlluxioSettings(Strict):
-    buckets: Annotated[list[Name], Field(min_length=1)]  # keys of cluster.s3.buckets
-    write_policy: Literal["CACHE_THROUGH", "ASYNC_THROUGH"]
-    read_policy: Literal["CACHE", "CACHE_PROMOTE", "NO_CACHE"] = "CACHE"
-    ssd_reserve: Annotated[float, AfterValidator(_reserve)]
-    memory_tier: MemoryTier
-    masters: Annotated[int, AfterValidator(_masters)] = 3
-    journal: Journal
-    # How stale Alluxio's view of S3 may get (objects written to S3 directly): Alluxio duration.
-    metadata_sync_interval: Annotated[str, Field(pattern=r"^(-1|0|[1-9][0-9]*(ms|s|min|h|d))$")] = "1min"
-
-
-@dataclass(frozen=True)
-class SsdDir:
-    path: str
-    quota_gib: int
-
-
-@dataclass(frozen=True)
-class TierLayout:
-    memory_bytes: int
-    ssd: tuple[SsdDir, ...]
-
-
-def ssd_quota_gib(size_gb: int, reserve: float) -> int:
-    """floor(size_gb x 10^9 x (1 - reserve) / 2^30): decimal vendor GB in, whole GiB out.
-    Decimal(str(...)) keeps 0.1 exactly 0.1."""
-    usable = Decimal(size_gb) * 10**9 * (1 - Decimal(str(reserve)))
-    return int(usable // GIB)
-
-
-def memory_tier_gib(memory_gib: int, tier: MemoryTier) -> int:
-    return min(int(Decimal(memory_gib) * Decimal(str(tier.fraction))), tier.max_gib)
-
-
-def tier_layout(cluster: ClusterModel, settings: AlluxioSettings) -> TierLayout:
-    """One layout for the one worker DaemonSet. The inventory check guarantees every NVMe profile
-    lists the same mount paths; where their devices differ in size, each path gets the smallest
-    quota, so no node is asked for more than its device holds. Likewise the memory tier."""
-    profiles = {n.profile_name: n.profile for n in cluster.nvme_nodes}
-    paths = [d.mount for d in next(iter(profiles.values())).nvme]
-    ssd = tuple(SsdDir(path, min(ssd_quota_gib(d.size_gb, settings.ssd_reserve)
-                                 for p in profiles.values() for d in p.nvme if d.mount == path)) for path in paths)
-    memory = min(memory_tier_gib(p.memory_gib, settings.memory_tier) for p in profiles.values())
-    return TierLayout(memory * GIB, ssd)
-
 
 class Alluxio(Component):
     name = "alluxio"
-    namespace = "alluxio"
+    namespace = NAMESPACE
     sync_wave = WAVE_STORAGE
     chart = "alluxio"
     release_name = RELEASE
@@ -165,7 +82,7 @@ class Alluxio(Component):
 
     # ---- inventory rules --------------------------------------------------------------------
 
-    def check(self, loaded, settings: AlluxioSettings) -> Iterator:
+    def check(self, loaded, settings: AlluxioSettings, given) -> Iterator:
         inv = loaded.inventory
         at = ("components", self.name)
         seen: dict[str, int] = {}
@@ -211,11 +128,14 @@ class Alluxio(Component):
 
     # ---- output -----------------------------------------------------------------------------
 
+    def derive_facts(self, cluster: ClusterModel) -> AlluxioFacts:
+        return layout.derive_facts(cluster, self.settings(cluster))
+
     def values(self, cluster: ClusterModel) -> dict[str, Any]:
         settings: AlluxioSettings = self.settings(cluster)
+        facts: AlluxioFacts = self.facts(cluster)
         s3 = cluster.settings.s3
-        layout = tier_layout(cluster, settings)
-        worker_bytes = layout.memory_bytes + WORKER_JVM_GIB * GIB
+        worker_bytes = facts.layout.memory_bytes + WORKER_JVM_GIB * GIB
         aws_env = {"AWS_CREDENTIAL_PROFILES_FILE": CREDENTIALS_FILE}
         workers_where = {"nodeSelector": {NVME_LABEL: "true"}, "tolerations": cluster.nvme_tolerations}
         return {
@@ -226,20 +146,7 @@ class Alluxio(Component):
             "user": 0,
             "group": 0,
             "fsGroup": 0,
-            "properties": {
-                "alluxio.master.mount.table.root.ufs": ROOT_UFS,
-                "alluxio.master.mount.table.root.readonly": "true",
-                "alluxio.underfs.s3.endpoint": s3.endpoint,
-                "alluxio.underfs.s3.endpoint.region": s3.region,
-                "alluxio.user.file.readtype.default": settings.read_policy,
-                "alluxio.user.file.metadata.sync.interval": settings.metadata_sync_interval,
-                # S3 clients authenticate to the open-source proxy by access-key name only (no
-                # signature check), so Alluxio's POSIX permissions would guard nothing real, yet
-                # they would refuse writes to S3 mounts (mode 0700, owned by the master's user).
-                # Access to the data is decided by the S3 credentials of the masters and workers.
-                "alluxio.security.authorization.permission.enabled": "false",
-                **WRITE_POLICY_PROPERTIES[settings.write_policy],
-            },
+            "properties": dict(facts.properties),
             "secrets": {"master": {s3.credentials_secret: SECRET_MOUNT}, "worker": {s3.credentials_secret: SECRET_MOUNT}},
             "master": {
                 "count": settings.masters,
@@ -265,7 +172,7 @@ class Alluxio(Component):
                               "limits": {"memory": str(worker_bytes)}},
             },
             "jobWorker": {"env": aws_env},
-            "tieredstore": {"levels": tier_levels(layout)},
+            "tieredstore": {"levels": tier_levels(facts.layout)},
             # Clients reach workers over the network (the S3 proxy has no domain-socket mount).
             "shortCircuit": {"enabled": False},
             "proxy": {"enabled": True, **workers_where},
@@ -277,8 +184,7 @@ class Alluxio(Component):
         properties, placement, and the S3 credentials by Secret reference in every container
         that reaches S3."""
         settings: AlluxioSettings = self.settings(cluster)
-        values = self.values(cluster)
-        layout = tier_layout(cluster, settings)
+        tiers = self.facts(cluster).layout
         secret = cluster.settings.s3.credentials_secret
         config = ("ConfigMap", f"{RELEASE}-config")
         master, worker, proxy = ("StatefulSet", f"{RELEASE}-master"), ("DaemonSet", f"{RELEASE}-worker"), ("DaemonSet", f"{RELEASE}-proxy")
@@ -291,8 +197,8 @@ class Alluxio(Component):
             # Every property, and the embedded journal, on every Alluxio process's command line.
             Expected(*config, ("data", "ALLUXIO_JAVA_OPTS"), Contains(
                 "-Dalluxio.master.journal.type=EMBEDDED",
-                *(f"-D{k}={v}" for k, v in values["properties"].items()))),
-            Expected(*config, ("data", "ALLUXIO_WORKER_JAVA_OPTS"), Contains(*tier_options(layout), *WORKER_JVM_OPTIONS)),
+                *(f"-D{k}={v}" for k, v in self.facts(cluster).properties.items()))),
+            Expected(*config, ("data", "ALLUXIO_WORKER_JAVA_OPTS"), Contains(*tier_options(tiers), *WORKER_JVM_OPTIONS)),
             Expected(*master, "spec.replicas", settings.masters),
             Expected(*master, (*pod, "hostNetwork"), True),
             Expected(*master, (*pod, "nodeSelector"), cluster.system_node_selector),
@@ -305,8 +211,8 @@ class Alluxio(Component):
             Expected(*worker, (*pod, "tolerations"), cluster.nvme_tolerations),
             Expected(*worker, (*pod, "volumes"), Contains(
                 secret_volume,
-                {"name": "mem", "emptyDir": {"medium": "Memory", "sizeLimit": layout.memory_bytes}},
-                *({"name": f"ssd-{i}", "hostPath": {"path": d.path, "type": "DirectoryOrCreate"}} for i, d in enumerate(layout.ssd)))),
+                {"name": "mem", "emptyDir": {"medium": "Memory", "sizeLimit": tiers.memory_bytes}},
+                *({"name": f"ssd-{i}", "hostPath": {"path": d.path, "type": "DirectoryOrCreate"}} for i, d in enumerate(tiers.ssd)))),
             # The S3 proxy (our alluxio-s3 Service selects it) on the cache nodes.
             Expected(*proxy, (*pod, "nodeSelector"), {NVME_LABEL: "true"}),
             Expected(*proxy, (*pod, "tolerations"), cluster.nvme_tolerations),
@@ -323,44 +229,17 @@ class Alluxio(Component):
         return out
 
     def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
-        settings: AlluxioSettings = self.settings(cluster)
-        buckets = [cluster.settings.s3.buckets[key] for key in settings.buckets]
         return [
             s3_service(),
             metrics_service("alluxio-master-metrics", "alluxio-master", MASTER_METRICS_PORTS),
             metrics_service("alluxio-worker-metrics", "alluxio-worker", WORKER_METRICS_PORTS),
-            mount_job(cluster, buckets),
+            mount_job(cluster, list(self.facts(cluster).buckets)),
         ]
-
-
-def tier_levels(layout: TierLayout) -> list[dict[str, Any]]:
-    ssd = layout.ssd
-    return [
-        # MEM quota in bytes: it is both the emptyDir's sizeLimit and Alluxio's quota.
-        {"level": 0, "alias": "MEM", "mediumtype": "MEM", "path": "/dev/shm", "type": "emptyDir",
-         "quota": str(layout.memory_bytes), "high": 0.95, "low": 0.7},
-        # One SSD tier over all NVMe mounts: comma-separated, one hostPath volume per path.
-        {"level": 1, "alias": "SSD", "mediumtype": ",".join("SSD" for _ in ssd), "type": "hostPath",
-         "path": ",".join(d.path for d in ssd), "quota": ",".join(f"{d.quota_gib}GB" for d in ssd),
-         "high": 0.95, "low": 0.7},
-    ]
-
-
-def tier_options(layout: TierLayout) -> list[str]:
-    """The Alluxio worker options the chart writes for tier_levels(layout) (its ConfigMap's
-    ALLUXIO_WORKER_JAVA_OPTS): what the workers will actually use."""
-    out = [f"-Dalluxio.worker.tieredstore.levels={len(tier_levels(layout))}"]
-    for level in tier_levels(layout):
-        prefix = f"-Dalluxio.worker.tieredstore.level{level['level']}"
-        out += [f"{prefix}.alias={level['alias']}", f"{prefix}.dirs.mediumtype={level['mediumtype']}",
-                f"{prefix}.dirs.path={level['path']}", f"{prefix}.dirs.quota={level['quota']}",
-                f"{prefix}.watermark.high.ratio={level['high']}", f"{prefix}.watermark.low.ratio={level['low']}"]
-    return out
 
 
 def _selector(role: str) -> dict[str, str]:
     # The chart's pod labels: app is the chart name, release the Helm release.
-    return {"app": "alluxio", "release": RELEASE, "role": role}
+    return {"app": APP_LABEL, "release": RELEASE, "role": role}
 
 
 def s3_endpoint(cluster_domain: str = "cluster.local") -> str:

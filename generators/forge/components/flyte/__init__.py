@@ -27,18 +27,17 @@ From the inventory (`components.flyte`):
 """
 from __future__ import annotations
 
-import json
-import re
-from dataclasses import dataclass
-from typing import Annotated, Any, Iterator
-from urllib.parse import quote
-
-from pydantic import Field
+from typing import Any, Iterator
 
 from forge.components import alluxio
 from forge.components.base import WAVE_WORKLOADS, Component, Contains, Expected
-from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL, priority_class_names
-from forge.inventory.schema import Name, PositiveInt, Strict
+from forge.components.flyte import plan
+from forge.components.flyte.objects import (GPU_RESOURCE, METRICS_PATH, METRICS_PORT, NAMESPACE, POD_TEMPLATE,  # noqa: F401 (re-exported)
+                                            PSA_LEVEL, RELEASE, SCRAPES, escape_for_tpl, limit_range, log_link,
+                                            metrics_service, pod_template, project_namespace, ray_log_link, resource_quota)
+from forge.components.flyte.plan import (Capacity, Database, DomainSpec, FlyteFacts, FlyteSettings,  # noqa: F401 (re-exported)
+                                         ProjectSpec, Quota, TaskDefaults, TaskLimits, capacity, namespace_for, quotas)
+from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL, Scheduling, priority_class_names
 from forge.model import ClusterModel
 
 IMAGE = "cr.flyte.org/flyteorg/flyte-binary-release"  # what Flyte's release build pins the chart to
@@ -46,13 +45,8 @@ IMAGE_TAG = "v1.16.8"
 # Placeholder image of the PodTemplate's container named `default`: propeller merges that
 # container's settings into task containers but never runs its image. Pinned all the same.
 TEMPLATE_IMAGE = "registry.k8s.io/pause:3.10"
-POD_TEMPLATE = "forge-default"
-RELEASE = "flyte"
 FULLNAME = "flyte"  # services flyte-http (8088), flyte-grpc (8089), flyte-webhook
-METRICS_PORT = 10254  # propeller's profiler port: /metrics in flyte-binary
 DB_PASSWORD_DIR = "/etc/flyte/db"
-PSA_LEVEL = "baseline"
-GPU_RESOURCE = "nvidia.com/gpu"
 PLUGINS = ["container", "sidecar", "k8s-array", "pytorch", "mpi", "ray"]
 # Task type -> plugin, added to the chart's defaults (container, sidecar, container_array -> k8s-array).
 TASK_TYPES = {"pytorch": "pytorch", "mpi": "mpi", "ray": "ray"}
@@ -65,99 +59,11 @@ OPERATOR_RULES = [  # what the PyTorch, MPI and Ray plugins create and watch
 ]
 
 
-class DomainSpec(Strict):
-    name: Name
-    share_percent: Annotated[int, Field(ge=1, le=100)]  # of each project's share
-
-
-class ProjectSpec(Strict):
-    name: Name
-    description: str = ""
-    share_percent: Annotated[int, Field(ge=1, le=100)]  # of the cluster
-    priority_class: Name  # one of components.scheduling.priority_classes
-
-
-class Database(Strict):
-    host: Annotated[str, Field(min_length=1)]
-    port: PositiveInt = 5432
-    dbname: Name
-    username: Name
-    password_secret: Name  # an existing Secret in namespace flyte, key `password`
-    options: str = "sslmode=require"
-
-
-class TaskDefaults(Strict):
-    """What a task container gets when it asks for nothing (LimitRange and Flyte defaults)."""
-
-    cpu: PositiveInt = 1
-    memory_gib: PositiveInt = 4
-
-
-class FlyteSettings(Strict):
-    domains: Annotated[list[DomainSpec], Field(min_length=1)]
-    projects: Annotated[list[ProjectSpec], Field(min_length=1)]
-    default_priority_class: Name
-    database: Database
-    grafana_url: Annotated[str, Field(pattern=r"^https?://[^\s/]+(/\S*)?$")]  # as browsers reach it
-    loki_datasource_uid: Name = "loki"
-    task_defaults: TaskDefaults = TaskDefaults()
-
-
-# ---- quota arithmetic ---------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Capacity:
-    """What Flyte's quotas divide: the workload nodes (all but the control plane), whole devices.
-    GPUs are physical GPUs; a MIG slice counts as one GPU in the quota (conservative)."""
-
-    gpus: int
-    cpus: int
-    memory_gib: int
-
-
-@dataclass(frozen=True)
-class Quota:
-    project: str
-    domain: str
-    gpus: int
-    cpus: int
-    memory_gib: int
-
-    @property
-    def namespace(self) -> str:
-        return namespace_for(self.project, self.domain)
-
-
-def namespace_for(project: str, domain: str) -> str:
-    return f"{project}-{domain}"  # Flyte's default namespace_mapping: {{ project }}-{{ domain }}
-
-
-def capacity(cluster: ClusterModel) -> Capacity:
-    nodes = cluster.workload_nodes
-    return Capacity(gpus=sum(n.gpu_count for n in nodes), cpus=sum(n.profile.cpu_threads for n in nodes),
-                    memory_gib=sum(n.profile.memory_gib for n in nodes))
-
-
-def quotas(cap: Capacity, settings: FlyteSettings) -> list[Quota]:
-    """quota(project, domain) = floor(capacity x project% x domain% / 10000) for GPUs, CPUs, GiB.
-
-    Integer arithmetic, rounded down: with project shares and domain shares each adding up to at
-    most 100 % (the inventory check), the quotas of all namespaces add up to at most the capacity.
-    """
-    out = []
-    for p in settings.projects:
-        for d in settings.domains:
-            share = p.share_percent * d.share_percent
-            out.append(Quota(p.name, d.name, cap.gpus * share // 10_000, cap.cpus * share // 10_000,
-                             cap.memory_gib * share // 10_000))
-    return out
-
-
 # ---- the component ------------------------------------------------------------------------------
 
 class Flyte(Component):
     name = "flyte"
-    namespace = "flyte"
+    namespace = NAMESPACE
     sync_wave = WAVE_WORKLOADS  # after training-operator and KubeRay (WAVE_OPERATORS) and Alluxio
     chart = "flyte-binary"
     release_name = RELEASE
@@ -180,10 +86,9 @@ class Flyte(Component):
         return self.name in cluster.component_settings
 
     def namespaces(self, cluster: ClusterModel) -> tuple[str, ...]:
-        s: FlyteSettings = self.settings(cluster)
-        return (self.namespace, *(namespace_for(p.name, d.name) for p in s.projects for d in s.domains))
+        return (self.namespace, *self.facts(cluster).namespaces)
 
-    def check(self, loaded, settings: FlyteSettings) -> Iterator:
+    def check(self, loaded, settings: FlyteSettings, given) -> Iterator:
         at = ("components", self.name)
         for field, items in (("projects", settings.projects), ("domains", settings.domains)):
             total = sum(x.share_percent for x in items)
@@ -195,12 +100,16 @@ class Flyte(Component):
                 if x.name in seen:
                     yield loaded.problem(at + (field, i, "name"), f"{field[:-1]} '{x.name}' listed twice (also {field}[{seen[x.name]}])")
                 seen.setdefault(x.name, i)
-        classes = priority_class_names(loaded.inventory.components)
+        # Another component's settings, typed; a block that is not valid reports its own problems,
+        # and guessing from it would add misleading ones here.
+        scheduling = given.get(Scheduling.name)
+        classes = priority_class_names(scheduling)
         known = ", ".join(classes) or "none: add components.scheduling.priority_classes"
-        if settings.default_priority_class not in classes:
+        checked = not (Scheduling.name in given and scheduling is None)
+        if checked and settings.default_priority_class not in classes:
             yield loaded.problem(at + ("default_priority_class",), f"unknown priority class '{settings.default_priority_class}' (expected one of: {known})")
         for i, p in enumerate(settings.projects):
-            if p.priority_class not in classes:
+            if checked and p.priority_class not in classes:
                 yield loaded.problem(at + ("projects", i, "priority_class"), f"unknown priority class '{p.priority_class}' (expected one of: {known})")
             for d in settings.domains:
                 if len(namespace_for(p.name, d.name)) > 63:
@@ -208,18 +117,18 @@ class Flyte(Component):
         s3 = loaded.inventory.cluster.s3
         if "flyte" not in s3.buckets:
             yield loaded.problem(("cluster", "s3", "buckets"), "Flyte needs a bucket under the key 'flyte'")
-        alluxio_block = loaded.inventory.components.get(alluxio.Alluxio.name) or {}
-        if "flyte" not in (alluxio_block.get("buckets") or []):
+        cache = given.get(alluxio.Alluxio.name)
+        if alluxio.Alluxio.name not in given or (cache is not None and "flyte" not in cache.buckets):
             yield loaded.problem(at, "Flyte's storage goes through Alluxio's S3 endpoint: list 'flyte' in components.alluxio.buckets")
 
     # ---- values ---------------------------------------------------------------------------------
 
+    def derive_facts(self, cluster: ClusterModel) -> FlyteFacts:
+        return plan.derive_facts(cluster, self.settings(cluster))
+
     def values(self, cluster: ClusterModel) -> dict[str, Any]:
         s: FlyteSettings = self.settings(cluster)
         s3 = cluster.settings.s3
-        bucket = s3.buckets["flyte"]
-        endpoint = alluxio.s3_endpoint()
-        largest = max(cluster.workload_nodes, key=lambda n: (n.gpu_count, n.profile.cpu_threads, n.profile.memory_gib))
         return {
             "fullnameOverride": FULLNAME,
             "flyte-core-components": {
@@ -230,55 +139,7 @@ class Flyte(Component):
                     "seedProjectsWithDetails": [{"name": p.name, "description": p.description or p.name} for p in s.projects],
                 },
             },
-            "configuration": {
-                "database": {
-                    "username": s.database.username,
-                    "host": s.database.host,
-                    "port": s.database.port,
-                    "dbname": s.database.dbname,
-                    "options": s.database.options,
-                    "passwordPath": f"{DB_PASSWORD_DIR}/password",
-                },
-                "storage": {
-                    "metadataContainer": bucket,
-                    "userDataContainer": bucket,
-                    "provider": "s3",
-                    "providerConfig": {"s3": {
-                        "region": s3.region,
-                        "endpoint": endpoint,
-                        "disableSSL": endpoint.startswith("http://"),  # in-cluster, plain HTTP
-                        "authType": "iam",  # the AWS SDK's chain: env vars from the Secret below
-                    }},
-                },
-                # The chart ships the FlyteWorkflow CRD (Argo CD owns it) instead of the binary
-                # creating it at startup, out of GitOps' sight.
-                "propeller": {"createCRDs": False},
-                "logging": {"plugins": {"custom": [log_link(s)]}},
-                "inline": {
-                    "domains": [{"id": d.name, "name": d.name} for d in s.domains],
-                    "task_resources": {
-                        "defaults": {"cpu": str(s.task_defaults.cpu), "memory": f"{s.task_defaults.memory_gib}Gi"},
-                        # No task pod can be larger than the largest node.
-                        "limits": {"cpu": str(largest.profile.cpu_threads), "memory": f"{largest.profile.memory_gib}Gi",
-                                   "gpu": str(largest.gpu_count)},
-                    },
-                    "plugins": {
-                        "k8s": {
-                            "default-pod-template-name": POD_TEMPLATE,
-                            # Every worker node is a GPU node with a taint; CPU tasks run there too.
-                            "default-tolerations": cluster.gpu_tolerations,
-                            "default-cpus": str(s.task_defaults.cpu),
-                            "default-memory": f"{s.task_defaults.memory_gib}Gi",
-                            # Task code (flytekit) reads and writes raw data through Alluxio as well.
-                            "default-env-vars": {"FLYTE_AWS_ENDPOINT": endpoint},
-                            "default-env-from-secrets": [s3.credentials_secret],
-                        },
-                        # The Ray plugin does not read plugins.logs (configuration.logging above).
-                        # The chart passes `inline` through Helm's tpl: Flyte's placeholders escaped.
-                        "ray": {"logs": {"templates": [escape_for_tpl(ray_log_link(s))]}},
-                    },
-                },
-            },
+            "configuration": _configuration(cluster, s, self.facts(cluster)),
             "enabled_plugins": {"tasks": {"task-plugins": {"enabled-plugins": PLUGINS, "default-for-task-types": TASK_TYPES}}},
             "deployment": {
                 "image": {"repository": IMAGE, "tag": IMAGE_TAG},
@@ -347,125 +208,64 @@ class Flyte(Component):
 
     def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
         s: FlyteSettings = self.settings(cluster)
-        objs: list[dict[str, Any]] = [metrics_service(), pod_template(None, s.default_priority_class)]
+        objs: list[dict[str, Any]] = [metrics_service(), pod_template(None, s.default_priority_class, TEMPLATE_IMAGE)]
         classes = {p.name: p.priority_class for p in s.projects}
-        for q in quotas(capacity(cluster), s):
+        for q in self.facts(cluster).quotas:
             objs += [project_namespace(q), resource_quota(q), limit_range(q.namespace, s.task_defaults),
-                     pod_template(q.namespace, classes[q.project])]
+                     pod_template(q.namespace, classes[q.project], TEMPLATE_IMAGE)]
         return objs
 
 
-def log_link(s: FlyteSettings) -> dict[str, Any]:
-    """A Grafana Explore link over Loki for the task's pod, from its start time until now."""
-    return _explore_link(s, '{namespace="NS_", pod="POD_", container="CTR_"}')
-
-
-def ray_log_link(s: FlyteSettings) -> dict[str, Any]:
-    """The same for a Ray task: every pod of its RayCluster (the plugin gives the cluster's name,
-    no pod name), from the RayJob's creation until now."""
-    return _explore_link(s, '{namespace="NS_", pod=~"RAYCLUSTER_-.+"}')
-
-
-def escape_for_tpl(value: Any) -> Any:
-    """`value` with every {{ ... }} in its strings wrapped as {{`{{ ... }}`}}, which Helm's `tpl`
-    (the chart renders configuration.inline with it) turns back into the original text."""
-    if isinstance(value, str):
-        return re.sub(r"\{\{.*?\}\}", lambda m: "{{`" + m.group(0) + "`}}", value)
-    if isinstance(value, list):
-        return [escape_for_tpl(v) for v in value]
-    if isinstance(value, dict):
-        return {k: escape_for_tpl(v) for k, v in value.items()}
-    return value
-
-
-def _explore_link(s: FlyteSettings, expr: str) -> dict[str, Any]:
-    """The JSON is URL-encoded with stand-ins for Flyte's {{ .var }} placeholders, which must reach
-    Flyte unencoded."""
-    stand_ins = {"NS_": "{{ .namespace }}", "POD_": "{{ .podName }}", "CTR_": "{{ .containerName }}",
-                 "RAYCLUSTER_": "{{ .rayClusterName }}", "START_": "{{ .podUnixStartTime }}"}
-    pane = {"a": {
-        "datasource": s.loki_datasource_uid,
-        "queries": [{"refId": "A", "expr": expr, "datasource": {"type": "loki", "uid": s.loki_datasource_uid}}],
-        "range": {"from": "START_000", "to": "now"},
-    }}
-    encoded = quote(json.dumps(pane, separators=(",", ":")), safe="")
-    for stand_in, placeholder in stand_ins.items():
-        encoded = encoded.replace(stand_in, placeholder)
-    return {"displayName": "Logs (Grafana/Loki)",
-            "templateUris": [f"{s.grafana_url.rstrip('/')}/explore?schemaVersion=1&orgId=1&panes={encoded}"]}
-
-
-def project_namespace(q: Quota) -> dict[str, Any]:
+def _configuration(cluster: ClusterModel, s: FlyteSettings, facts: FlyteFacts) -> dict[str, Any]:
+    """The chart's `configuration`: database, storage through Alluxio, log links, Flyte's own
+    inline configuration (domains, task resources, plugin defaults)."""
+    s3 = cluster.settings.s3
+    bucket = s3.buckets["flyte"]
+    endpoint = alluxio.s3_endpoint()
     return {
-        "apiVersion": "v1",
-        "kind": "Namespace",
-        "metadata": {
-            "name": q.namespace,
-            "labels": {
-                "pod-security.kubernetes.io/enforce": PSA_LEVEL,
-                "pod-security.kubernetes.io/audit": PSA_LEVEL,
-                "pod-security.kubernetes.io/warn": PSA_LEVEL,
-                "forge.exa.ai/flyte-project": q.project,
-                "forge.exa.ai/flyte-domain": q.domain,
-            },
-            # Removing a project from the inventory must not delete its running work with it.
-            "annotations": {"argocd.argoproj.io/sync-options": "Prune=false,Delete=false"},
+        "database": {
+            "username": s.database.username,
+            "host": s.database.host,
+            "port": s.database.port,
+            "dbname": s.database.dbname,
+            "options": s.database.options,
+            "passwordPath": f"{DB_PASSWORD_DIR}/password",
         },
-    }
-
-
-def resource_quota(q: Quota) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "ResourceQuota",
-        "metadata": {"name": "forge-quota", "namespace": q.namespace},
-        "spec": {"hard": {
-            f"requests.{GPU_RESOURCE}": str(q.gpus),
-            "requests.cpu": str(q.cpus),
-            "requests.memory": f"{q.memory_gib}Gi",
-        }},
-    }
-
-
-def limit_range(namespace: str, d: TaskDefaults) -> dict[str, Any]:
-    """Containers that ask for nothing get the task defaults, so the quota can count them."""
-    return {
-        "apiVersion": "v1",
-        "kind": "LimitRange",
-        "metadata": {"name": "forge-defaults", "namespace": namespace},
-        "spec": {"limits": [{
-            "type": "Container",
-            "defaultRequest": {"cpu": str(d.cpu), "memory": f"{d.memory_gib}Gi"},
-            "default": {"memory": f"{d.memory_gib}Gi"},
-        }]},
-    }
-
-
-def pod_template(namespace: str | None, priority_class: str) -> dict[str, Any]:
-    """Propeller's base for every pod in `namespace` (None: the flyte namespace, its fallback)."""
-    meta: dict[str, Any] = {"name": POD_TEMPLATE}
-    if namespace:
-        meta["namespace"] = namespace
-    return {
-        "apiVersion": "v1",
-        "kind": "PodTemplate",
-        "metadata": meta,
-        "template": {"spec": {
-            "priorityClassName": priority_class,
-            "containers": [{"name": "default", "image": TEMPLATE_IMAGE}],
-        }},
-    }
-
-
-def metrics_service() -> dict[str, Any]:
-    """The chart exposes no Service for propeller's metrics port; this one is for scraping."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": "flyte-metrics", "annotations": {"forge.exa.ai/metrics-path": "/metrics"}},
-        "spec": {
-            "selector": {"app.kubernetes.io/name": "flyte-binary", "app.kubernetes.io/instance": RELEASE,
-                         "app.kubernetes.io/component": "flyte-binary"},
-            "ports": [{"name": "metrics", "port": METRICS_PORT, "targetPort": METRICS_PORT}],
+        "storage": {
+            "metadataContainer": bucket,
+            "userDataContainer": bucket,
+            "provider": "s3",
+            "providerConfig": {"s3": {
+                "region": s3.region,
+                "endpoint": endpoint,
+                "disableSSL": endpoint.startswith("http://"),  # in-cluster, plain HTTP
+                "authType": "iam",  # the AWS SDK's chain: env vars from the Secret below
+            }},
+        },
+        # The chart ships the FlyteWorkflow CRD (Argo CD owns it) instead of the binary
+        # creating it at startup, out of GitOps' sight.
+        "propeller": {"createCRDs": False},
+        "logging": {"plugins": {"custom": [log_link(s)]}},
+        "inline": {
+            "domains": [{"id": d.name, "name": d.name} for d in s.domains],
+            "task_resources": {
+                "defaults": {"cpu": str(s.task_defaults.cpu), "memory": f"{s.task_defaults.memory_gib}Gi"},
+                "limits": {"cpu": str(facts.limits.cpus), "memory": f"{facts.limits.memory_gib}Gi", "gpu": str(facts.limits.gpus)},
+            },
+            "plugins": {
+                "k8s": {
+                    "default-pod-template-name": POD_TEMPLATE,
+                    # Every worker node is a GPU node with a taint; CPU tasks run there too.
+                    "default-tolerations": cluster.gpu_tolerations,
+                    "default-cpus": str(s.task_defaults.cpu),
+                    "default-memory": f"{s.task_defaults.memory_gib}Gi",
+                    # Task code (flytekit) reads and writes raw data through Alluxio as well.
+                    "default-env-vars": {"FLYTE_AWS_ENDPOINT": endpoint},
+                    "default-env-from-secrets": [s3.credentials_secret],
+                },
+                # The Ray plugin does not read plugins.logs (configuration.logging above).
+                # The chart passes `inline` through Helm's tpl: Flyte's placeholders escaped.
+                "ray": {"logs": {"templates": [escape_for_tpl(ray_log_link(s))]}},
+            },
         },
     }
