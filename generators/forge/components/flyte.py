@@ -40,12 +40,12 @@ from forge.components.base import WAVE_WORKLOADS, Component, Contains, Expected
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL, priority_class_names
 from forge.inventory.schema import Name, PositiveInt, Strict
 from forge.model import ClusterModel
+from forge import versions
 
-IMAGE = "cr.flyte.org/flyteorg/flyte-binary-release"  # what Flyte's release build pins the chart to
-IMAGE_TAG = "v1.16.8"
+IMAGE = "flyte-binary"  # images in charts/versions.yaml: what Flyte's release build pins the chart to
 # Placeholder image of the PodTemplate's container named `default`: propeller merges that
 # container's settings into task containers but never runs its image. Pinned all the same.
-TEMPLATE_IMAGE = "registry.k8s.io/pause:3.10"
+TEMPLATE_IMAGE = "flyte-pod-template"
 POD_TEMPLATE = "forge-default"
 RELEASE = "flyte"
 FULLNAME = "flyte"  # services flyte-http (8088), flyte-grpc (8089), flyte-webhook
@@ -281,7 +281,7 @@ class Flyte(Component):
             },
             "enabled_plugins": {"tasks": {"task-plugins": {"enabled-plugins": PLUGINS, "default-for-task-types": TASK_TYPES}}},
             "deployment": {
-                "image": {"repository": IMAGE, "tag": IMAGE_TAG},
+                "image": {"repository": versions.image(IMAGE).repository, "tag": versions.image(IMAGE).tag},
                 "extraEnvVars": [
                     {"name": key, "valueFrom": {"secretKeyRef": {"name": s3.credentials_secret, "key": key}}}
                     for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
@@ -331,7 +331,7 @@ class Flyte(Component):
             Expected(*config, (*database, "host"), s.database.host),
             Expected(*config, (*database, "passwordPath"), f"{DB_PASSWORD_DIR}/password"),
             Expected(*config, (*database, "dbname"), s.database.dbname),
-            Expected(*deployment, (*flyte, "image"), f"{IMAGE}:{IMAGE_TAG}"),
+            Expected(*deployment, (*flyte, "image"), versions.image(IMAGE).ref),
             Expected(*deployment, (*flyte, "env"), Contains(*(
                 {"name": key, "valueFrom": {"secretKeyRef": {"key": key, "name": s3.credentials_secret}}}
                 for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")))),
@@ -452,7 +452,7 @@ def pod_template(namespace: str | None, priority_class: str) -> dict[str, Any]:
         "metadata": meta,
         "template": {"spec": {
             "priorityClassName": priority_class,
-            "containers": [{"name": "default", "image": TEMPLATE_IMAGE}],
+            "containers": [{"name": "default", "image": versions.image(TEMPLATE_IMAGE).ref}],
         }},
     }
 
