@@ -137,3 +137,14 @@ def test_the_cli_reports_a_broken_catalogue_as_a_user_error(broken_catalogue, tm
     assert (f"error: generators/forge/catalogue/hardware.yaml:{line}: servers.dell-xe9680.max_nvme: "
             "input should be a valid integer") in result.output
     assert "Traceback" not in result.output and not (repo / "overlays").exists()
+
+
+def test_more_nic_cards_than_the_server_has_pcie_slots_are_refused():
+    text = inventory_text("h200")
+    old = "      - model: bluefield-3\n        count: 2\n"
+    assert old in text, "the shipped inventory changed"
+    text = text.replace(old, "      - model: bluefield-3\n        count: 3\n", 1)
+    with pytest.raises(InventoryError) as caught:
+        load_inventory_text(text, "clusters/h200/inventory.yaml")
+    assert ("profiles.sr680a-h200.nics: 11 NIC/DPU cards do not fit a lenovo-sr680a-v3 (at most 10 PCIe slots)"
+            in [f"{p.path}: {p.message}" for p in caught.value.problems])
