@@ -31,7 +31,7 @@ import yaml
 from ruamel.yaml import YAML
 
 from forge import argocd
-from forge.charts import chart_pins
+from forge.versions import chart_pins
 from forge.components.base import Contains, Expected
 from forge.errors import ForgeError
 from forge.fleet import load_fleet

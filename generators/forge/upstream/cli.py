@@ -13,7 +13,7 @@ from forge.errors import ForgeError
 def _pins(root: Path, keys: tuple[str, ...]):
     """(chart pins, remote kustomize bases) the KEYS name: keys of charts/versions.yaml or names of
     components deployed from a remote base; no KEYS: all of both."""
-    from forge.charts import VERSIONS_FILE, chart_pins
+    from forge.versions import VERSIONS_FILE, chart_pins
 
     pins = chart_pins(root)
     bases = _remote_bases(root)
@@ -87,7 +87,7 @@ def pull(root: Path, keys: tuple[str, ...], mirror: Path | None, require_digest:
 def lock(root: Path) -> None:
     """Write charts/lock.yaml: every pin with the sha256 of its cached archive (run after a pull
     you trust; a chart not cached from an archive keeps its recorded digest, or null)."""
-    from forge.charts import chart_pins
+    from forge.versions import chart_pins
     from forge.upstream.cache import lock_digests
     from forge.upstream.lock import LOCK_FILE, write_lock
 

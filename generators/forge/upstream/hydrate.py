@@ -47,7 +47,7 @@ from typing import Any
 import yaml
 
 from forge import argocd
-from forge.charts import VERSIONS_FILE, ChartPin, chart_pins
+from forge.versions import VERSIONS_FILE, ChartPin, chart_pins
 from forge.components import Component
 from forge.errors import ForgeError
 from forge.folders import swap_in

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from forge.charts import chart_pins
+from forge.versions import chart_pins
 from forge.components import COMPONENTS
 from forge.emit import labels_for
 from forge.errors import ForgeError
