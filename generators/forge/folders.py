@@ -160,10 +160,6 @@ def recover(work: Path) -> str | None:
     return outcome
 
 
-def interrupted(work: Path) -> bool:
-    return (work / JOURNAL).is_file()
-
-
 def _relative(path: Path, base: Path) -> str:
     return os.path.relpath(path, base)
 
