@@ -131,9 +131,9 @@ def validate_hydrated_command(root: Path, components: tuple[str, ...] = ()) -> N
         click.echo(f"FAIL {failure.line()}", err=True)
     for warning in report.warnings:
         click.echo(f"warning: {warning.line()}", err=True)
-    for cluster in sorted(report.objects):
-        click.echo(f"{cluster}: {report.objects[cluster]} objects ({report.by_crd.get(cluster, 0)} against CRDs the charts ship), "
-                   f"{report.keys.get(cluster, 0)} values keys")
+    for cluster, counts in sorted(report.per_cluster.items()):
+        click.echo(f"{cluster}: {counts['objects']} objects ({counts['by_crd']} against CRDs the charts ship), "
+                   f"{counts['keys']} values keys")
     click.echo(f"validated the hydrated output in {time.perf_counter() - started:.2f}s: "
                f"{len(report.failures)} failures, {len(report.warnings)} warnings")
     if report.failures:

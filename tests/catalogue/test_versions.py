@@ -15,7 +15,7 @@ from forge.cli import main
 from forge.components import COMPONENTS
 from forge.datafile import DataFileError
 from forge.errors import ForgeError
-from tests.conftest import REPO, copy_repo_inputs
+from tests.helpers import REPO, copy_repo_inputs
 
 PACKAGE = REPO / "generators" / "forge"
 # A dotted three-part version (1.2.3, v26.4.1, 580.95.05, doca3.4.1) or an image reference with a

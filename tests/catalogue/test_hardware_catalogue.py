@@ -16,7 +16,7 @@ from forge.hardware import CATALOGUE_FILE, GPU_MODELS, SERVER_MODELS, load_catal
 from forge.inventory import load_inventory_text
 from forge.model import derive
 from forge.versions import versions
-from tests.conftest import copy_repo_inputs, inventory_text
+from tests.helpers import copy_repo_inputs, inventory_text
 
 FILE = "clusters/a100/inventory.yaml"
 CATALOGUE = CATALOGUE_FILE.read_text()
