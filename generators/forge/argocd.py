@@ -1,8 +1,17 @@
 """The Argo CD bootstrap of one cluster: an AppProject, a root Application (app of apps) and one
 child Application per component, in sync-wave order.
 
-`kubectl apply -k clusters/<cluster>/argocd` once; from then on the root Application manages the
-folder it came from, itself included.
+`kubectl apply -k clusters/<cluster>/argocd` once: the two AppProjects, the root Application and
+the child Applications. From then on the root Application syncs only clusters/<cluster>/argocd/apps/
+(the child Applications): write access to the repo changes what the components deploy, within
+their AppProject, but neither AppProject nor the root Application, which a person applies again
+after reviewing a change to them.
+
+- `<project>`: the components' project: this repo and the pinned chart sources, the components'
+  namespaces (not Argo CD's), the cluster-scoped kinds they declare, and no Argo CD objects
+  (an Application there could escape the project).
+- `<project>-bootstrap`: the root Application's: this repo only, Argo CD's namespace only, and
+  nothing but Applications.
 """
 from __future__ import annotations
 
@@ -13,10 +22,15 @@ from forge import emit
 from forge.versions import ChartPin
 from forge.components.base import Component, RemoteBase
 from forge.model import ClusterModel
-from forge.paths import ARGOCD_DIR, CLUSTERS_DIR, OVERLAYS_DIR
+from forge.paths import APPS_DIR, ARGOCD_DIR, CLUSTERS_DIR, OVERLAYS_DIR
 
 # Kinds every project needs whatever its components: forge ships Namespaces (base/<component>/).
 _ALWAYS_CLUSTER_KINDS = (("", "Namespace"),)
+_ARGO_KINDS = ("Application", "AppProject", "ApplicationSet")
+
+
+def bootstrap_project_name(cluster: ClusterModel) -> str:
+    return f"{cluster.settings.argocd.project}-bootstrap"
 
 
 def app_name(cluster: ClusterModel, component: str) -> str:
@@ -26,16 +40,18 @@ def app_name(cluster: ClusterModel, component: str) -> str:
 
 def bootstrap_objects(cluster: ClusterModel, components: list[Component], pins: dict[str, ChartPin]) -> dict[str, dict[str, Any]]:
     """File name (inside clusters/<cluster>/argocd/) -> object."""
-    files = {"appproject.yaml": app_project(cluster, components, pins), "root-application.yaml": root_application(cluster)}
+    files = {"appproject.yaml": app_project(cluster, components, pins),
+             "appproject-bootstrap.yaml": bootstrap_project(cluster),
+             "root-application.yaml": root_application(cluster)}
     for component in components:
-        files[f"application-{component.name}.yaml"] = component_application(cluster, component, pins.get(component.chart or ""))
+        files[f"{APPS_DIR}/application-{component.name}.yaml"] = component_application(cluster, component, pins.get(component.chart or ""))
     return files
 
 
 def app_project(cluster: ClusterModel, components: list[Component], pins: dict[str, ChartPin]) -> dict[str, Any]:
     argo = cluster.settings.argocd
     server = argo.destination.server
-    namespaces = sorted({ns for c in components for ns in c.namespaces(cluster)} | {argo.namespace})
+    namespaces = sorted({ns for c in components for ns in c.namespaces(cluster)})
     kinds = sorted({k for c in components for k in c.cluster_kinds} | set(_ALWAYS_CLUSTER_KINDS))
     repos = sorted({cluster.settings.git.repo_url} | {pins[c.chart].repo for c in components if c.chart}
                    | {r.repo_url for c in components if (r := c.remote_base(cluster))})
@@ -48,7 +64,26 @@ def app_project(cluster: ClusterModel, components: list[Component], pins: dict[s
             "sourceRepos": repos,
             "destinations": [{"server": server, "namespace": ns} for ns in namespaces],
             "clusterResourceWhitelist": [{"group": g, "kind": k} for g, k in kinds],
+            "namespaceResourceBlacklist": [{"group": "argoproj.io", "kind": k} for k in _ARGO_KINDS],
             "orphanedResources": {"warn": True},
+        },
+    }
+
+
+def bootstrap_project(cluster: ClusterModel) -> dict[str, Any]:
+    """The root Application's project: it may create Applications in Argo CD's namespace from
+    this repo, and nothing else (no cluster-scoped kind at all)."""
+    argo = cluster.settings.argocd
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "AppProject",
+        "metadata": {"name": bootstrap_project_name(cluster), "namespace": argo.namespace},
+        "spec": {
+            "description": f"the root Application of cluster {cluster.name}: child Applications only",
+            "sourceRepos": [cluster.settings.git.repo_url],
+            "destinations": [{"server": argo.destination.server, "namespace": argo.namespace}],
+            "clusterResourceWhitelist": [],
+            "namespaceResourceWhitelist": [{"group": "argoproj.io", "kind": "Application"}],
         },
     }
 
@@ -68,9 +103,11 @@ def root_application(cluster: ClusterModel) -> dict[str, Any]:
         "kind": "Application",
         "metadata": {"name": app_name(cluster, "root"), "namespace": argo.namespace},
         "spec": {
-            "project": argo.project,
+            "project": bootstrap_project_name(cluster),
+            # The child Applications only: the AppProjects and this Application sit outside that
+            # folder, so the repo cannot widen its own permissions.
             "source": {"repoURL": git.repo_url, "targetRevision": git.revision,
-                       "path": str(Path(CLUSTERS_DIR, cluster.name, ARGOCD_DIR))},
+                       "path": str(Path(CLUSTERS_DIR, cluster.name, ARGOCD_DIR, APPS_DIR))},
             "destination": {"server": argo.destination.server, "namespace": argo.namespace},
             "syncPolicy": _sync_policy(["PrunePropagationPolicy=foreground"]),
         },

@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from forge import argocd, emit
-from forge.components import Component
+from forge.components import Component, network
 from forge.errors import ForgeError
 from forge.fleet import Fleet, load_fleet
 from forge.model import ClusterModel
-from forge.paths import ARGOCD_DIR, BASE_DIR, CLUSTERS_DIR, OVERLAYS_DIR
+from forge.paths import APPS_DIR, ARGOCD_DIR, BASE_DIR, CLUSTERS_DIR, OVERLAYS_DIR
 
 EXAMPLES_DIR = "examples"  # overlays/<cluster>/<component>/examples/: generated, never synced
 
@@ -36,7 +36,7 @@ def build_tree(root: Path, fleet: Fleet | None = None) -> Tree:
     tree = Tree(owned=[OVERLAYS_DIR])
     for plan in fleet:
         for component in plan.components:
-            _component_files(root, tree, plan.cluster, component)
+            _component_files(root, tree, plan.cluster, component, list(plan.components))
         _bootstrap_files(tree, plan.cluster, list(plan.components), fleet.pins)
     # A cluster folder whose inventory is gone keeps no stale bootstrap (the fleet stage refused
     # any such folder holding files forge did not generate).
@@ -45,7 +45,7 @@ def build_tree(root: Path, fleet: Fleet | None = None) -> Tree:
     return tree
 
 
-def _component_files(root: Path, tree: Tree, cluster: ClusterModel, component: Component) -> None:
+def _component_files(root: Path, tree: Tree, cluster: ClusterModel, component: Component, components: list[Component]) -> None:
     base = Path(BASE_DIR, component.name)
     if not (root / base / "kustomization.yaml").is_file():
         raise ForgeError(f"{base}/kustomization.yaml is missing: every component has a hand-written base")
@@ -55,13 +55,15 @@ def _component_files(root: Path, tree: Tree, cluster: ClusterModel, component: C
     if values is not None:
         tree.add(folder / "values.yaml", emit.yaml_file(generator, cluster.source, [values]))
     resources = [Path("../../..", base).as_posix()]
-    for obj in component.manifests(cluster):
+    own = [(obj, generator) for obj in component.manifests(cluster)]
+    own += [(obj, network.__name__) for obj in network.policies(component, cluster, components)]
+    for obj, writer in own:
         meta = obj["metadata"]
         # Objects in another namespace than the component's (Flyte's per-project ones) may share
         # a name: their file names carry the namespace.
         scope = f"{meta['namespace']}-" if meta.get("namespace") not in (None, component.namespace) else ""
         name = f"{obj['kind'].lower()}-{scope}{meta['name']}.yaml"
-        tree.add(folder / name, emit.yaml_file(generator, cluster.source, [obj]))
+        tree.add(folder / name, emit.yaml_file(writer, cluster.source, [obj]))
         resources.append(name)
     tree.add(folder / "kustomization.yaml", emit.kustomization(generator, cluster.source, cluster.name, resources))
     for obj in component.examples(cluster):  # not in resources: never synced
@@ -73,4 +75,9 @@ def _bootstrap_files(tree: Tree, cluster: ClusterModel, components: list[Compone
     files = argocd.bootstrap_objects(cluster, components, pins)
     for name, obj in files.items():
         tree.add(folder / name, emit.yaml_file(argocd.__name__, cluster.source, [obj]))
-    tree.add(folder / "kustomization.yaml", emit.kustomization(argocd.__name__, cluster.source, cluster.name, list(files)))
+    # The root Application syncs apps/ (the child Applications only); the folder above adds the
+    # AppProjects and the root Application, for the one `kubectl apply -k` by a person.
+    apps = [n.split("/", 1)[1] for n in files if n.startswith(f"{APPS_DIR}/")]
+    tree.add(folder / APPS_DIR / "kustomization.yaml", emit.kustomization(argocd.__name__, cluster.source, cluster.name, apps))
+    tree.add(folder / "kustomization.yaml", emit.kustomization(argocd.__name__, cluster.source, cluster.name,
+                                                               [*(n for n in files if "/" not in n), APPS_DIR]))

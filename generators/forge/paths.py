@@ -11,5 +11,6 @@ CLUSTERS_DIR = "clusters"
 OVERLAYS_DIR = "overlays"
 BASE_DIR = "base"
 INVENTORY_FILE = "inventory.yaml"
-ARGOCD_DIR = "argocd"  # clusters/<cluster>/argocd: the generated Argo CD bootstrap
+ARGOCD_DIR = "argocd"  # clusters/<cluster>/argocd: the generated Argo CD bootstrap, applied by hand once
+APPS_DIR = "apps"  # clusters/<cluster>/argocd/apps: the child Applications, all the root Application syncs
 RENDERED_DIR = Path("build/rendered")

@@ -9,7 +9,7 @@ from forge.versions import chart_pins
 from forge.components import COMPONENTS
 from forge.fleet import components_of as enabled_components
 from forge.fleet import load_plan_text
-from tests.helpers import REPO, inventory_text
+from tests.helpers import REPO, generated, inventory_text
 
 
 def h200_bootstrap():
@@ -29,7 +29,7 @@ def test_app_project_allows_only_this_repo_the_pinned_charts_and_the_cluster():
     assert "*" not in spec["sourceRepos"]
     assert {d["server"] for d in spec["destinations"]} == {"https://kubernetes.default.svc"}
     # each component's namespaces: its own, plus any its manifests name (Flyte's project namespaces)
-    assert sorted(d["namespace"] for d in spec["destinations"]) == sorted({ns for c in components for ns in c.namespaces(cluster)} | {"argocd"})
+    assert sorted(d["namespace"] for d in spec["destinations"]) == sorted({ns for c in components for ns in c.namespaces(cluster)})
     assert "training-production" in {d["namespace"] for d in spec["destinations"]}
     kinds = {(k["group"], k["kind"]) for k in spec["clusterResourceWhitelist"]}
     assert ("", "Namespace") in kinds and ("nfd.k8s-sigs.io", "NodeFeatureRule") in kinds
@@ -38,7 +38,7 @@ def test_app_project_allows_only_this_repo_the_pinned_charts_and_the_cluster():
 
 def test_component_application_is_multi_source_with_values_from_this_repo():
     _, _, files = h200_bootstrap()
-    app = files["application-gpu-operator.yaml"]
+    app = files["apps/application-gpu-operator.yaml"]
     chart, values_ref, overlay = app["spec"]["sources"]
     assert (chart["chart"], chart["targetRevision"]) == ("gpu-operator", chart_pins(REPO)["gpu-operator"].version)
     assert chart["helm"]["valueFiles"] == ["$values/overlays/h200/gpu-operator/values.yaml"]
@@ -48,11 +48,31 @@ def test_component_application_is_multi_source_with_values_from_this_repo():
     assert "resources-finalizer.argocd.argoproj.io" not in app["metadata"].get("finalizers", [])
 
 
-def test_root_application_manages_the_bootstrap_folder():
+def test_root_application_syncs_only_the_child_applications_never_the_projects_or_itself():
     _, _, files = h200_bootstrap()
     root = files["root-application.yaml"]
-    assert root["spec"]["source"]["path"] == "clusters/h200/argocd"
-    assert root["spec"]["project"] == files["appproject.yaml"]["metadata"]["name"] == "forge-h200"
+    assert root["spec"]["source"]["path"] == "clusters/h200/argocd/apps"
+    # What that folder holds: the child Applications and nothing else.
+    apps = generated("clusters/h200/argocd/apps/kustomization.yaml")["resources"]
+    assert apps and all(r.startswith("application-") for r in apps)
+    assert set(generated("clusters/h200/argocd/kustomization.yaml")["resources"]) == {
+        "appproject.yaml", "appproject-bootstrap.yaml", "root-application.yaml", "apps"}
+    # The root lives in its own project, which may create Applications in Argo CD's namespace only.
+    assert root["spec"]["project"] == files["appproject-bootstrap.yaml"]["metadata"]["name"] == "forge-h200-bootstrap"
+    boot = files["appproject-bootstrap.yaml"]["spec"]
+    assert boot["sourceRepos"] == ["https://github.com/exa-labs/forge.git"]
+    assert boot["destinations"] == [{"server": "https://kubernetes.default.svc", "namespace": "argocd"}]
+    assert boot["clusterResourceWhitelist"] == []
+    assert boot["namespaceResourceWhitelist"] == [{"group": "argoproj.io", "kind": "Application"}]
+    # Every child in the components' project, which cannot deploy to Argo CD's namespace nor
+    # create Argo CD objects anywhere.
+    children = [o for n, o in files.items() if n.startswith("apps/")]
+    assert children and {a["spec"]["project"] for a in children} == {"forge-h200"}
+    spec = files["appproject.yaml"]["spec"]
+    assert "argocd" not in {d["namespace"] for d in spec["destinations"]}
+    assert {(k["group"], k["kind"]) for k in spec["namespaceResourceBlacklist"]} == {
+        ("argoproj.io", "Application"), ("argoproj.io", "AppProject"), ("argoproj.io", "ApplicationSet")}
+    assert not {k["group"] for k in spec["clusterResourceWhitelist"]} & {"argoproj.io", "*"}
 
 
 def test_every_component_has_a_base_with_its_namespace_and_protection():
@@ -95,5 +115,5 @@ def test_exactly_one_node_feature_discovery_per_cluster():
 
 def test_crd_only_application_is_never_pruned_automatically():
     _, _, files = h200_bootstrap()
-    assert files["application-prometheus-crds.yaml"]["spec"]["syncPolicy"]["automated"] == {"prune": False, "selfHeal": True}
-    assert files["application-gpu-operator.yaml"]["spec"]["syncPolicy"]["automated"] == {"prune": True, "selfHeal": True}
+    assert files["apps/application-prometheus-crds.yaml"]["spec"]["syncPolicy"]["automated"] == {"prune": False, "selfHeal": True}
+    assert files["apps/application-gpu-operator.yaml"]["spec"]["syncPolicy"]["automated"] == {"prune": True, "selfHeal": True}

@@ -28,7 +28,7 @@ def test_urgent_preempts_batch_and_batch_preempts_nobody(cluster):
 def test_operators_use_system_priority_classes(cluster):
     assert generated(f"overlays/{cluster}/kuberay-operator/values.yaml")["priorityClassName"] == "system-cluster-critical"
     assert generated(f"overlays/{cluster}/flyte/values.yaml")["deployment"]["extraPodSpec"]["priorityClassName"] == "system-cluster-critical"
-    app = generated(f"clusters/{cluster}/argocd/application-training-operator.yaml")
+    app = generated(f"clusters/{cluster}/argocd/apps/application-training-operator.yaml")
     patch = app["spec"]["sources"][0]["kustomize"]["patches"][0]["patch"]
     assert "priorityClassName: system-cluster-critical" in patch
 

@@ -23,7 +23,7 @@ OURS = ("scheduling", "training-operator", "kuberay-operator", "alluxio", "flyte
 
 
 def wave(cluster: str, component: str) -> int:
-    app = generated(f"clusters/{cluster}/argocd/application-{component}.yaml")
+    app = generated(f"clusters/{cluster}/argocd/apps/application-{component}.yaml")
     return int(app["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"])
 
 
@@ -38,7 +38,7 @@ def test_operators_sync_before_flyte(cluster):
 
 @pytest.mark.parametrize("cluster", CLUSTERS)
 def test_training_operator_is_upstream_kustomize_at_a_pinned_tag(cluster):
-    app = generated(f"clusters/{cluster}/argocd/application-training-operator.yaml")
+    app = generated(f"clusters/{cluster}/argocd/apps/application-training-operator.yaml")
     upstream, overlay = app["spec"]["sources"]
     assert (upstream["repoURL"], upstream["targetRevision"], upstream["path"]) == (
         "https://github.com/kubeflow/trainer.git", "v1.9.4", "manifests/overlays/standalone")
@@ -65,7 +65,7 @@ def test_chart_repos_are_pinned(cluster):
         ("kuberay-operator", "kuberay-operator", "https://ray-project.github.io/kuberay-helm/", "1.7.0"),
         ("flyte", "flyte-binary", "https://flyteorg.github.io/flyte", "v1.16.8"),
     ):
-        source = generated(f"clusters/{cluster}/argocd/application-{component}.yaml")["spec"]["sources"][0]
+        source = generated(f"clusters/{cluster}/argocd/apps/application-{component}.yaml")["spec"]["sources"][0]
         assert (source["repoURL"], source["chart"], source["targetRevision"]) == (repo, chart, version)
         assert pins[chart].version == version
 
@@ -116,7 +116,7 @@ def test_plugin_resources_validate_against_upstream_crds(cluster):
 def test_argocd_objects_validate_against_argo_crds(cluster):
     crds = CrdSchemas()
     crds.add_dir(upstream_data("argo-cd-crds-v3.4.4/crds"))
-    for name in ["appproject.yaml", *(f"application-{c}.yaml" for c in OURS)]:
+    for name in ["appproject.yaml", "appproject-bootstrap.yaml", *(f"apps/application-{c}.yaml" for c in OURS)]:
         obj = generated(f"clusters/{cluster}/argocd/{name}")
         assert crds.validate(obj) == [], name
 

@@ -87,7 +87,7 @@ def test_mig_lab_renders_one_node_rule_per_node_with_its_layout(fleet: Path):
 def test_no_fabric_has_no_network_operator_and_no_gpudirect(fleet: Path):
     overlays = sorted(p.name for p in (fleet / "overlays/no-fabric").iterdir())
     assert "network-operator" not in overlays
-    assert not (fleet / "clusters/no-fabric/argocd/application-network-operator.yaml").exists()
+    assert not (fleet / "clusters/no-fabric/argocd/apps/application-network-operator.yaml").exists()
     assert not (fleet / "build/rendered/no-fabric/network-operator.yaml").exists()
     rdma = values(fleet, "no-fabric", "gpu-operator")["driver"]["rdma"]
     assert rdma == {"enabled": False, "useHostMofed": False}
@@ -98,7 +98,7 @@ def test_no_fabric_without_settings_runs_only_the_components_that_need_none(flee
     overlays = sorted(p.name for p in (fleet / "overlays/no-fabric").iterdir())
     assert overlays == ["alloy", "gpu-operator", "kuberay-operator", "loki", "node-feature-discovery",
                         "prometheus", "prometheus-crds", "training-operator"]
-    apps = sorted(p.name for p in (fleet / "clusters/no-fabric/argocd").glob("application-*.yaml"))
+    apps = sorted(p.name for p in (fleet / "clusters/no-fabric/argocd/apps").glob("application-*.yaml"))
     assert apps == sorted(f"application-{c}.yaml" for c in overlays)
     gpu = values(fleet, "no-fabric", "gpu-operator")
     assert gpu["mig"]["strategy"] == "single"

@@ -66,8 +66,12 @@ def gpu_cases(cluster: ClusterModel) -> list[Case]:
         return [(series(metric, **dcgm), values)]
 
     cases = [
-        Case("GpuXidCriticalError", {}, one(m.GPU_XID, "0 0 79x10"), one(m.GPU_XID, "13x10"), [gpu], "5m", "79"),
-        Case("GpuXidError", {}, one(m.GPU_XID, "13x10"), one(m.GPU_XID, "79x10"), [gpu], "5m", "13"),
+        # The XID gauge keeps its last value: an XID at 11m fires at 15m; one at 1m, still held,
+        # has resolved by 15m (the window is 10m); the other class's XID never fires this one.
+        Case("GpuXidCriticalError", {}, one(m.GPU_XID, "0x10 79x10"), one(m.GPU_XID, "0 79x20"), [gpu], "15m", "79",
+             extra_quiet=[one(m.GPU_XID, "0x10 13x10"), one(m.GPU_XID, "79x20")]),
+        Case("GpuXidError", {}, one(m.GPU_XID, "0x10 13x10"), one(m.GPU_XID, "0 13x20"), [gpu], "15m", "13",
+             extra_quiet=[one(m.GPU_XID, "0x10 79x10"), one(m.GPU_XID, "13x20")]),
         Case("GpuDoubleBitEccError", {}, one(m.GPU_ECC_DBE, "0 0 0 1x10"), one(m.GPU_ECC_DBE, "3x20"), [gpu], "5m"),
         Case("GpuRowRemapFailure", {}, one(m.GPU_ROW_REMAP_FAILURE, "1x5"), one(m.GPU_ROW_REMAP_FAILURE, "0x5"), [gpu], "2m"),
         Case("GpuRowRemapPending", {}, one(m.GPU_UNCORRECTABLE_REMAPPED_ROWS, "0 0 1x10"),
@@ -94,6 +98,15 @@ def gpu_cases(cluster: ClusterModel) -> list[Case]:
             Case("GpuPowerOverLimit", {"gpu_model": gm.key}, [(series(m.GPU_POWER, **d), f"{gm.max_power_w + 1}x10")],
                  [(series(m.GPU_POWER, **d), f"{gm.max_power_w}x10")], [g], "10m"),
         ]
+        if gm.max_memory_temp_c is not None:  # HBM limit from the catalogue, where published
+            hbm = gm.max_memory_temp_c
+            cases += [
+                Case("GpuMemoryTemperatureHigh", {"gpu_model": gm.key}, [(series(m.GPU_MEMORY_TEMP, **d), f"{hbm - 5}x10")],
+                     [(series(m.GPU_MEMORY_TEMP, **d), f"{hbm - 6}x10")], [g], "10m",
+                     extra_quiet=[[(series(m.GPU_TEMP, **d), f"{hbm}x10")]]),  # the GPU's own temperature is another alert
+                Case("GpuMemoryTemperatureCritical", {"gpu_model": gm.key}, [(series(m.GPU_MEMORY_TEMP, **d), f"{hbm}x10")],
+                     [(series(m.GPU_MEMORY_TEMP, **d), f"{hbm - 1}x10")], [g], "5m"),
+            ]
     if any(n.profile.gpu.nvlink for n in cluster.gpu_nodes):
         cases += [
             Case("GpuNvlinkErrors", {}, one(m.NVLINK_CRC_DATA, "0+20x20") + one(m.NVLINK_REPLAY, "0x20"),
@@ -278,6 +291,9 @@ def test_the_issue_asks_for_these_alerts_on_both_fleets(clusters):
               "AlluxioCacheHitRateCollapsed", "FlytePropellerSystemErrors"}
     for cluster in clusters.values():
         assert wanted <= {r["alert"] for r in alert_rules(cluster)}, cluster.name
+    # HBM temperature where the catalogue publishes the model's memory limit (the A100-80GB).
+    assert GPU_MODELS["A100-80GB"].max_memory_temp_c is not None
+    assert {"GpuMemoryTemperatureHigh", "GpuMemoryTemperatureCritical"} <= {r["alert"] for r in alert_rules(clusters["a100"])}
     # RDMA counters only where the inventory lists RDMA NICs: the H200 fleet's ConnectX-7/BlueField-3.
     assert "RdmaPortErrors" in {r["alert"] for r in alert_rules(clusters["h200"])}
     assert "RdmaPortErrors" not in {r["alert"] for r in alert_rules(clusters["a100"])}

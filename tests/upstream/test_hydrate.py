@@ -52,7 +52,7 @@ def test_hydrate_renders_what_argocd_renders(widget_repo: Path, mirror: Path):
     assert sorted(objs) == ["ConfigMap/wdg-config", "CustomResourceDefinition/widgets.example.com", "Deployment/wdg-widget",
                             "Namespace/widget", "PodDisruptionBudget/wdg-widget", "Service/wdg-sidecar", "Widget/main"]
     # release name and namespace from the component, as in its Application
-    app = yaml.safe_load((widget_repo / "clusters/a100/argocd/application-widget.yaml").read_text())
+    app = yaml.safe_load((widget_repo / "clusters/a100/argocd/apps/application-widget.yaml").read_text())
     assert app["spec"]["sources"][0]["helm"]["releaseName"] == "wdg" and app["spec"]["destination"]["namespace"] == "widget"
     assert objs["Deployment/wdg-widget"]["metadata"]["namespace"] == "widget"
     # the custom resource is guarded by `.Capabilities.APIVersions.Has "example.com/v1/Widget"`: the

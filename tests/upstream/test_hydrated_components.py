@@ -309,7 +309,7 @@ def test_the_remote_base_builds_with_the_applications_patches(tmp_path: Path):
                     f"{mirror / 'training-operator-v1.9.4'} (UNVERIFIED: a git tag has no digest to check)")
     tree = cached_tree(cache, key)
     assert tree == cache / "kustomize" / "trainer-v1.9.4" / "tree"
-    app = generated("clusters/a100/argocd/application-training-operator.yaml")
+    app = generated("clusters/a100/argocd/apps/application-training-operator.yaml")
     source = app["spec"]["sources"][0]
     out = [o for o in yaml.safe_load_all(build_remote(tree, source, kustomize_build_command(REPO), "a100/training-operator")) if o]
     assert [o["kind"] for o in out] == ["Deployment"]  # the upstream Namespace is deleted by our patch

@@ -26,7 +26,8 @@ def test_render_writes_one_file_per_component_and_counts_objects(repo_inputs: Pa
     ]
     h200 = list(yaml.safe_load_all((rendered / "h200/node-feature-discovery.yaml").read_text()))
     kinds = sorted({o["kind"] for o in h200})
-    assert kinds == ["Namespace", "NodeFeatureRule"] and len(h200) == 1 + 21
+    # its Namespace, one rule per node, and the namespace's NetworkPolicies (deny, same namespace, scrape)
+    assert kinds == ["Namespace", "NetworkPolicy", "NodeFeatureRule"] and len(h200) == 1 + 21 + 3
     # kustomize applied our standard labels to every object it built
     for obj in h200:
         assert obj["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "forge"

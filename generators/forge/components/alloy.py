@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from forge.components import network
 from forge.components.base import WAVE_OBSERVABILITY, Component, custom_resource
 from forge.components.loki import PUSH_URL
 from forge.model import ClusterModel
@@ -25,6 +26,9 @@ class Alloy(Component):
         ("rbac.authorization.k8s.io", "ClusterRole"),
         ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
     )
+
+    def ingress(self, cluster: ClusterModel) -> tuple[network.Allow, ...]:
+        return (network.scrape([alloy.HTTP_PORT]),)
 
     def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
         return [*alloy.manifests(cluster, self.namespace, PUSH_URL), custom_resource(alloy.pod_monitor(self.namespace))]

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Mapping, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
+from forge.components.network import Allow
 from forge.model import ClusterModel
 
 if TYPE_CHECKING:
@@ -177,6 +178,17 @@ class Component:
         """Every namespace the component's Application deploys into (for the AppProject): its own,
         plus any its manifests name explicitly (Flyte's project namespaces)."""
         return (self.namespace,)
+
+    def owned_namespaces(self, cluster: ClusterModel) -> tuple[str, ...]:
+        """The namespaces whose Namespace object forge ships for this component (base/<name>/,
+        Flyte's project namespaces): each gets a default-deny NetworkPolicy and the component's
+        `ingress` (forge.components.network)."""
+        return (self.namespace,)
+
+    def ingress(self, cluster: ClusterModel) -> tuple[Allow, ...]:
+        """What may reach the component's pods from outside their namespace: its real peers,
+        Prometheus on its metrics ports, the API server on its webhook ports."""
+        return ()
 
     def remote_base(self, cluster: ClusterModel) -> RemoteBase | None:
         """Upstream kustomize manifests deployed in place of a chart (chart stays None)."""

@@ -6,6 +6,7 @@ from typing import Any
 
 import yaml
 
+from forge.components import network
 from forge.components.base import WAVE_GPU, Component, Expected
 from forge.model import MIG_DISABLED, ClusterModel
 from forge.observability.metrics import DCGM_CONFIG_NAME, NODE_RELABELING, dcgm_metrics_csv
@@ -23,6 +24,11 @@ def derive_facts(cluster: ClusterModel) -> GpuOperatorFacts:
     gpus = {name: max((n.gpu_count for n in cluster.gpu_nodes if n.mig_layout == name), default=0)
             for name in cluster.mig_layouts_used}
     return GpuOperatorFacts(gpus, _mig_parted_config(cluster, gpus))
+
+
+# What Prometheus scrapes in gpu-operator: dcgm-exporter (9400), the operator (8080) and the
+# node-status-exporter (8000), the chart's and operator's default ports.
+METRICS_PORTS = (8000, 8080, 9400)
 
 
 class GpuOperator(Component):
@@ -46,6 +52,9 @@ class GpuOperator(Component):
 
     def enabled(self, cluster: ClusterModel) -> bool:
         return bool(cluster.gpu_nodes)
+
+    def ingress(self, cluster: ClusterModel) -> tuple[network.Allow, ...]:
+        return (network.scrape(METRICS_PORTS),)
 
     def derive_facts(self, cluster: ClusterModel) -> GpuOperatorFacts:
         return derive_facts(cluster)

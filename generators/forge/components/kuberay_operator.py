@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from forge.components import network
 from forge.components.base import WAVE_OPERATORS, Component, Expected
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL
 from forge.model import ClusterModel
@@ -15,6 +16,10 @@ from forge import versions
 
 DEPLOYMENT = "kuberay-operator"  # the chart's fullname for release kuberay-operator
 IMAGE = "kuberay-operator"  # images in charts/versions.yaml: the chart's default (pinned by the chart version)
+METRICS_PORT = 8080  # the chart's service.port: the operator's metrics
+# What the operator calls on the Ray head pods it manages (in Flyte's project namespaces): the
+# dashboard's job API (RayJob submission, status) and the dashboard agent (RayService health).
+RAY_HEAD_PORTS = (8265, 52365)
 
 
 class KuberayOperator(Component):
@@ -31,6 +36,9 @@ class KuberayOperator(Component):
 
     def enabled(self, cluster: ClusterModel) -> bool:
         return bool(cluster.gpu_nodes)
+
+    def ingress(self, cluster: ClusterModel) -> tuple[network.Allow, ...]:
+        return (network.scrape([METRICS_PORT]),)
 
     def values(self, cluster: ClusterModel) -> dict[str, Any]:
         return {

@@ -20,6 +20,7 @@ from typing import Annotated, Any, Iterator
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from forge.components import network
 from forge.components.base import WAVE_OBSERVABILITY, Component, Expected
 from forge.model import CONTROL_PLANE_LABEL, ClusterModel
 from forge.observability import plain
@@ -28,6 +29,8 @@ from forge.observability.sizing import LOKI_TARGETS, LokiLayout, loki_daily_gb, 
 NAMESPACE = "loki"
 BUCKET_KEY = "loki"  # the key in cluster.s3.buckets
 GATEWAY_URL = "http://loki-gateway.loki.svc.cluster.local"  # release "loki": service loki-gateway, port 80
+GATEWAY_PORT = 8080  # the chart's gateway.containerPort (its Service's port 80 targets it)
+HTTP_PORT = 3100  # Loki's http_listen_port: push, query and /metrics on every target
 PUSH_URL = f"{GATEWAY_URL}/loki/api/v1/push"
 SCHEMA_FROM = "2026-01-01"  # first day of the v13/TSDB schema; a new period is appended, never edited
 # What loki 7.3.0 names the objects of release "loki" (checked by expected_in_hydrated): the
@@ -89,6 +92,11 @@ class Loki(Component):
             yield loaded.problem(at, f"the {layout.mode} layout for {daily:g} GB/day of logs needs {' and '.join(over)} "
                                      f"replicas, one per node, but the cluster has {system_nodes} control-plane nodes; "
                                      "add control-plane nodes or set daily_log_gb to the measured volume")
+
+    def ingress(self, cluster: ClusterModel) -> tuple[network.Allow, ...]:
+        # Alloy pushes through the gateway; Grafana (in monitoring) queries through it.
+        return (network.Allow("log-clients", (GATEWAY_PORT, HTTP_PORT), from_components=("alloy", "prometheus")),
+                network.scrape([HTTP_PORT]))
 
     def _layout(self, cluster: ClusterModel) -> tuple[Settings, LokiLayout]:
         s: Settings = self.settings(cluster)

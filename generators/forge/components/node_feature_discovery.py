@@ -9,12 +9,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from forge.components import network
 from forge.components.base import WAVE_FOUNDATION, Component, custom_resource
 from forge.model import ClusterModel, NodeModel
 
 # PCI classes NFD labels by vendor: network (02) for the Network Operator's NIC selection,
 # display (03), processing accelerators (12) and 0b40 (co-processors) for GPUs.
 PCI_CLASSES = ["02", "03", "0b40", "12"]
+
+
+METRICS_PORT = 8080  # the chart's master.port, worker.port and gc.port
 
 
 class NodeFeatureDiscovery(Component):
@@ -29,6 +33,9 @@ class NodeFeatureDiscovery(Component):
         ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
         ("nfd.k8s-sigs.io", "NodeFeatureRule"),
     )
+
+    def ingress(self, cluster: ClusterModel) -> tuple[network.Allow, ...]:
+        return (network.scrape([METRICS_PORT]),)  # master, worker and gc: metrics and healthz
 
     def values(self, cluster: ClusterModel) -> dict[str, Any]:
         system = {"nodeSelector": cluster.system_node_selector, "tolerations": cluster.system_tolerations}

@@ -25,7 +25,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from forge.components import alluxio, flyte
+from forge.components import alluxio, flyte, network
 from forge.components.base import WAVE_MONITORING_CRDS, WAVE_OBSERVABILITY, Component, Expected, custom_resource
 from forge.components.loki import GATEWAY_URL as LOKI_URL
 from forge.model import ClusterModel
@@ -35,7 +35,8 @@ from forge.observability.dashboards import FLEET_OVERVIEW, dashboard_configmap, 
 from forge.observability.rules import prometheus_rule
 from forge.observability.sizing import PrometheusSize, prometheus_size
 
-NAMESPACE = "monitoring"
+NAMESPACE = network.MONITORING
+WEBHOOK_PORT = 10250  # the operator's admission webhook (prometheusOperator.tls.internalPort)
 CHART = "kube-prometheus-stack"
 # Names kube-prometheus-stack 88.5.3 gives the objects of release `prometheus` (its fullname is
 # `<release>-kube-prometheus`; subcharts use `<release>-<subchart>`), checked by expected_in_hydrated.
@@ -79,6 +80,9 @@ class PrometheusCrds(Component):
     crd_groups = ("monitoring.coreos.com",)
     cluster_kinds = (("apiextensions.k8s.io", "CustomResourceDefinition"),)
 
+    def owned_namespaces(self, cluster: ClusterModel) -> tuple[str, ...]:
+        return ()  # it shares `prometheus`'s namespace and runs no pods
+
     def values(self, cluster: ClusterModel) -> dict[str, Any]:
         return {"crds": {"enabled": True}, "defaultRules": {"create": False},
                 **{key: {"enabled": False} for key in CRDS_ONLY_OFF}}
@@ -105,6 +109,14 @@ class Prometheus(Component):
         # The chart puts the Services that expose the control plane's metrics (scheduler, controller
         # manager, etcd, kube-proxy, CoreDNS) in kube-system, next to the pods they select.
         return (self.namespace, "kube-system")
+
+    def owned_namespaces(self, cluster: ClusterModel) -> tuple[str, ...]:
+        return (self.namespace,)  # kube-system holds Services the chart adds, not ours to isolate
+
+    def ingress(self, cluster: ClusterModel) -> tuple[network.Allow, ...]:
+        # Everything else in monitoring is reached from inside it (Prometheus, Alertmanager,
+        # Grafana, kube-state-metrics); node-exporter runs on the host network.
+        return (network.webhook([WEBHOOK_PORT]),)  # only the operator listens on it
 
     def _plan(self, cluster: ClusterModel) -> tuple[Settings, PrometheusSize, dict[str, Any]]:
         """The settings, the size, and the volume claim of Prometheus' storage."""
@@ -226,7 +238,7 @@ def pod_monitors() -> list[dict[str, Any]]:
     scrapes = [*alluxio.SCRAPES, *flyte.SCRAPES]  # declared by the components that run the pods
     return [
         *(monitor(s.name, {"matchNames": [s.namespace]}, s.selector, [{"targetPort": s.port, "path": s.path}]) for s in scrapes),
-        # The Network Operator's DOCA Telemetry Service, in whichever namespace the operator runs.
-        monitor("forge-doca-telemetry", {"any": True}, {"matchLabels": dict(m.DOCA_TELEMETRY_POD_LABEL)},
-                [{"targetPort": m.DOCA_TELEMETRY_PORT, "path": "/metrics"}]),
+        # No monitor for the DOCA Telemetry Service: forge does not deploy it (NicClusterPolicy
+        # docaTelemetryService), since node-exporter's infiniband and netclass collectors already
+        # give the port and RDMA counters the alerts use (README).
     ]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import yaml
 
+from forge.components import network
 from forge.components.base import WAVE_OPERATORS, Component, Expected, RemoteBase
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL
 from forge.model import ClusterModel
@@ -28,6 +29,8 @@ WEBHOOK_SECRET = "training-operator-webhook-cert"
 WEBHOOK_CONFIG = "validator.training-operator.kubeflow.org"
 DEPLOYMENT = "training-operator"
 IMAGE = "training-operator"  # images in charts/versions.yaml: what the overlay pins at the source's tag
+METRICS_PORT = 8080  # the upstream Deployment's --metrics-bind-address
+WEBHOOK_PORT = 9443  # the upstream Deployment's webhook server (its Service's targetPort)
 
 
 class TrainingOperator(Component):
@@ -49,6 +52,9 @@ class TrainingOperator(Component):
 
     def enabled(self, cluster: ClusterModel) -> bool:
         return bool(cluster.gpu_nodes)
+
+    def ingress(self, cluster: ClusterModel) -> tuple[network.Allow, ...]:
+        return (network.scrape([METRICS_PORT]), network.webhook([WEBHOOK_PORT]))
 
     def remote_base(self, cluster: ClusterModel) -> RemoteBase:
         return upstream_manifests(cluster)

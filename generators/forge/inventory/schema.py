@@ -139,6 +139,9 @@ class ClusterSettings(Strict):
     # Named MIG layouts; a GPU a layout does not mention keeps MIG off.
     mig_layouts: dict[Name, list[MigLayoutGroup]] = {}
     network: NetworkSettings = NetworkSettings()
+    # The ingress controller's namespace: the NetworkPolicies let it reach the services people
+    # use from outside (Flyte), and nothing else from there.
+    ingress_namespace: Name = "ingress-nginx"
 
 
 class GpuSpec(Strict):

@@ -55,6 +55,7 @@ DCGM_FIELDS: tuple[tuple[str, str, str], ...] = (
 DCGM_CONFIG_NAME = "forge-dcgm-metrics"  # the ConfigMap the GPU Operator creates from DCGM_FIELDS
 
 GPU_TEMP = "DCGM_FI_DEV_GPU_TEMP"
+GPU_MEMORY_TEMP = "DCGM_FI_DEV_MEMORY_TEMP"  # HBM
 GPU_POWER = "DCGM_FI_DEV_POWER_USAGE"
 GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
 GPU_FB_USED = "DCGM_FI_DEV_FB_USED"
@@ -102,12 +103,6 @@ FLYTE_PROPELLER_POD = "(flytepropeller|flyte-binary|flyte-flyte-binary).*"
 FLYTE_SYSTEM_ERRORS = "flyte:propeller:all:round:system_error_unlabeled"
 FLYTE_PANICS = "flyte:propeller:all:round:panic_unlabeled"
 FLYTE_ABORT_ERRORS = "flyte:propeller:all:round:abort_error_unlabeled"
-
-# ---- Network Operator --------------------------------------------------------------------------
-# DOCA Telemetry Service, when its NicClusterPolicy enables it: hostNetwork pods labelled
-# app.kubernetes.io/name=doca-telemetry serving Prometheus text on :9189 (no named port).
-DOCA_TELEMETRY_POD_LABEL = {"app.kubernetes.io/name": "doca-telemetry"}
-DOCA_TELEMETRY_PORT = 9189
 
 # ---- recording rules forge writes (forge.observability.rules) -----------------------------------
 NODE_INFO = "forge:node_info"  # 1 per inventory node: node, rack, profile

@@ -28,6 +28,7 @@ GPU_BY = f"{m.NODE_LABEL}, {m.DCGM_GPU_LABEL}, {m.DCGM_MODEL_LABEL}"
 
 # Alert margins and thresholds (policy, not hardware facts; the limits themselves are in hardware.py).
 TEMP_WARNING_MARGIN_C = 5  # warn this far below the model's slowdown temperature
+XID_WINDOW = "10m"  # an XID alert stays this long after the last new XID, then resolves
 NVLINK_ERROR_BURST = 100  # CRC/replay errors per 15 minutes on one GPU that a healthy link never shows
 NIC_FLAPS_CARRIER_CHANGES = 4  # carrier changes in 15 minutes: two down/up cycles
 NVME_WARNING_FREE = 0.10
@@ -88,15 +89,18 @@ def inventory_rules(cluster: ClusterModel) -> list[dict[str, Any]]:
 # ---- GPUs ---------------------------------------------------------------------------------------
 
 def gpu_rules(cluster: ClusterModel) -> list[dict[str, Any]]:
+    # The XID gauge holds the last XID seen until the exporter restarts: alert while it changed
+    # within XID_WINDOW, so the alert resolves once that window passes without a new XID.
+    changed = f"changes({m.GPU_XID}[{XID_WINDOW}]) > 0"
     xid_critical = " or ".join(f"{m.GPU_XID} == {code}" for code in CRITICAL_XIDS)
     xid_other = "".join(f" != {code}" for code in CRITICAL_XIDS)
     gpu = "{{ $labels.node }} GPU {{ $labels.gpu }} ({{ $labels.modelName }})"
     rules = [
-        alert("GpuXidCriticalError", f"max by ({GPU_BY}) ({xid_critical})", "critical",
+        alert("GpuXidCriticalError", f"max by ({GPU_BY}) (({xid_critical}) and {changed})", "critical",
               f"{gpu} reported XID {{{{ $value }}}}, a hardware fault",
               "Cordon and drain the node, look up the XID in NVIDIA's XID catalogue and the kernel log "
               "(Loki: {node=\"<node>\", job=\"node/journal\"} |= \"NVRM: Xid\"); reset the GPU or RMA it."),
-        alert("GpuXidError", f"max by ({GPU_BY}) ({m.GPU_XID} > 0{xid_other})", "warning",
+        alert("GpuXidError", f"max by ({GPU_BY}) (({m.GPU_XID} > 0{xid_other}) and {changed})", "warning",
               f"{gpu} reported XID {{{{ $value }}}}",
               "Usually the application's fault (illegal address, page fault, job killed): check the job on "
               "that GPU; escalate if the same GPU repeats it with different jobs."),
@@ -156,6 +160,27 @@ def gpu_model_rules(model: GpuModel) -> list[dict[str, Any]]:
               "Check the power limit (`nvidia-smi -q -d POWER`) and the PSU/baseboard; a GPU above its "
               "board limit is misconfigured or misreporting.",
               for_="5m", labels=extra),
+        *hbm_rules(model, only, gpu, extra),
+    ]
+
+
+def hbm_rules(model: GpuModel, only: str, gpu: str, extra: dict[str, str]) -> list[dict[str, Any]]:
+    """HBM (memory) temperature against the model's published limit; none where the catalogue
+    has no limit for it (an alert on a guessed limit would page for nothing or too late)."""
+    limit = model.max_memory_temp_c
+    if limit is None:
+        return []
+    warn_at = limit - TEMP_WARNING_MARGIN_C
+    return [
+        alert("GpuMemoryTemperatureHigh", f"max by ({GPU_BY}) ({m.GPU_MEMORY_TEMP}{only}) >= {warn_at}", "warning",
+              f"{gpu} HBM is at or above {warn_at} C ({model.key}'s memory limit is {limit} C)",
+              "HBM heats with memory-bound work and poor airflow across the baseboard: check fans and inlet "
+              "temperature before the GPU throttles its memory clock.",
+              for_="5m", labels=extra),
+        alert("GpuMemoryTemperatureCritical", f"max by ({GPU_BY}) ({m.GPU_MEMORY_TEMP}{only}) >= {limit}", "critical",
+              f"{gpu} HBM reached {model.key}'s memory limit of {limit} C",
+              "The memory is throttling and may raise ECC errors: fix cooling now; drain the node if it stays.",
+              for_="2m", labels=extra),
     ]
 
 

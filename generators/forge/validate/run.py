@@ -20,6 +20,8 @@ from forge.errors import ForgeError
 from forge.fleet import components_of, load_fleet
 from forge.model import ClusterModel
 from forge.paths import OVERLAYS_DIR, RENDERED_DIR
+from forge.argocd import app_name, bootstrap_project_name
+from forge.validate import isolation
 from forge.validate.crd import CrdSchemas
 from forge.validate.crd_index import LazyCrdFolder
 from forge.validate.engine import Engine, Report, kube_schemas, policies, runtime_crds
@@ -83,6 +85,10 @@ def validate_cluster(cluster: ClusterModel, components: list[Component], objects
                     no_schema, [policies(labels_for(cluster.name))])
     for component, objs in objects.items():
         engine.check_component(report, cluster.name, component, ((obj, object_id(obj)) for obj in objs))
+    argo = cluster.settings.argocd
+    report.failures += isolation.namespace_isolation(cluster.name, objects)
+    report.failures += isolation.application_projects(cluster.name, objects, argo.project, app_name(cluster, "root"),
+                                                      bootstrap_project_name(cluster))
 
 
 def validate_values(root: Path, cluster: ClusterModel, components: list[Component], upstream: Path | None,

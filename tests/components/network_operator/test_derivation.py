@@ -145,10 +145,10 @@ def test_network_operator_application_syncs_before_the_gpu_operator(tree):
     assert NetworkOperator.sync_wave < GpuOperator.sync_wave
     waves = {}
     for component in ("network-operator", "gpu-operator"):
-        app = docs(tree, f"clusters/h200/argocd/application-{component}.yaml")
+        app = docs(tree, f"clusters/h200/argocd/apps/application-{component}.yaml")
         waves[component] = int(app["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"])
     assert waves["network-operator"] < waves["gpu-operator"]
-    app = docs(tree, "clusters/h200/argocd/application-network-operator.yaml")
+    app = docs(tree, "clusters/h200/argocd/apps/application-network-operator.yaml")
     chart = app["spec"]["sources"][0]
     assert (chart["repoURL"], chart["chart"], chart["targetRevision"]) == ("https://helm.ngc.nvidia.com/nvidia", "network-operator", "26.4.1")
 
@@ -190,7 +190,7 @@ def test_a100_gets_no_network_operator_and_no_rdma(tree, a100):
     assert not NetworkOperator().enabled(a100)
     assert a100.rdma_resources == () and not a100.ofed_driver and a100.rails == ()
     assert not [p for p in tree.files if p.startswith("overlays/a100/network-operator")]
-    assert "clusters/a100/argocd/application-network-operator.yaml" not in tree.files
+    assert "clusters/a100/argocd/apps/application-network-operator.yaml" not in tree.files
     rdma = docs(tree, "overlays/a100/gpu-operator/values.yaml")["driver"]["rdma"]
     assert rdma == {"enabled": False, "useHostMofed": False}
 

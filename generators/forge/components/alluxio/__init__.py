@@ -37,6 +37,7 @@ from forge.components.alluxio import layout
 from forge.components.alluxio.layout import (GIB, READ_POLICIES, ROOT_UFS, WRITE_POLICY_PROPERTIES, AlluxioFacts,  # noqa: F401 (re-exported)
                                              AlluxioSettings, Journal, MemoryTier, SsdDir, TierLayout, memory_tier_gib,
                                              ssd_quota_gib, tier_layout, tier_levels, tier_options)
+from forge.components import network
 from forge.components.base import WAVE_STORAGE, Component, Contains, Expected, Scrape
 from forge.model import NVME_LABEL, ClusterModel
 from forge import versions
@@ -127,6 +128,13 @@ class Alluxio(Component):
             racks.setdefault(node.rack, node.name)
 
     # ---- output -----------------------------------------------------------------------------
+
+    def ingress(self, cluster: ClusterModel) -> tuple[network.Allow, ...]:
+        # The S3 proxy checks no credentials: only Flyte and its task pods (the project
+        # namespaces Flyte owns) may reach it. Loki writes to S3 itself, not through the cache.
+        # The masters run on the host network, where no NetworkPolicy applies (README).
+        return (network.Allow("s3-proxy", (PROXY_PORT,), from_components=("flyte",), to_pods=_selector("alluxio-proxy")),
+                network.scrape([*MASTER_METRICS_PORTS.values(), *WORKER_METRICS_PORTS.values()]))
 
     def derive_facts(self, cluster: ClusterModel) -> AlluxioFacts:
         return layout.derive_facts(cluster, self.settings(cluster))

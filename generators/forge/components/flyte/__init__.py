@@ -29,10 +29,11 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from forge.components import alluxio
+from forge.components import alluxio, network
+from forge.components.kuberay_operator import RAY_HEAD_PORTS, KuberayOperator
 from forge.components.base import WAVE_WORKLOADS, Component, Contains, Expected
 from forge.components.flyte import plan
-from forge.components.flyte.objects import (GPU_RESOURCE, METRICS_PATH, METRICS_PORT, NAMESPACE, POD_TEMPLATE,  # noqa: F401 (re-exported)
+from forge.components.flyte.objects import (API_PORTS, GPU_RESOURCE, METRICS_PATH, METRICS_PORT, NAMESPACE, POD_TEMPLATE,  # noqa: F401 (re-exported)
                                             PSA_LEVEL, RELEASE, SCRAPES, escape_for_tpl, limit_range, log_link,
                                             metrics_service, pod_template, project_namespace, ray_log_link, resource_quota)
 from forge.components.flyte.plan import (Capacity, Database, DomainSpec, FlyteFacts, FlyteSettings,  # noqa: F401 (re-exported)
@@ -87,6 +88,18 @@ class Flyte(Component):
 
     def namespaces(self, cluster: ClusterModel) -> tuple[str, ...]:
         return (self.namespace, *self.facts(cluster).namespaces)
+
+    def owned_namespaces(self, cluster: ClusterModel) -> tuple[str, ...]:
+        return self.namespaces(cluster)  # Flyte's own and the project-domain namespaces it writes
+
+    def ingress(self, cluster: ClusterModel) -> tuple[network.Allow, ...]:
+        # Task pods (project namespaces) call Admin and DataProxy; people come through the
+        # ingress controller; KubeRay's operator calls the Ray heads Flyte starts in the projects.
+        return (network.Allow("flyte-api", API_PORTS, from_components=(self.name,),
+                              from_namespaces=(cluster.settings.ingress_namespace,)),
+                network.scrape([METRICS_PORT]),
+                network.Allow("kuberay-operator", RAY_HEAD_PORTS, from_components=(KuberayOperator.name,),
+                              into=self.facts(cluster).namespaces))
 
     def check(self, loaded, settings: FlyteSettings, given) -> Iterator:
         at = ("components", self.name)

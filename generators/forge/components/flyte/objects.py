@@ -14,6 +14,7 @@ POD_TEMPLATE = "forge-default"
 RELEASE = "flyte"
 METRICS_PORT = 10254  # propeller's profiler port: /metrics in flyte-binary
 METRICS_PATH = "/metrics"
+API_PORTS = (8088, 8089)  # flyte-binary's HTTP (console, REST) and gRPC (Admin, DataProxy) ports
 PSA_LEVEL = "baseline"
 GPU_RESOURCE = "nvidia.com/gpu"
 NAMESPACE = "flyte"

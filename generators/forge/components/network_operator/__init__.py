@@ -26,6 +26,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from forge.components import network
 from forge.components.base import WAVE_NETWORK, Component, custom_resource
 from forge.inventory.schema import Name
 from forge.components.network_operator import nvipam
@@ -48,6 +49,7 @@ IMAGES: dict[str, str] = {
     "nvIpam": "nv-ipam",
 }
 MULTUS_NETWORKS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
+METRICS_PORT = 8080
 
 
 class Settings(BaseModel):
@@ -100,6 +102,11 @@ class NetworkOperator(Component):
 
     def enabled(self, cluster: ClusterModel) -> bool:
         return cluster.ofed_driver or bool(cluster.rdma_resources)
+
+    def ingress(self, cluster: ClusterModel) -> tuple[network.Allow, ...]:
+        # The operator's metrics (controller-runtime's :8080). Its admission webhook is off (chart
+        # default); the driver, device plugin and CNI pods run on the host network.
+        return (network.scrape([METRICS_PORT]),)
 
     def derive_facts(self, cluster: ClusterModel) -> NetworkOperatorFacts:
         return derive_facts(cluster)

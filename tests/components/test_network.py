@@ -1,0 +1,103 @@
+"""NetworkPolicies (forge.components.network): every namespace forge owns denies ingress by
+default; each component's real peers, from the component's own ports and labels."""
+from __future__ import annotations
+
+import pytest
+
+from forge.components import alluxio, flyte, network
+from forge.components.network import Allow, default_deny
+from forge.fleet import components_of
+from forge.components.training_operator import WEBHOOK_PORT
+from tests.helpers import edit, generated, generated_dir, inventory_text, model
+
+CLUSTERS = ["a100", "h200"]
+
+
+def policies(cluster: str, component: str) -> dict[tuple[str, str], dict]:
+    objs = generated_dir(f"overlays/{cluster}/{component}", "networkpolicy-")
+    return {(o["metadata"]["namespace"], o["metadata"]["name"]): o for o in objs}
+
+
+def sources(policy: dict) -> set[str]:
+    (rule,) = policy["spec"]["ingress"]
+    return {ns for peer in rule["from"] for e in peer["namespaceSelector"]["matchExpressions"] for ns in e["values"]}
+
+
+def ports(policy: dict) -> set[int]:
+    return {p["port"] for rule in policy["spec"]["ingress"] for p in rule["ports"]}
+
+
+@pytest.mark.parametrize("cluster", CLUSTERS)
+def test_every_owned_namespace_denies_ingress_by_default(cluster):
+    m = model(cluster)
+    owned = {c.name: c.owned_namespaces(m) for c in components_of(m)}
+    assert owned["prometheus-crds"] == () and "kube-system" not in owned["prometheus"]
+    assert set(owned["flyte"]) > {"flyte", "training-production"}
+    for component, namespaces in owned.items():
+        found = policies(cluster, component)
+        for ns in namespaces:
+            assert default_deny(found[(ns, "default-deny-ingress")]), (component, ns)
+            assert found[(ns, "allow-same-namespace")]["spec"]["ingress"] == [{"from": [{"podSelector": {}}]}]
+
+
+def test_alluxio_s3_proxy_is_reachable_from_flyte_and_its_projects_only():
+    m = model("h200")
+    s3 = policies("h200", "alluxio")[("alluxio", "allow-s3-proxy")]
+    assert sources(s3) == {"flyte", *flyte.Flyte().facts(m).namespaces}
+    assert "loki" not in sources(s3) and "monitoring" not in sources(s3)
+    assert ports(s3) == {alluxio.PROXY_PORT}
+    # The proxy pods only (the selector of the S3 Service), not the workers.
+    assert s3["spec"]["podSelector"]["matchLabels"] == generated("overlays/h200/alluxio/service-alluxio-s3.yaml")["spec"]["selector"]
+
+
+def test_prometheus_scrapes_the_ports_its_pod_monitors_use():
+    scrape = policies("h200", "alluxio")[("alluxio", "allow-prometheus-scrape")]
+    assert sources(scrape) == {"monitoring"}
+    assert scrape["spec"]["ingress"][0]["from"][0]["podSelector"] == {"matchLabels": network.PROMETHEUS_PODS}
+    assert {s.port for s in alluxio.SCRAPES} <= ports(scrape)
+    flyte_scrape = policies("h200", "flyte")[("flyte", "allow-prometheus-scrape")]
+    assert {s.port for s in flyte.SCRAPES} == ports(flyte_scrape)
+
+
+def test_flyte_is_reachable_from_the_inventorys_ingress_controller_namespace():
+    api = policies("h200", "flyte")[("flyte", "allow-flyte-api")]
+    assert "ingress-nginx" in sources(api) and "training-production" in sources(api)
+    assert ports(api) == set(flyte.API_PORTS)
+    text = edit(inventory_text("h200"), "  kubernetes_version:", "  ingress_namespace: traefik\n  kubernetes_version:")
+    m = model("h200", text)
+    allow = next(a for a in flyte.Flyte().ingress(m) if a.name == "flyte-api")
+    assert allow.from_namespaces == ("traefik",)
+
+
+def test_webhooks_are_open_to_the_api_server_from_any_source():
+    hook = policies("h200", "training-operator")[("kubeflow", "allow-api-server-webhook")]
+    assert hook["spec"]["ingress"] == [{"ports": [{"protocol": "TCP", "port": WEBHOOK_PORT}]}]  # no `from`: any source
+
+
+class Fake:
+    def __init__(self, name, namespace, owned, allows=()):
+        self.name, self.namespace, self._owned, self._allows = name, namespace, owned, allows
+
+    def owned_namespaces(self, cluster):
+        return self._owned
+
+    def ingress(self, cluster):
+        return self._allows
+
+
+def test_a_peer_that_is_off_gets_no_rule_and_a_foreign_namespace_is_refused():
+    m = model("a100")
+    to = Fake("svc", "svc", ("svc",), (Allow("from-absent", (80,), from_components=("absent",)),))
+    out = network.policies(to, m, [to])
+    assert [o["metadata"]["name"] for o in out] == ["default-deny-ingress", "allow-same-namespace"]
+    bad = Fake("svc", "svc", ("svc",), (Allow("elsewhere", (80,), anywhere=True, into=("kube-system",)),))
+    with pytest.raises(ValueError, match="kube-system, which it does not own"):
+        network.policies(bad, m, [bad])
+
+
+def test_default_deny_recognises_only_a_deny_all_policy():
+    deny = network._policy("d", "ns", None, None)
+    assert default_deny(deny)
+    assert not default_deny(network._policy("d", "ns", {"app": "x"}, None))  # some pods only
+    assert not default_deny(network._policy("d", "ns", None, [{"from": [{"podSelector": {}}]}]))  # allows
+    assert not default_deny({**deny, "spec": {**deny["spec"], "policyTypes": ["Egress"]}})
