@@ -19,18 +19,36 @@ def overlay_values(cluster: str, component: str) -> dict:
     return yaml.safe_load((REPO / "overlays" / cluster / component / "values.yaml").read_text())
 
 
-def test_prometheus_size_by_hand_for_a100():
-    # 13 nodes (3 control plane + 10 GPU), 80 GPUs, 30 s scrapes, 15 days.
-    size = prometheus_size(nodes=13, gpus=80, scrape_interval_s=30, retention_days=15)
+def test_series_per_node_by_hand_from_the_profile(clusters):
+    # An H200 node: 192 threads, 8 ConnectX-7 + 2 BlueField-3 ports (all RDMA), 4 NVMe drives.
+    node = next(n for n in clusters["h200"].nodes if n.profile_name == "sr680a-h200")
+    interfaces = sum(len(spec.interfaces) for spec, _ in node.nics())
+    assert (node.profile.cpu_threads, interfaces, len(node.profile.nvme)) == (192, 10, 4)
+    assert sizing.series_of(node) == 800 + 1_500 + 18 * 192 + 40 * 10 + 30 * 10 + 30 * 4 == 6_576
+    # node-exporter alone on it: its base and CPU threads are about 4,000 series, not the 1,000 once assumed.
+    assert 4_000 <= 800 + 18 * 192 <= 4_500
+    # More threads, interfaces, RDMA ports or drives: more series.
+    ref = sizing.node_series(cpu_threads=64, interfaces=2, rdma_ports=0, nvme=1)
+    for key in ("cpu_threads", "interfaces", "rdma_ports", "nvme"):
+        grown = {"cpu_threads": 64, "interfaces": 2, "rdma_ports": 0, "nvme": 1}
+        grown[key] += 1
+        assert sizing.node_series(**grown) > ref, key
+
+
+def test_prometheus_size_by_hand_for_a100(clusters):
+    # 3 control-plane nodes (32 threads, 2 ports) + 10 GPU nodes (96 threads), 80 GPUs, 30 s, 15 days.
+    node_series = sum(sizing.series_of(n) for n in clusters["a100"].nodes)
+    assert node_series == 3 * 2_876 + 10 * 4_168 == 50_308
+    size = prometheus_size(node_series=node_series, gpus=80, scrape_interval_s=30, retention_days=15)
     per_gpu = sizing.SERIES_PER_GPU
     assert per_gpu == 54  # 27 DCGM fields (the driver-version label is no series) x 2
-    samples = (60_000 + 2_500 * 13) / 30 + per_gpu * 80 / 15
-    assert size.samples_per_second == round(samples, 1) == 3371.3
-    gib = samples * 15 * 86_400 * 2 * 1.5 / 2**30  # 12.2 GiB
+    samples = (60_000 + 50_308) / 30 + per_gpu * 80 / 15
+    assert size.samples_per_second == round(samples, 1) == 3964.9
+    gib = samples * 15 * 86_400 * 2 * 1.5 / 2**30  # 14.4 GiB
     assert size.volume_gib == 15 == 5 * math.ceil(gib / 5)
     assert size.retention_size_gb == 12  # 85 % of the volume
-    assert size.active_series == 60_000 + 32_500 + 4_320
-    assert size.memory_gib == 2  # 96,820 series x 8 KiB = 0.74 GiB, floor of 2
+    assert size.active_series == 60_000 + 50_308 + 4_320
+    assert size.memory_gib == 2  # 114,628 series x 8 KiB = 0.87 GiB, floor of 2
 
 
 def test_fleets_get_their_own_prometheus_size(clusters):
@@ -39,12 +57,12 @@ def test_fleets_get_their_own_prometheus_size(clusters):
     # a100: 15 days of 13 nodes/80 GPUs; h200: 30 days of 21 nodes/144 GPUs (inventory settings).
     assert (a100["retention"], a100["retentionSize"]) == ("15d", "12GB")
     assert a100["storageSpec"]["volumeClaimTemplate"]["spec"]["resources"]["requests"]["storage"] == "15Gi"
-    assert (h200["retention"], h200["retentionSize"]) == ("30d", "29GB")
-    assert h200["storageSpec"]["volumeClaimTemplate"]["spec"]["resources"]["requests"]["storage"] == "35Gi"
+    assert (h200["retention"], h200["retentionSize"]) == ("30d", "42GB")
+    assert h200["storageSpec"]["volumeClaimTemplate"]["spec"]["resources"]["requests"]["storage"] == "50Gi"
     for cluster, spec in (("a100", a100), ("h200", h200)):
         c = clusters[cluster]
         s = Prometheus().settings(c)
-        want = prometheus_size(nodes=len(c.nodes), gpus=c.gpu_count, scrape_interval_s=s.scrape_interval_seconds,
+        want = prometheus_size(node_series=sum(sizing.series_of(n) for n in c.nodes), gpus=c.gpu_count, scrape_interval_s=s.scrape_interval_seconds,
                                retention_days=s.retention_days)
         assert spec["storageSpec"]["volumeClaimTemplate"]["spec"]["resources"]["requests"]["storage"] == f"{want.volume_gib}Gi"
         assert spec["scrapeInterval"] == f"{s.scrape_interval_seconds}s"
@@ -52,12 +70,12 @@ def test_fleets_get_their_own_prometheus_size(clusters):
 
 
 def test_prometheus_size_grows_with_gpus_nodes_retention_and_shorter_scrapes():
-    base = dict(nodes=100, gpus=800, scrape_interval_s=30, retention_days=30)
+    base = dict(node_series=250_000, gpus=800, scrape_interval_s=30, retention_days=30)
     ref = prometheus_size(**base).volume_gib
     assert ref == 100  # (60,000 + 250,000) / 30 + 43,200 / 15 = 13,213 samples/s -> 95.7 GiB
-    for key, value in (("nodes", 200), ("gpus", 1600), ("retention_days", 60), ("scrape_interval_s", 15)):
+    for key, value in (("node_series", 500_000), ("gpus", 1600), ("retention_days", 60), ("scrape_interval_s", 15)):
         assert prometheus_size(**{**base, key: value}).volume_gib > ref, key
-    big = prometheus_size(nodes=100, gpus=800, scrape_interval_s=30, retention_days=30)
+    big = prometheus_size(node_series=250_000, gpus=800, scrape_interval_s=30, retention_days=30)
     assert big.memory_gib == math.ceil(big.active_series * 8 / 2**20) == 3
 
 

@@ -33,7 +33,7 @@ from forge.observability import metrics as m
 from forge.observability import plain
 from forge.observability.dashboards import FLEET_OVERVIEW, dashboard_configmap, fleet_overview
 from forge.observability.rules import prometheus_rule
-from forge.observability.sizing import PrometheusSize, prometheus_size
+from forge.observability.sizing import PrometheusSize, prometheus_size, series_of
 
 NAMESPACE = network.MONITORING
 WEBHOOK_PORT = 10250  # the operator's admission webhook (prometheusOperator.tls.internalPort)
@@ -121,7 +121,7 @@ class Prometheus(Component):
     def _plan(self, cluster: ClusterModel) -> tuple[Settings, PrometheusSize, dict[str, Any]]:
         """The settings, the size, and the volume claim of Prometheus' storage."""
         s: Settings = self.settings(cluster)
-        size = prometheus_size(nodes=len(cluster.nodes), gpus=cluster.gpu_count,
+        size = prometheus_size(node_series=sum(series_of(n) for n in cluster.nodes), gpus=cluster.gpu_count,
                                scrape_interval_s=s.scrape_interval_seconds, retention_days=s.retention_days)
         claim: dict[str, Any] = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": f"{size.volume_gib}Gi"}}}
         if s.storage_class:

@@ -175,7 +175,9 @@ def daemonset(cluster: ClusterModel, meta: dict[str, str], labels: dict[str, str
         "env": [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
         "ports": [{"name": "http-metrics", "containerPort": HTTP_PORT, "protocol": "TCP"}],
         "readinessProbe": {"httpGet": {"path": "/-/ready", "port": HTTP_PORT}, "initialDelaySeconds": 10, "timeoutSeconds": 1},
-        "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
+        "livenessProbe": {"httpGet": {"path": "/-/healthy", "port": HTTP_PORT}, "initialDelaySeconds": 30, "periodSeconds": 30},
+        # A CPU limit: a log burst on one node must not starve the node's training pods.
+        "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"cpu": "1", "memory": "1Gi"}},
         # Root to read the kubelet's 0640 root-owned log files and the journal; no capabilities.
         "securityContext": {"runAsUser": 0, "runAsNonRoot": False, "allowPrivilegeEscalation": False,
                             "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]},
@@ -193,6 +195,7 @@ def daemonset(cluster: ClusterModel, meta: dict[str, str], labels: dict[str, str
                 "metadata": {"labels": dict(labels)},
                 "spec": {
                     "serviceAccountName": NAME,
+                    "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
                     # On every node, whatever its taints: a node without logs is the one you need.
                     "tolerations": cluster.all_node_tolerations,
                     "containers": [container],

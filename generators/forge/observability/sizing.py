@@ -2,7 +2,13 @@
 
 Prometheus storage (the formula from Prometheus' storage docs, with our series estimates):
 
-    series_other = SERIES_FIXED + SERIES_PER_NODE * nodes
+    node_series  = NODE_EXPORTER_BASE + KUBELET_SERIES
+                   + SERIES_PER_CPU_THREAD * cpu threads      (node_cpu_seconds_total's 8 modes,
+                     guest time, cpufreq, schedstat, softnet: per thread)
+                   + SERIES_PER_INTERFACE * network interfaces (netdev and netclass)
+                   + SERIES_PER_RDMA_PORT * interfaces of RDMA NICs (the infiniband collector)
+                   + SERIES_PER_NVME * NVMe devices          (diskstats, filesystem)
+    series_other = SERIES_FIXED + sum of node_series over the nodes
     series_gpu   = SERIES_PER_GPU * gpus
     samples/s    = series_other / scrape_interval_s + series_gpu / dcgm_interval_s
     bytes        = samples/s * retention_days * 86400 * BYTES_PER_SAMPLE
@@ -26,11 +32,19 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from forge.model import NodeModel
 from forge.observability.metrics import DCGM_FIELDS
 
 # ---- Prometheus ---------------------------------------------------------------------------------
 SERIES_FIXED = 60_000  # API server, etcd, scheduler, CoreDNS, operators, Alertmanager, Grafana, Loki
-SERIES_PER_NODE = 2_500  # node-exporter (~1,000 on a many-core server) + kubelet/cAdvisor (~1,500)
+# Per node, from its profile: node-exporter scales with CPU threads (about 4,000 series on a
+# 192-thread server), interfaces and disks; kubelet/cAdvisor with its pods (a GPU node runs few).
+NODE_EXPORTER_BASE = 800  # memory, vmstat, filesystems of the system mounts, conntrack, systemd
+KUBELET_SERIES = 1_500
+SERIES_PER_CPU_THREAD = 18
+SERIES_PER_INTERFACE = 40
+SERIES_PER_RDMA_PORT = 30
+SERIES_PER_NVME = 30
 # One series per DCGM field and GPU, doubled for MIG instances' profiling series and the pod
 # labels dcgm-exporter attaches (every new job on a GPU starts new series).
 SERIES_PER_GPU = 2 * sum(1 for _, kind, _ in DCGM_FIELDS if kind != "label")
@@ -53,8 +67,21 @@ class PrometheusSize:
     memory_gib: int
 
 
-def prometheus_size(*, nodes: int, gpus: int, scrape_interval_s: int, retention_days: int) -> PrometheusSize:
-    series_other = SERIES_FIXED + SERIES_PER_NODE * nodes
+def node_series(*, cpu_threads: int, interfaces: int, rdma_ports: int, nvme: int) -> int:
+    """Series node-exporter and the kubelet export for one node (DCGM's are counted per GPU)."""
+    return (NODE_EXPORTER_BASE + KUBELET_SERIES + SERIES_PER_CPU_THREAD * cpu_threads + SERIES_PER_INTERFACE * interfaces
+            + SERIES_PER_RDMA_PORT * rdma_ports + SERIES_PER_NVME * nvme)
+
+
+def series_of(node: NodeModel) -> int:
+    nics = node.nics()
+    return node_series(cpu_threads=node.profile.cpu_threads, interfaces=sum(len(spec.interfaces) for spec, _ in nics),
+                       rdma_ports=sum(len(spec.interfaces) for spec, model in nics if model.rdma), nvme=len(node.profile.nvme))
+
+
+def prometheus_size(*, node_series: int, gpus: int, scrape_interval_s: int, retention_days: int) -> PrometheusSize:
+    """`node_series`: the sum of node_series() over the cluster's nodes."""
+    series_other = SERIES_FIXED + node_series
     series_gpu = SERIES_PER_GPU * gpus
     samples = series_other / scrape_interval_s + series_gpu / DCGM_INTERVAL_S
     raw_gib = samples * retention_days * 86_400 * BYTES_PER_SAMPLE * HEADROOM / 2**30

@@ -53,6 +53,7 @@ METRICS_PATH = "/metrics/prometheus/"
 MASTER_METRICS_PORTS = {"web": 19999, "job-web": 20002}  # chart defaults master/jobMaster.ports.web
 WORKER_METRICS_PORTS = {"web": 30000, "job-web": 30003}  # chart defaults worker/jobWorker.ports.web
 NAMESPACE = "alluxio"
+MOUNT_JOB_UID = 1000  # the Alluxio image's `alluxio` user
 APP_LABEL = "alluxio"  # the chart's `app` pod label: its name
 # Where Prometheus scrapes Alluxio (the prometheus component's PodMonitors): the pods carry no
 # named port, so by number; selected by app and role alone, whatever the release.
@@ -259,7 +260,7 @@ def s3_service() -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": {"name": S3_SERVICE},
+        "metadata": {"name": S3_SERVICE, "namespace": NAMESPACE},
         "spec": {
             "selector": _selector("alluxio-proxy"),
             "ports": [{"name": "http", "port": PROXY_PORT, "targetPort": PROXY_PORT}],
@@ -275,7 +276,7 @@ def metrics_service(name: str, role: str, ports: dict[str, int]) -> dict[str, An
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": {"name": name, "annotations": {"forge.exa.ai/metrics-path": METRICS_PATH}},
+        "metadata": {"name": name, "namespace": NAMESPACE, "annotations": {"forge.exa.ai/metrics-path": METRICS_PATH}},
         "spec": {
             "clusterIP": "None",
             "selector": _selector(role),
@@ -297,6 +298,7 @@ def mount_job(cluster: ClusterModel, buckets: list[str]) -> dict[str, Any]:
         "kind": "Job",
         "metadata": {
             "name": "alluxio-mount-buckets",
+            "namespace": NAMESPACE,
             "annotations": {
                 "argocd.argoproj.io/hook": "PostSync",
                 "argocd.argoproj.io/hook-delete-policy": "BeforeHookCreation",
@@ -309,14 +311,23 @@ def mount_job(cluster: ClusterModel, buckets: list[str]) -> dict[str, Any]:
                     "restartPolicy": "OnFailure",
                     "nodeSelector": cluster.system_node_selector,
                     "tolerations": cluster.system_tolerations,
+                    "automountServiceAccountToken": False,  # it talks to Alluxio, never the API server
+                    # The image's own user (alluxio, uid/gid 1000) rather than root.
+                    "securityContext": {"runAsNonRoot": True, "runAsUser": MOUNT_JOB_UID, "runAsGroup": MOUNT_JOB_UID,
+                                        "seccompProfile": {"type": "RuntimeDefault"}},
                     "containers": [{
                         "name": "mount",
                         "image": versions.image(IMAGE).ref,
                         "command": ["/bin/bash", "-c", "\n".join(lines) + "\n"],
                         # The chart's ConfigMap holds the masters' addresses (ALLUXIO_JAVA_OPTS).
                         "envFrom": [{"configMapRef": {"name": f"{RELEASE}-config"}}],
-                        "resources": {"requests": {"cpu": "100m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}},
+                        "resources": {"requests": {"cpu": "100m", "memory": "512Mi"}, "limits": {"cpu": "1", "memory": "1Gi"}},
+                        "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+                                            "capabilities": {"drop": ["ALL"]}},
+                        # The CLI's log folder and the JVM's temporary files: the only writes.
+                        "volumeMounts": [{"name": "logs", "mountPath": "/opt/alluxio/logs"}, {"name": "tmp", "mountPath": "/tmp"}],
                     }],
+                    "volumes": [{"name": "logs", "emptyDir": {}}, {"name": "tmp", "emptyDir": {}}],
                 },
             },
         },

@@ -221,11 +221,12 @@ class Flyte(Component):
 
     def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
         s: FlyteSettings = self.settings(cluster)
-        objs: list[dict[str, Any]] = [metrics_service(), pod_template(None, s.default_priority_class, versions.image(TEMPLATE_IMAGE).ref)]
+        image, defaults = versions.image(TEMPLATE_IMAGE).ref, s.task_defaults
+        objs: list[dict[str, Any]] = [metrics_service(), pod_template(NAMESPACE, s.default_priority_class, image, defaults)]
         classes = {p.name: p.priority_class for p in s.projects}
         for q in self.facts(cluster).quotas:
             objs += [project_namespace(q), resource_quota(q), limit_range(q.namespace, s.task_defaults),
-                     pod_template(q.namespace, classes[q.project], versions.image(TEMPLATE_IMAGE).ref)]
+                     pod_template(q.namespace, classes[q.project], image, defaults)]
         return objs
 
 

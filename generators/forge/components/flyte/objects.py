@@ -110,18 +110,29 @@ def limit_range(namespace: str, d: TaskDefaults) -> dict[str, Any]:
     }
 
 
-def pod_template(namespace: str | None, priority_class: str, image: str) -> dict[str, Any]:
-    """Propeller's base for every pod in `namespace` (None: the flyte namespace, its fallback)."""
+def pod_template(namespace: str | None, priority_class: str, image: str, defaults: TaskDefaults) -> dict[str, Any]:
+    """Propeller's base for every pod in `namespace` (None: the flyte namespace, its fallback).
+
+    Hardened as far as any task allows: no privilege escalation, every capability dropped (the
+    RDMA template adds back IPC_LOCK alone), the runtime's seccomp profile. Resources are the task
+    defaults, requests = limits as Flyte sets them; a task's own resources replace them."""
     meta: dict[str, Any] = {"name": POD_TEMPLATE}
     if namespace:
         meta["namespace"] = namespace
+    amounts = {"cpu": str(defaults.cpu), "memory": f"{defaults.memory_gib}Gi"}
     return {
         "apiVersion": "v1",
         "kind": "PodTemplate",
         "metadata": meta,
         "template": {"spec": {
             "priorityClassName": priority_class,
-            "containers": [{"name": "default", "image": image}],
+            "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+            "containers": [{
+                "name": "default",
+                "image": image,
+                "resources": {"requests": dict(amounts), "limits": dict(amounts)},
+                "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+            }],
         }},
     }
 
@@ -131,7 +142,7 @@ def metrics_service() -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": {"name": "flyte-metrics", "annotations": {"forge.exa.ai/metrics-path": METRICS_PATH}},
+        "metadata": {"name": "flyte-metrics", "namespace": NAMESPACE, "annotations": {"forge.exa.ai/metrics-path": METRICS_PATH}},
         "spec": {
             "selector": {"app.kubernetes.io/name": "flyte-binary", "app.kubernetes.io/instance": RELEASE,
                          "app.kubernetes.io/component": "flyte-binary"},
