@@ -10,7 +10,7 @@ STAMP := $(VENV)/.forge-setup
 export PATH := $(CURDIR)/tools/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup generate check render validate test bench charts hydrate diff
+.PHONY: help setup generate check render validate scan test bench charts hydrate diff
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -52,6 +52,20 @@ hydrate: setup ## render every component with its real chart as Argo CD does, an
 BASE ?= origin/main
 diff: setup ## what the working tree changes on each cluster vs BASE (default origin/main), risks first
 	@forge diff --base $(BASE) || test $$? -eq 1  # exit 1 = "there are changes", not a failure here
+
+# ---- security scan ------------------------------------------------------------------------------
+
+# checkov in its own venv (ci/scan.lock says why), rebuilt only when its lock changes.
+SCAN_VENV := .venv-scan
+SCAN_STAMP := $(SCAN_VENV)/.forge-setup
+
+$(SCAN_STAMP): ci/scan.lock
+	@test -x $(SCAN_VENV)/bin/python || python3 -m venv $(SCAN_VENV)
+	$(SCAN_VENV)/bin/python -m pip --disable-pip-version-check install -q -r ci/scan.lock
+	@touch $@
+
+scan: $(SCAN_STAMP) ## checkov over build/rendered (and build/hydrated if present) with the reviewed skips in ci/checkov-skips.yaml (after make render)
+	$(SCAN_VENV)/bin/python ci/scan.py build/rendered $(wildcard build/hydrated)
 
 # ---- tests and benchmarks -----------------------------------------------------------------------
 

@@ -47,10 +47,11 @@ def test_every_action_is_pinned_to_a_full_commit_sha(path):
 def test_workflows_run_the_makefile_checks_with_cached_tools(path):
     workflow = load(path)
     runs = [step.get("run") for step in steps(workflow)]
-    assert runs[runs.index("make setup"):runs.index("make test") + 1] == ["make setup", "make check", "make render", "make validate", "make test"]
+    assert runs[runs.index("make setup"):runs.index("make test") + 1] == ["make setup", "make check", "make render", "make validate",
+                                                                          "make scan", "make test"]
     cache = next(step for step in steps(workflow) if step.get("uses", "").startswith("actions/cache@"))
-    assert cache["with"]["path"].split() == [".venv", "tools"]
-    for keyed in ("requirements.lock", "ci/tools.json", "steps.python.outputs.python-version"):
+    assert cache["with"]["path"].split() == [".venv", ".venv-scan", "tools"]
+    for keyed in ("requirements.lock", "ci/tools.json", "ci/scan.lock", "steps.python.outputs.python-version"):
         assert keyed in cache["with"]["key"]
     assert workflow["permissions"]["contents"] == "read"
 

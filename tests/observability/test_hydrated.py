@@ -76,7 +76,8 @@ def kps_render(values: dict[str, Any]) -> list[dict[str, Any]]:
     return [
         {"kind": "Prometheus", "metadata": {"name": PROMETHEUS_CR}, "spec": prom},
         {"kind": "Alertmanager", "metadata": {"name": ALERTMANAGER_CR},
-         "spec": {"nodeSelector": am["nodeSelector"], **({"configSecret": am["configSecret"]} if "configSecret" in am else {})}},
+         "spec": {"nodeSelector": am["nodeSelector"], **({"configSecret": am["configSecret"]} if "configSecret" in am else {}),
+                  **({"storage": am["storage"]} if "storage" in am else {})}},
         {"kind": "Deployment", "metadata": {"name": GRAFANA_DEPLOYMENT}, "spec": {"template": {"spec": {"containers": [
             {"name": "grafana-sc-dashboard", "env": []}, {"name": "grafana", "env": env}]}}}},
         {"kind": "ConfigMap", "metadata": {"name": GRAFANA_DATASOURCES},

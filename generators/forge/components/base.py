@@ -226,6 +226,22 @@ class Component:
         return type(self).__module__
 
 
+def storage_class(cluster: ClusterModel, override: str | None) -> str:
+    """The StorageClass a component's volumes name: its own override, else the cluster's
+    (`storage_class_problem` in the component's check made sure one is set)."""
+    chosen = override or cluster.settings.storage_class
+    if chosen is None:
+        raise ValueError(f"{cluster.name}: no StorageClass (the inventory check should have refused this)")
+    return chosen
+
+
+def storage_class_problem(loaded: "LoadedInventory", override: str | None, component: str, what: str) -> "Iterator[Problem]":
+    """A problem at cluster.storage_class when neither it nor the component's override is set."""
+    if override is None and loaded.inventory.cluster.storage_class is None:
+        yield loaded.problem(("cluster",), f"no storage_class: {component} claims volumes ({what}); set cluster.storage_class "
+                                           f"(or components.{component}.storage_class) instead of relying on a default StorageClass")
+
+
 def custom_resource(obj: dict[str, Any]) -> dict[str, Any]:
     """Mark a custom resource to sync after the CRDs of its Application, which may not exist yet
     at dry-run time."""

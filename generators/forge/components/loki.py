@@ -21,7 +21,7 @@ from typing import Annotated, Any, Iterator
 from pydantic import BaseModel, ConfigDict, Field
 
 from forge.components import network
-from forge.components.base import WAVE_OBSERVABILITY, Component, Expected
+from forge.components.base import WAVE_OBSERVABILITY, Component, Expected, storage_class, storage_class_problem
 from forge.model import CONTROL_PLANE_LABEL, ClusterModel
 from forge.observability import plain
 from forge.observability.sizing import LOKI_TARGETS, LokiLayout, loki_daily_gb, loki_layout
@@ -51,12 +51,17 @@ WORKLOADS: dict[str, tuple[str, str]] = {
 }
 
 
+# Targets whose volumes the chart claims by default (persistence.enabled: true in loki 7.3.0).
+PERSISTENT_TARGETS = ("singleBinary", "write", "backend")
+
+
 class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
     retention_days: Annotated[int, Field(ge=1, le=3650)] = 30
     # Measured GB/day once known; until then forge estimates it from the node counts.
     daily_log_gb: Annotated[float, Field(gt=0)] | None = None
+    storage_class: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")] | None = None  # None: cluster.storage_class
 
 
 class Loki(Component):
@@ -80,6 +85,7 @@ class Loki(Component):
         """A bucket to write to, and enough system nodes for the replicas the volume needs."""
         inv = loaded.inventory
         at = ("components", self.name)
+        yield from storage_class_problem(loaded, settings.storage_class, self.name, "the write-ahead logs and index of its targets")
         if BUCKET_KEY not in inv.cluster.s3.buckets:
             have = ", ".join(sorted(inv.cluster.s3.buckets)) or "none"
             yield loaded.problem(("cluster", "s3", "buckets"), f"no '{BUCKET_KEY}' bucket: Loki stores its chunks there (have: {have})")
@@ -146,6 +152,8 @@ class Loki(Component):
         for mode, targets in LOKI_TARGETS.items():
             for target in targets:
                 values[target] = {"replicas": layout.replicas[target], **system} if mode == layout.mode else {"replicas": 0}
+                if mode == layout.mode and target in PERSISTENT_TARGETS:
+                    values[target]["persistence"] = {"storageClass": storage_class(cluster, s.storage_class)}
         if layout.mode == "Distributed":
             for target, replicas in layout.replicas.items():
                 if replicas > 1:

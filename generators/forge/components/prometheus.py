@@ -21,12 +21,13 @@ also comes only from an existing Secret: the chart renders no config Secret of i
 """
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Iterator
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from forge.components import alluxio, flyte, network
-from forge.components.base import WAVE_MONITORING_CRDS, WAVE_OBSERVABILITY, Component, Expected, custom_resource
+from forge.components.base import (WAVE_MONITORING_CRDS, WAVE_OBSERVABILITY, Component, Expected, custom_resource, storage_class,
+                                   storage_class_problem)
 from forge.components.loki import GATEWAY_URL as LOKI_URL
 from forge.model import ClusterModel
 from forge.observability import metrics as m
@@ -60,7 +61,8 @@ class Settings(BaseModel):
 
     retention_days: Annotated[int, Field(ge=1, le=365)] = 15
     scrape_interval_seconds: Annotated[int, Field(ge=5, le=300)] = 30
-    storage_class: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")] | None = None  # None: the default
+    storage_class: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")] | None = None  # None: cluster.storage_class
+    alertmanager_volume_gib: Annotated[int, Field(ge=1, le=100)] = 2  # silences and the notification log
     # An existing Secret in `monitoring` with keys admin-user and admin-password; never the password.
     grafana_admin_secret: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)] = "grafana-admin"
     # An existing Secret in `monitoring` whose key alertmanager.yaml is Alertmanager's whole
@@ -123,10 +125,17 @@ class Prometheus(Component):
         s: Settings = self.settings(cluster)
         size = prometheus_size(node_series=sum(series_of(n) for n in cluster.nodes), gpus=cluster.gpu_count,
                                scrape_interval_s=s.scrape_interval_seconds, retention_days=s.retention_days)
-        claim: dict[str, Any] = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": f"{size.volume_gib}Gi"}}}
-        if s.storage_class:
-            claim["storageClassName"] = s.storage_class
+        claim: dict[str, Any] = {"storageClassName": storage_class(cluster, s.storage_class), "accessModes": ["ReadWriteOnce"],
+                                 "resources": {"requests": {"storage": f"{size.volume_gib}Gi"}}}
         return s, size, claim
+
+    @staticmethod
+    def _alertmanager_claim(cluster: ClusterModel, s: Settings) -> dict[str, Any]:
+        return {"storageClassName": storage_class(cluster, s.storage_class), "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": f"{s.alertmanager_volume_gib}Gi"}}}
+
+    def check(self, loaded, settings: Settings, given) -> Iterator:
+        yield from storage_class_problem(loaded, settings.storage_class, self.name, "Prometheus and Alertmanager")
 
     def values(self, cluster: ClusterModel) -> dict[str, Any]:
         s, size, claim = self._plan(cluster)
@@ -159,6 +168,8 @@ class Prometheus(Component):
                 # The chart would otherwise render its own config Secret, with the config in Git.
                 "useExistingSecret": True,
                 "configSecret": s.alertmanager_config_secret,
+                # Silences and the notification log survive a restart (the chart keeps them in an emptyDir).
+                "storage": {"volumeClaimTemplate": {"spec": self._alertmanager_claim(cluster, s)}},
             }},
             "grafana": {
                 "enabled": True,
@@ -200,6 +211,7 @@ class Prometheus(Component):
               for kind in ("serviceMonitor", "podMonitor", "rule", "probe", "scrapeConfig")
               for which in ("Selector", "NamespaceSelector")),
             Expected("Alertmanager", ALERTMANAGER_CR, "spec.configSecret", s.alertmanager_config_secret),
+            Expected("Alertmanager", ALERTMANAGER_CR, "spec.storage.volumeClaimTemplate.spec", self._alertmanager_claim(cluster, s)),
             Expected("Alertmanager", ALERTMANAGER_CR, "spec.nodeSelector", cluster.system_node_selector),
         ]
         grafana = ("spec", "template", "spec", "containers", "name=grafana", "env")

@@ -142,6 +142,10 @@ class ClusterSettings(Strict):
     # The ingress controller's namespace: the NetworkPolicies let it reach the services people
     # use from outside (Flyte), and nothing else from there.
     ingress_namespace: Name = "ingress-nginx"
+    # The StorageClass of every volume forge's components claim (Prometheus, Alertmanager, Loki,
+    # Alluxio's journal), unless the component's own `storage_class` overrides it. Required as soon
+    # as one such component runs: the cluster's default class is never relied on.
+    storage_class: Name | None = None
 
 
 class GpuSpec(Strict):

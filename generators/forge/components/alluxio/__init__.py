@@ -38,7 +38,7 @@ from forge.components.alluxio.layout import (GIB, READ_POLICIES, ROOT_UFS, WRITE
                                              AlluxioSettings, Journal, MemoryTier, SsdDir, TierLayout, memory_tier_gib,
                                              ssd_quota_gib, tier_layout, tier_levels, tier_options)
 from forge.components import network
-from forge.components.base import WAVE_STORAGE, Component, Contains, Expected, Scrape
+from forge.components.base import WAVE_STORAGE, Component, Contains, Expected, Scrape, storage_class, storage_class_problem
 from forge.model import NVME_LABEL, ClusterModel
 from forge import versions
 
@@ -117,7 +117,9 @@ class Alluxio(Component):
                                          f"NVMe mounts {have} differ from profile '{first_name}' ({want}): the Alluxio workers "
                                          "are one DaemonSet with one tier layout, so every NVMe profile needs the same mount paths")
 
+        yield from storage_class_problem(loaded, settings.journal.storage_class, self.name, "the masters' embedded journal")
         control_plane = [(i, n) for i, n in enumerate(inv.nodes) if "control-plane" in n.roles]
+        yield from self._master_fits(loaded, settings, control_plane)
         if settings.masters > len(control_plane):
             yield loaded.problem(at + ("masters",), f"{settings.masters} masters need as many control-plane nodes (one master each); the inventory has {len(control_plane)}")
         racks: dict[str, str] = {}
@@ -127,6 +129,16 @@ class Alluxio(Component):
                                      f"control-plane nodes {racks[node.rack]} and {node.name} share rack '{node.rack}': "
                                      "Alluxio masters run one per control-plane node and must not share a rack")
             racks.setdefault(node.rack, node.name)
+
+    def _master_fits(self, loaded, settings: AlluxioSettings, control_plane) -> Iterator:
+        size = layout.master_size(settings.expected_files)
+        profiles = loaded.inventory.profiles
+        rams = [(profiles[n.profile].memory_gib, n.name) for _, n in control_plane if n.profile in profiles]
+        if rams and size.limit_gib > min(rams)[0] * layout.MASTER_MAX_NODE_SHARE:
+            ram, node = min(rams)
+            yield loaded.problem(("components", self.name, "expected_files"),
+                                 f"{settings.expected_files} files need {size.limit_gib} GiB per Alluxio master ({size.heap_gib} GiB heap), "
+                                 f"more than {layout.MASTER_MAX_NODE_SHARE:.0%} of control-plane node {node}'s {ram} GiB")
 
     # ---- output -----------------------------------------------------------------------------
 
@@ -163,12 +175,17 @@ class Alluxio(Component):
                 "nodeSelector": cluster.system_node_selector,
                 "tolerations": cluster.system_tolerations,
                 "env": aws_env,
+                # Heap from the expected file count (layout.master_size), not the chart's 8 GB default
+                # in an 8Gi limit, which leaves nothing for direct and native memory.
+                "jvmOptions": facts.master.jvm_options,
+                "resources": {"requests": {"cpu": "2", "memory": f"{facts.master.limit_gib}Gi"},
+                              "limits": {"cpu": "8", "memory": f"{facts.master.limit_gib}Gi"}},
             },
             "jobMaster": {"env": aws_env},
             "journal": {
                 "type": "EMBEDDED",
                 "volumeType": "persistentVolumeClaim",
-                "storageClass": settings.journal.storage_class,
+                "storageClass": storage_class(cluster, settings.journal.storage_class),
                 "size": f"{settings.journal.size_gib}Gi",
             },
             "worker": {
@@ -209,11 +226,14 @@ class Alluxio(Component):
                 *(f"-D{k}={v}" for k, v in self.facts(cluster).properties.items()))),
             Expected(*config, ("data", "ALLUXIO_WORKER_JAVA_OPTS"), Contains(*tier_options(tiers), *WORKER_JVM_OPTIONS)),
             Expected(*master, "spec.replicas", settings.masters),
+            Expected(*config, ("data", "ALLUXIO_MASTER_JAVA_OPTS"), Contains(*self.facts(cluster).master.jvm_options)),
+            Expected(*master, (*pod, "containers", "name=alluxio-master", "resources", "limits", "memory"),
+                     f"{self.facts(cluster).master.limit_gib}Gi"),
             Expected(*master, (*pod, "hostNetwork"), True),
             Expected(*master, (*pod, "nodeSelector"), cluster.system_node_selector),
             Expected(*master, (*pod, "tolerations"), cluster.system_tolerations),
             Expected(*master, ("spec", "volumeClaimTemplates", "metadata.name=alluxio-journal", "spec"),
-                     {"storageClassName": settings.journal.storage_class, "accessModes": ["ReadWriteOnce"],
+                     {"storageClassName": storage_class(cluster, settings.journal.storage_class), "accessModes": ["ReadWriteOnce"],
                       "resources": {"requests": {"storage": f"{settings.journal.size_gib}Gi"}}}),
             Expected(*master, (*pod, "volumes"), Contains(secret_volume)),
             Expected(*worker, (*pod, "nodeSelector"), {NVME_LABEL: "true"}),

@@ -2,6 +2,7 @@
 layout of the one worker DaemonSet and the site properties. The component only reads these."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Annotated, Any, Literal
@@ -49,7 +50,8 @@ class MemoryTier(Strict):
 
 
 class Journal(Strict):
-    storage_class: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")]
+    # None: cluster.storage_class. The journal wants a node-local class on the control plane.
+    storage_class: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")] | None = None
     size_gib: PositiveInt = 50
 
 
@@ -63,6 +65,8 @@ class AlluxioSettings(Strict):
     journal: Journal
     # How stale Alluxio's view of S3 may get (objects written to S3 directly): Alluxio duration.
     metadata_sync_interval: Annotated[str, Field(pattern=r"^(-1|0|[1-9][0-9]*(ms|s|min|h|d))$")] = "1min"
+    # Files and folders Alluxio tracks (all mounted buckets): sizes the masters' heap (MasterSize).
+    expected_files: PositiveInt = 10_000_000
 
 
 @dataclass(frozen=True)
@@ -101,11 +105,44 @@ def tier_layout(cluster: ClusterModel, settings: AlluxioSettings) -> TierLayout:
 
 
 
+# Master sizing. Alluxio 2.9 keeps its inodes in RocksDB on disk and caches the hot ones on the
+# heap (alluxio.master.metastore.inode.cache.max.size, default 10 million):
+#   inode_cache = min(expected_files, INODE_CACHE_MAX)
+#   heap_gib    = ceil(MASTER_HEAP_BASE_GIB + inode_cache * HEAP_BYTES_PER_CACHED_INODE / 2^30)
+#   limit_gib   = heap_gib + MASTER_DIRECT_GIB + MASTER_NATIVE_GIB
+# -Xms = -Xmx = heap, so the JVM never grows into the limit; the request equals the limit.
+INODE_CACHE_MAX = 10_000_000
+MASTER_HEAP_BASE_GIB = 4  # block metadata, journal, RPC and job bookkeeping besides the inode cache
+HEAP_BYTES_PER_CACHED_INODE = 2 * 1024  # an inode, its edges and locks in the cache
+MASTER_DIRECT_GIB = 4  # gRPC/Netty buffers: metadata RPCs and Raft journal replication
+MASTER_NATIVE_GIB = 4  # RocksDB block cache and memtables, metaspace, thread stacks
+MASTER_MAX_NODE_SHARE = 0.5  # of a control-plane node's RAM (etcd and the API server run beside)
+
+
+@dataclass(frozen=True)
+class MasterSize:
+    inode_cache: int
+    heap_gib: int
+    direct_gib: int
+    limit_gib: int
+
+    @property
+    def jvm_options(self) -> list[str]:
+        return [f"-Xms{self.heap_gib}g", f"-Xmx{self.heap_gib}g", f"-XX:MaxDirectMemorySize={self.direct_gib}g"]
+
+
+def master_size(expected_files: int) -> MasterSize:
+    cache = min(expected_files, INODE_CACHE_MAX)
+    heap = math.ceil(MASTER_HEAP_BASE_GIB + cache * HEAP_BYTES_PER_CACHED_INODE / GIB)
+    return MasterSize(cache, heap, MASTER_DIRECT_GIB, heap + MASTER_DIRECT_GIB + MASTER_NATIVE_GIB)
+
+
 @dataclass(frozen=True)
 class AlluxioFacts:
     layout: TierLayout
     properties: dict[str, str]  # Alluxio's site properties, as values.properties holds them
     buckets: tuple[str, ...]  # S3 bucket names mounted at /<name>, in the inventory's order
+    master: MasterSize
 
 
 def derive_facts(cluster: ClusterModel, settings: AlluxioSettings) -> AlluxioFacts:
@@ -124,7 +161,9 @@ def derive_facts(cluster: ClusterModel, settings: AlluxioSettings) -> AlluxioFac
         "alluxio.security.authorization.permission.enabled": "false",
         **WRITE_POLICY_PROPERTIES[settings.write_policy],
     }
-    return AlluxioFacts(tier_layout(cluster, settings), properties, tuple(s3.buckets[key] for key in settings.buckets))
+    master = master_size(settings.expected_files)
+    properties["alluxio.master.metastore.inode.cache.max.size"] = str(master.inode_cache)
+    return AlluxioFacts(tier_layout(cluster, settings), properties, tuple(s3.buckets[key] for key in settings.buckets), master)
 
 
 def tier_levels(layout: TierLayout) -> list[dict[str, Any]]:
