@@ -72,6 +72,11 @@ def test_flyte_is_reachable_from_the_inventorys_ingress_controller_namespace():
 def test_webhooks_are_open_to_the_api_server_from_any_source():
     hook = policies("h200", "training-operator")[("kubeflow", "allow-api-server-webhook")]
     assert hook["spec"]["ingress"] == [{"ports": [{"protocol": "TCP", "port": WEBHOOK_PORT}]}]  # no `from`: any source
+    # Flyte's pod webhook (on in flyte-binary by default) and the Prometheus operator's.
+    assert ports(policies("h200", "flyte")[("flyte", "allow-api-server-webhook")]) == {flyte.WEBHOOK_PORT}
+    assert ports(policies("h200", "prometheus")[("monitoring", "allow-api-server-webhook")]) == {10250}
+    # Components without a webhook open nothing to every source.
+    assert ("loki", "allow-api-server-webhook") not in policies("h200", "loki")
 
 
 class Fake:

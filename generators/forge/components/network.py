@@ -22,7 +22,8 @@ What a NetworkPolicy does not govern, on purpose:
   pods and differ per cluster, so webhook ports are open to any source (`anywhere`); TLS and the
   API server's client certificate protect them;
 - pods on the host network (Alluxio masters, node-exporter, the NVIDIA driver and device
-  plugins): they use the node's addresses and no NetworkPolicy applies to them.
+  plugins): they use the node's addresses and no NetworkPolicy applies to them; what they call
+  on pods arrives from a node address, which no rule here admits (none of them needs to).
 Egress is not restricted (policyTypes: Ingress only), so DNS and S3 need no rules.
 """
 from __future__ import annotations

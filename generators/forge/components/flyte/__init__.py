@@ -33,7 +33,7 @@ from forge.components import alluxio, network
 from forge.components.kuberay_operator import RAY_HEAD_PORTS, KuberayOperator
 from forge.components.base import WAVE_WORKLOADS, Component, Contains, Expected
 from forge.components.flyte import plan
-from forge.components.flyte.objects import (API_PORTS, GPU_RESOURCE, METRICS_PATH, METRICS_PORT, NAMESPACE, POD_TEMPLATE,  # noqa: F401 (re-exported)
+from forge.components.flyte.objects import (API_PORTS, GPU_RESOURCE, WEBHOOK_PORT, METRICS_PATH, METRICS_PORT, NAMESPACE, POD_TEMPLATE,  # noqa: F401 (re-exported)
                                             PSA_LEVEL, RELEASE, SCRAPES, escape_for_tpl, limit_range, log_link,
                                             metrics_service, pod_template, project_namespace, ray_log_link, resource_quota)
 from forge.components.flyte.plan import (Capacity, Database, DomainSpec, FlyteFacts, FlyteSettings,  # noqa: F401 (re-exported)
@@ -98,6 +98,7 @@ class Flyte(Component):
         return (network.Allow("flyte-api", API_PORTS, from_components=(self.name,),
                               from_namespaces=(cluster.settings.ingress_namespace,)),
                 network.scrape([METRICS_PORT]),
+                network.webhook([WEBHOOK_PORT]),
                 network.Allow("kuberay-operator", RAY_HEAD_PORTS, from_components=(KuberayOperator.name,),
                               into=self.facts(cluster).namespaces))
 

@@ -15,6 +15,7 @@ RELEASE = "flyte"
 METRICS_PORT = 10254  # propeller's profiler port: /metrics in flyte-binary
 METRICS_PATH = "/metrics"
 API_PORTS = (8088, 8089)  # flyte-binary's HTTP (console, REST) and gRPC (Admin, DataProxy) ports
+WEBHOOK_PORT = 9443  # flyte-binary's pod webhook (secret injection; the chart's disableWebhook: false)
 PSA_LEVEL = "baseline"
 GPU_RESOURCE = "nvidia.com/gpu"
 NAMESPACE = "flyte"
