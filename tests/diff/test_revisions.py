@@ -93,6 +93,9 @@ def test_first_mellanox_nic_brings_the_network_operator_and_its_driver(repo, kus
         ("argocd", "added", "Application argocd/a100-network-operator (argoproj.io)"),
         ("network-operator", "added", "Helm values of network-operator"),
         ("network-operator", "added", "Namespace nvidia-network-operator"),
+        ("network-operator", "added", "NetworkPolicy nvidia-network-operator/allow-prometheus-scrape (networking.k8s.io)"),
+        ("network-operator", "added", "NetworkPolicy nvidia-network-operator/allow-same-namespace (networking.k8s.io)"),
+        ("network-operator", "added", "NetworkPolicy nvidia-network-operator/default-deny-ingress (networking.k8s.io)"),
         ("network-operator", "added", "NicClusterPolicy nic-cluster-policy (mellanox.com)"),
     ]
     project = next(c.new for c in report.changes if str(c.ident) == "AppProject argocd/forge-a100 (argoproj.io)")["spec"]

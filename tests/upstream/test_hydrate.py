@@ -37,7 +37,8 @@ def test_hydrate_renders_what_argocd_renders(widget_repo: Path, mirror: Path):
     assert forge(widget_repo, "charts", "pull", "--from", str(mirror), "widget").exit_code == 0
     result = forge(widget_repo, "hydrate")
     assert result.exit_code == 0, result.output
-    assert result.stdout.splitlines()[0] == "a100: 7 objects (widget 7)"
+    # the chart's objects and the overlay's, with the namespace's two NetworkPolicies (deny, same namespace)
+    assert result.stdout.splitlines()[0] == "a100: 9 objects (widget 9)"
     out = widget_repo / "build/hydrated"
     assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*.yaml")) == ["a100/widget.yaml"]  # h200: not enabled
 
@@ -50,7 +51,8 @@ def test_hydrate_renders_what_argocd_renders(widget_repo: Path, mirror: Path):
 
     objs = objects(out / "a100/widget.yaml")
     assert sorted(objs) == ["ConfigMap/wdg-config", "CustomResourceDefinition/widgets.example.com", "Deployment/wdg-widget",
-                            "Namespace/widget", "PodDisruptionBudget/wdg-widget", "Service/wdg-sidecar", "Widget/main"]
+                            "Namespace/widget", "NetworkPolicy/allow-same-namespace", "NetworkPolicy/default-deny-ingress",
+                            "PodDisruptionBudget/wdg-widget", "Service/wdg-sidecar", "Widget/main"]
     # release name and namespace from the component, as in its Application
     app = yaml.safe_load((widget_repo / "clusters/a100/argocd/apps/application-widget.yaml").read_text())
     assert app["spec"]["sources"][0]["helm"]["releaseName"] == "wdg" and app["spec"]["destination"]["namespace"] == "widget"

@@ -127,11 +127,13 @@ def _alluxio_as_rendered(cluster: str) -> list[dict]:
     return [
         {"kind": "ConfigMap", "metadata": {"name": "alluxio-config"}, "data": {
             "ALLUXIO_JAVA_OPTS": " ".join(opts) + " ",
+            "ALLUXIO_MASTER_JAVA_OPTS": " ".join(v["master"]["jvmOptions"]) + " ",
             "ALLUXIO_WORKER_JAVA_OPTS": "-Dalluxio.worker.hostname=${H} " + " ".join(tier_options(layout) + v["worker"]["jvmOptions"]) + " "}},
         {"kind": "StatefulSet", "metadata": {"name": "alluxio-master"}, "spec": {
             "replicas": v["master"]["count"], **pod({
                 "hostNetwork": True, "nodeSelector": v["master"]["nodeSelector"], "tolerations": v["master"]["tolerations"],
-                "containers": [container("alluxio-master", v["master"]["env"]), container("alluxio-job-master", v.get("jobMaster", {}).get("env"))],
+                "containers": [{**container("alluxio-master", v["master"]["env"]), "resources": v["master"]["resources"]},
+                               container("alluxio-job-master", v.get("jobMaster", {}).get("env"))],
                 "volumes": [{"name": "alluxio-metrics-volume", "configMap": {"name": "alluxio-metrics"}}, secret_volume]}),
             "volumeClaimTemplates": [{"metadata": {"name": "alluxio-journal"}, "spec": {
                 "storageClassName": v["journal"]["storageClass"], "accessModes": ["ReadWriteOnce"],
@@ -357,7 +359,8 @@ def test_hydrate_one_component_from_its_remote_base_then_validate_it(data_repo: 
     other.write_text("# earlier\n")
     result = forge(data_repo, "hydrate", "--component", "training-operator")
     assert result.exit_code == 0, result.output
-    assert result.stdout.splitlines()[:2] == ["a100: 2 objects (training-operator 2)", "h200: 2 objects (training-operator 2)"]
+    # two objects from the mirrored base and overlay, and the namespace's four NetworkPolicies (deny, same namespace, scrape, webhook)
+    assert result.stdout.splitlines()[:2] == ["a100: 6 objects (training-operator 6)", "h200: 6 objects (training-operator 6)"]
     assert other.read_text() == "# earlier\n"
     text = (data_repo / "build/hydrated/a100/training-operator.yaml").read_text()
     assert text.splitlines()[1] == ("# + kustomize build manifests/overlays/standalone of https://github.com/kubeflow/trainer.git "

@@ -23,7 +23,7 @@ def test_clean_values_pass(widget_repo: Path, mirror: Path):
     result = forge(widget_repo, "validate", "--hydrated")
     assert result.exit_code == 0, result.output
     assert result.stderr == ""
-    assert result.stdout.splitlines()[0] == "a100: 7 objects (1 against CRDs the charts ship), 14 values keys"
+    assert result.stdout.splitlines()[0] == "a100: 9 objects (1 against CRDs the charts ship), 14 values keys"
     assert ": 0 failures, 0 warnings" in result.stdout
 
 
