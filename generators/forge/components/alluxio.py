@@ -40,6 +40,7 @@ from pydantic import AfterValidator, Field
 from forge.components.base import WAVE_STORAGE, Component, Contains, Expected
 from forge.inventory.schema import Name, PositiveInt, Strict
 from forge.model import NVME_LABEL, ClusterModel
+from forge.secrets import SecretUse
 
 IMAGE = "alluxio/alluxio"
 IMAGE_TAG = "2.9.6"  # the chart's appVersion, pinned here so a chart bump cannot change it silently
@@ -162,6 +163,9 @@ class Alluxio(Component):
 
     def enabled(self, cluster: ClusterModel) -> bool:
         return self.name in cluster.component_settings
+
+    def secrets(self, cluster: ClusterModel) -> list[SecretUse]:
+        return [SecretUse("s3", cluster.settings.s3.credentials_secret, (self.namespace,))]
 
     # ---- inventory rules --------------------------------------------------------------------
 

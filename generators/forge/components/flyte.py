@@ -35,11 +35,12 @@ from urllib.parse import quote
 
 from pydantic import Field
 
-from forge.components import alluxio
+from forge.components import alluxio, flyte_access, flyte_rdma
 from forge.components.base import WAVE_WORKLOADS, Component, Contains, Expected
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL, priority_class_names
 from forge.inventory.schema import Name, PositiveInt, Strict
 from forge.model import ClusterModel
+from forge.secrets import SecretUse
 
 IMAGE = "cr.flyte.org/flyteorg/flyte-binary-release"  # what Flyte's release build pins the chart to
 IMAGE_TAG = "v1.16.8"
@@ -101,6 +102,9 @@ class FlyteSettings(Strict):
     grafana_url: Annotated[str, Field(pattern=r"^https?://[^\s/]+(/\S*)?$")]  # as browsers reach it
     loki_datasource_uid: Name = "loki"
     task_defaults: TaskDefaults = TaskDefaults()
+    ingress: flyte_access.FlyteIngress | None = None  # routes for laptops (forge.components.flyte_access)
+    # Where signed upload/download URLs point: an S3 endpoint laptops reach (default cluster.s3.endpoint).
+    signed_url_endpoint: Annotated[str, Field(pattern=r"^https?://[^\s/]+(/\S*)?$")] | None = None
 
 
 # ---- quota arithmetic ---------------------------------------------------------------------------
@@ -183,6 +187,19 @@ class Flyte(Component):
         s: FlyteSettings = self.settings(cluster)
         return (self.namespace, *(namespace_for(p.name, d.name) for p in s.projects for d in s.domains))
 
+    def secrets(self, cluster: ClusterModel) -> list[SecretUse]:
+        s: FlyteSettings = self.settings(cluster)
+        return [SecretUse("s3", cluster.settings.s3.credentials_secret, self.namespaces(cluster)),  # task pods too
+                SecretUse("flyte-db", s.database.password_secret, (self.namespace,)),
+                *flyte_access.tls_secret_uses(s.ingress, self.namespace)]
+
+    def produced_secrets(self, cluster: ClusterModel) -> dict[str, str]:
+        return flyte_access.produced_by_issuer(self.settings(cluster).ingress)
+
+    def local_files(self, cluster: ClusterModel) -> dict[str, Any]:
+        ingress = self.settings(cluster).ingress
+        return {flyte_access.CLIENT_CONFIG: flyte_access.client_config(ingress)} if ingress else {}
+
     def check(self, loaded, settings: FlyteSettings) -> Iterator:
         at = ("components", self.name)
         for field, items in (("projects", settings.projects), ("domains", settings.domains)):
@@ -255,6 +272,7 @@ class Flyte(Component):
                 "propeller": {"createCRDs": False},
                 "logging": {"plugins": {"custom": [log_link(s)]}},
                 "inline": {
+                    "storage": flyte_access.signed_url_config(flyte_access.signed_url_endpoint(cluster, s.signed_url_endpoint)),
                     "domains": [{"id": d.name, "name": d.name} for d in s.domains],
                     "task_resources": {
                         "defaults": {"cpu": str(s.task_defaults.cpu), "memory": f"{s.task_defaults.memory_gib}Gi"},
@@ -296,6 +314,7 @@ class Flyte(Component):
                 "resources": {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"memory": "8Gi"}},
             },
             "rbac": {"extraRules": OPERATOR_RULES},
+            **({"ingress": flyte_access.ingress_values(s.ingress)} if s.ingress else {}),
         }
 
     def expected_in_hydrated(self, cluster: ClusterModel) -> list[Expected]:
@@ -341,6 +360,7 @@ class Flyte(Component):
             Expected(*deployment, (*pod, "nodeSelector"), cluster.system_node_selector),
             Expected(*deployment, (*pod, "tolerations"), cluster.system_tolerations),
             Expected("ClusterRole", f"{FULLNAME}-cluster-role", "rules", Contains(*OPERATOR_RULES)),
+            *flyte_access.expected_routes(s.ingress, flyte_access.signed_url_endpoint(cluster, s.signed_url_endpoint)),
         ]
 
     # ---- per project-domain objects ---------------------------------------------------------------
@@ -349,9 +369,12 @@ class Flyte(Component):
         s: FlyteSettings = self.settings(cluster)
         objs: list[dict[str, Any]] = [metrics_service(), pod_template(None, s.default_priority_class)]
         classes = {p.name: p.priority_class for p in s.projects}
+        levels = flyte_rdma.project_psa_levels(cluster, PSA_LEVEL)
         for q in quotas(capacity(cluster), s):
-            objs += [project_namespace(q), resource_quota(q), limit_range(q.namespace, s.task_defaults),
+            objs += [project_namespace(q, levels), resource_quota(q), limit_range(q.namespace, s.task_defaults),
                      pod_template(q.namespace, classes[q.project])]
+            if flyte_rdma.has_fabric(cluster):  # multi-node training over the rails
+                objs.append(flyte_rdma.rdma_pod_template(cluster, pod_template(q.namespace, classes[q.project])))
         return objs
 
 
@@ -395,16 +418,15 @@ def _explore_link(s: FlyteSettings, expr: str) -> dict[str, Any]:
             "templateUris": [f"{s.grafana_url.rstrip('/')}/explore?schemaVersion=1&orgId=1&panes={encoded}"]}
 
 
-def project_namespace(q: Quota) -> dict[str, Any]:
+def project_namespace(q: Quota, psa: dict[str, str]) -> dict[str, Any]:
+    """`psa`: Pod Security mode -> level (forge.components.flyte_rdma.project_psa_levels)."""
     return {
         "apiVersion": "v1",
         "kind": "Namespace",
         "metadata": {
             "name": q.namespace,
             "labels": {
-                "pod-security.kubernetes.io/enforce": PSA_LEVEL,
-                "pod-security.kubernetes.io/audit": PSA_LEVEL,
-                "pod-security.kubernetes.io/warn": PSA_LEVEL,
+                **{f"pod-security.kubernetes.io/{mode}": level for mode, level in psa.items()},
                 "forge.exa.ai/flyte-project": q.project,
                 "forge.exa.ai/flyte-domain": q.domain,
             },

@@ -38,6 +38,7 @@ from forge.generate import load_clusters
 from forge.upstream.chart import load_chart
 from forge.upstream.hydrate import HYDRATED_DIR, Job, hydrated_file, jobs_for, load_hydrated
 from forge.upstream.reads import redundant_keys, unread_keys
+from forge.validate.cluster_checks import admission_failures
 from forge.validate.crd import CrdSchemas
 from forge.validate.failure import Failure
 from forge.validate.run import kube_schemas
@@ -123,6 +124,9 @@ def _check_cluster(root: Path, cluster: str, version: str, jobs: list[Job], repo
             expected = Expected(*item)
             for path, reason in check_expected([o for o, _ in loaded[name]], expected):
                 fail(Failure(cluster, name, f"{expected.kind}/{expected.name}", path, reason))
+    if jobs:  # Pod Security and Secret references over the whole hydrated cluster
+        report.failures += admission_failures(root, jobs[0].cluster, {n: [o for o, _ in objs] for n, objs in loaded.items()},
+                                              only=frozenset(loaded))
 
 
 def namespace_problems(obj: dict[str, Any], project: dict[str, Any] | None) -> list[tuple[str, str]]:

@@ -22,6 +22,7 @@ from forge.errors import ForgeError
 from forge.generate import enabled_components, load_clusters
 from forge.model import ClusterModel
 from forge.paths import OVERLAYS_DIR, RENDERED_DIR
+from forge.validate.cluster_checks import admission_failures
 from forge.validate.crd import CrdSchemas
 from forge.validate.crd_index import LazyCrdFolder
 from forge.validate.failure import Failure
@@ -152,6 +153,7 @@ def validate_repo(root: Path, upstream: Path | None = None, rendered: Path | Non
     for cluster in clusters:
         validate_cluster(cluster, objects[cluster.name], base_crds, strict_crds=upstream is not None, report=report)
         validate_values(root, cluster, upstream, report)
+        report.failures += admission_failures(root, cluster, objects[cluster.name])
     report.seconds = time.perf_counter() - started
     report.failures.sort()
     return report
