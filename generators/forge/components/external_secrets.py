@@ -24,7 +24,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from forge.components.base import WAVE_SECRETS, Component, custom_resource
+from forge.components.base import WAVE_SECRETS, Component, Expected, custom_resource
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL
 from forge.inventory.schema import Name, Strict
 from forge.model import ClusterModel
@@ -34,6 +34,8 @@ NAMESPACE = "external-secrets"
 STORE = "forge"  # the ClusterSecretStore every ExternalSecret names
 CONTROLLER_SA = "external-secrets"  # the chart's fullname for release external-secrets
 WEBHOOK_SECRET = "external-secrets-webhook"  # written by the chart's cert-controller at run time
+# The chart's Deployments for release external-secrets: controller, webhook, cert-controller.
+DEPLOYMENTS = ("external-secrets", "external-secrets-webhook", "external-secrets-cert-controller")
 ACCESS_KEY_KEYS = ("access-key-id", "secret-access-key")
 RemoteRole = Literal["s3", "flyte-db", "grafana-admin", "alertmanager", "flyte-tls"]
 _DURATION = r"^[0-9]+(s|m|h)$"
@@ -91,6 +93,13 @@ class ExternalSecrets(Component):
             "webhook": dict(where),
             "certController": dict(where),
         }
+
+    def expected_in_hydrated(self, cluster: ClusterModel) -> list[Expected]:
+        """All three Deployments on the control plane at system-cluster-critical."""
+        pod = ("spec", "template", "spec")
+        return [Expected("Deployment", name, (*pod, field), value) for name in DEPLOYMENTS for field, value in (
+            ("priorityClassName", SYSTEM_CLUSTER_CRITICAL), ("nodeSelector", cluster.system_node_selector),
+            ("tolerations", cluster.system_tolerations))]
 
     def produced_secrets(self, cluster: ClusterModel) -> dict[str, str]:
         return {WEBHOOK_SECRET: "the cert-controller writes the webhook's serving certificate at run time"}
