@@ -80,6 +80,9 @@ class ExternalSecrets(Component):
         ("external-secrets.io", "ClusterSecretStore"),
     )
     Settings = ExternalSecretsSettings
+    # The cert-controller writes the webhooks' CA bundle at run time (and renews it).
+    ignore_differences = ({"group": "admissionregistration.k8s.io", "kind": "ValidatingWebhookConfiguration",
+                           "jqPathExpressions": [".webhooks[]?.clientConfig.caBundle"]},)
 
     def enabled(self, cluster: ClusterModel) -> bool:
         return self.name in cluster.component_settings
@@ -92,6 +95,9 @@ class ExternalSecrets(Component):
             **where,
             "webhook": dict(where),
             "certController": dict(where),
+            # A CRD that leaves a chart release must be removed by a person: pruning it would
+            # delete every ExternalSecret, and with them (creationPolicy Owner) the Secrets.
+            "crds": {"annotations": {"argocd.argoproj.io/sync-options": "Prune=false"}},
         }
 
     def expected_in_hydrated(self, cluster: ClusterModel) -> list[Expected]:
@@ -135,8 +141,9 @@ def remote_key(cluster: ClusterModel, s: ExternalSecretsSettings, role: str) -> 
 
 def external_secret(cluster: ClusterModel, s: ExternalSecretsSettings, use: SecretUse, namespace: str) -> dict[str, Any]:
     """The ExternalSecret that makes Secret `use.name` in `namespace`, with exactly the keys its
-    consumers read. The Secret stays when the ExternalSecret or the remote secret goes
-    (deletionPolicy Retain): a store outage must not take credentials away from running pods."""
+    consumers read. The Secret stays when the remote secret goes (deletionPolicy Retain): a
+    mistake in the store must not take credentials away from running pods; it belongs to its
+    ExternalSecret (creationPolicy Owner) and goes with it."""
     kind = SECRET_KINDS[use.kind]
     key = remote_key(cluster, s, use.remote_role)
     return {

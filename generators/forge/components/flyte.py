@@ -177,7 +177,8 @@ class Flyte(Component):
     # Set on purpose although they may equal the chart's defaults: the database from the
     # inventory, and the S3 storage with credentials from the AWS SDK's chain (the Secret's env).
     inventory_values = frozenset({"configuration.database", "configuration.storage.provider",
-                                  "configuration.storage.providerConfig.s3.authType"})
+                                  "configuration.storage.providerConfig.s3.authType",
+                                  "ingress.separateGrpcIngress"})  # the gRPC routes need their own Ingress
     Settings = FlyteSettings
 
     def enabled(self, cluster: ClusterModel) -> bool:
