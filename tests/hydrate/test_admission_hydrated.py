@@ -24,7 +24,8 @@ def test_a_chart_pod_below_its_namespace_level_fails(widget_repo: Path, mirror: 
     result = forge(widget_repo, "validate", "--hydrated")
     assert result.exit_code == 1
     failures = [line for line in result.stderr.splitlines() if "Pod Security" in line]
-    at = "FAIL a100 / widget / Deployment/widget/wdg-widget / spec.template.spec.containers[0].securityContext"
+    at = ("FAIL a100 / widget / build/hydrated/a100/widget.yaml:79 Deployment/widget/wdg-widget / "
+          "spec.template.spec.containers[0].securityContext")
     assert failures == [
         f"{at}.allowPrivilegeEscalation / Pod Security 'restricted' (enforced in namespace widget) forbids privilege escalation: widget",
         f"{at}.capabilities.drop / Pod Security 'restricted' (enforced in namespace widget) forbids capabilities: drop ALL",
@@ -40,7 +41,7 @@ def test_a_secret_nothing_produces_fails_unless_declared(widget_repo: Path, mirr
     result = forge(widget_repo, "validate", "--hydrated")
     assert result.exit_code == 1
     assert result.stderr.splitlines() == [
-        "FAIL a100 / widget / Job/migrate / spec.template.spec.containers[0].env[0].valueFrom.secretKeyRef / "
+        "FAIL a100 / widget / build/hydrated/a100/widget.yaml:129 Job/migrate / spec.template.spec.containers[0].env[0].valueFrom.secretKeyRef / "
         "Secret 'widget-db' in namespace 'widget' is produced by nothing in Git (no ExternalSecret targets it, no chart "
         "creates it) and is not the bootstrap credential: declare it in the component's secrets() or, if its chart makes "
         "it at run time, in produced_secrets() with the reason"]

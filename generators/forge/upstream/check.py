@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -125,8 +125,9 @@ def _check_cluster(root: Path, cluster: str, version: str, jobs: list[Job], repo
             for path, reason in check_expected([o for o, _ in loaded[name]], expected):
                 fail(Failure(cluster, name, f"{expected.kind}/{expected.name}", path, reason))
     if jobs:  # Pod Security and Secret references over the whole hydrated cluster
-        report.failures += admission_failures(root, jobs[0].cluster, {n: [o for o, _ in objs] for n, objs in loaded.items()},
-                                              only=frozenset(loaded))
+        at = {(n, object_id(o)): f"{(HYDRATED_DIR / cluster / f'{n}.yaml').as_posix()}:{line}" for n, objs in loaded.items() for o, line in objs}
+        for f in admission_failures(root, jobs[0].cluster, {n: [o for o, _ in objs] for n, objs in loaded.items()}, only=frozenset(loaded)):
+            fail(replace(f, object=f"{at[f.component, f.object]} {f.object}") if (f.component, f.object) in at else f)
 
 
 def namespace_problems(obj: dict[str, Any], project: dict[str, Any] | None) -> list[tuple[str, str]]:
