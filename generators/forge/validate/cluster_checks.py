@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from forge.components.external_secrets import ExternalSecrets
-from forge.generate import enabled_components
+from forge.fleet import components_of
 from forge.model import ClusterModel
 from forge.paths import OVERLAYS_DIR
 from forge.validate.admission import example_objects, pod_security, secret_references
@@ -20,8 +20,8 @@ def admission_failures(root: Path, cluster: ClusterModel, objects: dict[str, lis
     """Pod Security and Secret-reference failures of a cluster's output (`objects`: component ->
     objects) and of the examples and values files forge wrote for it. With `only`, the examples
     and values of those components alone."""
-    components = [c for c in enabled_components(cluster) if not only or c.name in only]
-    destinations = {c.name: c.namespace for c in enabled_components(cluster)}
+    components = [c for c in components_of(cluster) if not only or c.name in only]
+    destinations = {c.name: c.namespace for c in components_of(cluster)}
     examples = {k: v for k, v in example_objects(root, cluster.name).items() if not only or k in only}
     eso = ExternalSecrets()
     problems = pod_security(objects, destinations, examples, chain.from_iterable(objects.values()))
