@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from itertools import chain
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
+from forge.components.base import Component
 from forge.components.external_secrets import ExternalSecrets
 from forge.fleet import components_of
 from forge.model import ClusterModel
@@ -15,14 +16,14 @@ from forge.validate.failure import Failure
 from forge.validate.objects import load_yaml_stream
 
 
-def admission_failures(root: Path, cluster: ClusterModel, objects: dict[str, list[dict[str, Any]]],
-                       only: frozenset[str] | None = None) -> list[Failure]:
+def admission_failures(root: Path, cluster: ClusterModel, components: Sequence[Component],
+                       objects: dict[str, list[dict[str, Any]]]) -> list[Failure]:
     """Pod Security and Secret-reference failures of a cluster's output (`objects`: component ->
-    objects) and of the examples and values files forge wrote for it. With `only`, the examples
-    and values of those components alone."""
-    components = [c for c in components_of(cluster) if not only or c.name in only]
+    objects) and of the examples and values files forge wrote for `components` (those checked:
+    all the cluster runs, or those `--component` selects)."""
+    names = {c.name for c in components}
     destinations = {c.name: c.namespace for c in components_of(cluster)}
-    examples = {k: v for k, v in example_objects(root, cluster.name).items() if not only or k in only}
+    examples = {k: v for k, v in example_objects(root, cluster.name).items() if k in names}
     eso = ExternalSecrets()
     problems = pod_security(objects, destinations, examples, chain.from_iterable(objects.values()))
     problems += secret_references(
