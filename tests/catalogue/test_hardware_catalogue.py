@@ -13,8 +13,8 @@ from forge.cli import main
 from forge.datafile import DataFileError
 from forge.errors import InventoryError
 from forge.hardware import CATALOGUE_FILE, GPU_MODELS, SERVER_MODELS, load_catalogue
+from forge.fleet import load_plan_text
 from forge.inventory import load_inventory_text
-from forge.model import derive
 from forge.versions import versions
 from tests.helpers import copy_repo_inputs, inventory_text
 
@@ -36,7 +36,7 @@ def a100_on(server: str, gpu: str) -> str:
 
 def test_a_newly_catalogued_server_loads_and_derives_its_gpu_facts():
     """The a100 fleet moved onto Dell XE9680s with H100s: only catalogue data makes that work."""
-    model = derive(load_inventory_text(a100_on("dell-xe9680", "H100-80GB"), FILE))
+    model = load_plan_text(a100_on("dell-xe9680", "H100-80GB"), FILE).cluster
     assert [m.key for m in model.gpu_models] == ["H100-80GB"]
     assert model.driver_version == versions().gpu_drivers["hopper"]
     assert sum(n.gpu_count for n in model.gpu_nodes) == 80
