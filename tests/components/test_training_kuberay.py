@@ -149,7 +149,7 @@ def test_rendered_manifests_are_valid_kubernetes_and_follow_house_rules(cluster)
         for obj in rendered(cluster, component):
             name = f"{component}: {obj['kind']}/{obj['metadata']['name']}"
             problems = kube.validate(obj)
-            if problems is None:  # not a built-in kind: ExternalSecrets only (checked against ESO's CRD in tests/data/test_data_access.py)
+            if problems is None:  # not a built-in kind: ExternalSecrets only (checked against ESO's CRD in tests/components/test_secrets_and_access.py)
                 assert obj["apiVersion"] == "external-secrets.io/v1", name
                 continue
             assert problems == [], name

@@ -204,3 +204,13 @@ def test_validate_fails_on_a_pod_its_namespace_refuses_and_a_secret_nothing_prod
         "produced by nothing in Git (no ExternalSecret targets it, no chart creates it) and is not the bootstrap credential: "
         "declare it in the component's secrets() or, if its chart makes it at run time, in produced_secrets() with the reason",
     ]
+
+
+def test_flyte_access_settings_are_rejected_with_file_and_line():
+    base = inventory_text("h200")
+    text = edit(base, "      host: flyte.h200.exa.internal\n", "      host: Flyte_H200\n")
+    [problem] = problems_of("h200", text)
+    assert (problem.line, problem.path) == (line_of(text, "host: Flyte_H200"), "components.flyte.ingress.host")
+    text = edit(base, "      class_name: nginx\n", "      class_name: nginx\n      auth_type: Password\n")
+    [problem] = problems_of("h200", text)
+    assert problem.line == line_of(text, "auth_type: Password") and "Pkce" in problem.message
