@@ -70,7 +70,7 @@ CASES = [
     Case("self-referencing alias", lambda t: t + "loop: &x [*x]\n", line_of("loop:"),
          ("alias refers to the block that contains it", "copy the values")),
     Case("GPU count 10**23", replace("count: 8, nvlink", "count: 100000000000000000000000, nvlink"),
-         line_of("count: 100000000000000000000000"), ("profiles.sr680a-h200.gpu.count", "more than any server model takes (at most 8)"), 10),
+         line_of("count: 100000000000000000000000"), ("profiles.sr680a-h200.gpu.count", "more than the GPUs any server takes (at most 16)"), 10),
     Case("memory_gib 10**20", replace("memory_gib: 2048", "memory_gib: 100000000000000000000"), line_of("memory_gib: 1000"),
          ("profiles.sr680a-h200.memory_gib", "more than the memory of any server", "at most 32,768")),
     Case("kubernetes_version 1.99", replace('kubernetes_version: "1.34"', 'kubernetes_version: "1.99"'), line_of("kubernetes_version"),

@@ -187,7 +187,7 @@ class ClusterSettings(Strict):
 
 class GpuSpec(Strict):
     model: GpuModelKey
-    count: Annotated[PositiveInt, _at_most(max(m.max_gpus for m in SERVER_MODELS.values()), "any server model takes")]
+    count: Annotated[PositiveInt, _at_most(hardware.MAX_GPUS_PER_SERVER, "the GPUs any server takes")]
     nvlink: Annotated[int, Field(ge=0, le=5)] = 0  # NVLink generation; 0 = none
 
 
@@ -198,7 +198,7 @@ class NicSpec(Strict):
     model: NicModelKey
     count: Annotated[PositiveInt, _at_most(hardware.MAX_NICS_PER_SERVER, "the NIC slots of a server")]
     ports: Annotated[PositiveInt, _at_most(hardware.MAX_PORTS_PER_NIC, "the ports of a NIC")] = 1  # ports per card that are cabled
-    port_gbps: Annotated[PositiveInt, _at_most(max(m.max_port_gbps for m in NIC_MODELS.values()), "any NIC model's port speed")]
+    port_gbps: Annotated[PositiveInt, _at_most(hardware.MAX_PORT_GBPS, "the speed of any network port, in Gb/s")]
     role: NicRole
     interfaces: list[InterfaceName]
 
