@@ -95,6 +95,8 @@ CASES = [
          ("nodes[3].name", "names are DNS labels")),
     Case("MIG profile where a layout is expected", replace("mig_layout: all-1g", "mig_layout: 1g.18gb"), line_of("mig_layout: 1g.18gb"),
          ("mig_layout", "is a MIG profile", "name a layout defined under cluster.mig_layouts")),
+    Case("MIG profile name as a layout's definition", replace("    all-1g:\n      - gpus: all\n        profiles: {1g.18gb: 7}", "    all-1g: 1g.18gb"),
+         line_of("all-1g: 1g.18gb"), ("cluster.mig_layouts.all-1g: expected a list, got string '1g.18gb'", "a MIG layout is a list of groups")),
 ]
 
 # Rows of the table that the fleet stage (forge/fleet.py) rejects: the same node name in both

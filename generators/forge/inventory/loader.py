@@ -215,6 +215,9 @@ def problems_from_validation(exc: ValidationError, data: Any, model: type[BaseMo
             message = f"expected {_TYPE_NAMES[kind]}, got {_describe(err['input'])}"
             if kind == "string_type" and isinstance(err["input"], (int, float)):
                 message += " (quote it)"
+            elif kind == "list_type" and path[-2:-1] == ("mig_layouts",):
+                message += (" (a MIG layout is a list of groups, each `gpus: all` or a list of GPU indices, and "
+                            "`profiles: {<MIG profile>: <count>}`; nodes name a layout with mig_layout)")
         elif kind == "string_pattern_mismatch":
             pattern = err["ctx"]["pattern"]
             message = f"'{err['input']}' is not {PATTERN_WORDS[pattern]}" if pattern in PATTERN_WORDS else \
