@@ -6,6 +6,7 @@ which turns every error into `file:line: path: message`.
 """
 from __future__ import annotations
 
+import datetime
 import types
 import typing
 from dataclasses import dataclass
@@ -93,6 +94,9 @@ class _Builder:
                 raise InventoryError([Problem(self.file, line, format_path(path),
                                               "a key must be plain text, not a list or a mapping")])
             key = self._scalar(key_node, path)
+            if not isinstance(key, str):  # every key of an inventory is a name; YAML reads `yes:` as true, `1:` as 1
+                raise InventoryError([Problem(self.file, line, format_path(path),
+                                              f"key {key_node.value!r} is read as {_describe(key)}, not text: quote it")])
             here = path + (key,)
             if key in out:
                 self.dups.append(Problem(self.file, line, format_path(here),
@@ -124,7 +128,8 @@ def parse_yaml(text: str, file: str) -> tuple[Any, dict[Path_, int]]:
         data = builder.build(node, ()) if node is not None else None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark else 1
+        # At the end of a file without a final line break, libyaml's mark is one line past it.
+        line = min(mark.line + 1, text.count("\n") + 1) if mark else 1
         message = f"not valid YAML: {exc.problem or exc}"
         if exc.context and exc.context_mark and exc.context_mark.line + 1 != line:
             message += f" ({exc.context.strip()} at line {exc.context_mark.line + 1})"
@@ -149,6 +154,8 @@ def _describe(value: Any) -> str:
     kind = {bool: "boolean", int: "integer", float: "number", str: "string", dict: "mapping",
             list: "list", type(None): "nothing"}.get(type(value), type(value).__name__)
     shown = "" if isinstance(value, (dict, list)) or value is None else f" {value!r}"
+    if isinstance(value, (datetime.date, bytes)):  # YAML read a date or !!binary: show it as written
+        shown = f" {value.isoformat() if isinstance(value, datetime.date) else repr(value)[:40]}"
     return f"{kind}{shown}"
 
 
@@ -213,7 +220,7 @@ def problems_from_validation(exc: ValidationError, data: Any, model: type[BaseMo
             message = f"missing required key '{err['loc'][-1]}'"
         elif kind in _TYPE_NAMES:
             message = f"expected {_TYPE_NAMES[kind]}, got {_describe(err['input'])}"
-            if kind == "string_type" and isinstance(err["input"], (int, float)):
+            if kind == "string_type" and isinstance(err["input"], (int, float, datetime.date)):
                 message += " (quote it)"
             elif kind == "list_type" and path[-2:-1] == ("mig_layouts",):
                 message += (" (a MIG layout is a list of groups, each `gpus: all` or a list of GPU indices, and "
