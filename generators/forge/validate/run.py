@@ -19,7 +19,7 @@ from forge.charts import chart_pins
 from forge.components import COMPONENTS
 from forge.emit import labels_for
 from forge.errors import ForgeError
-from forge.generate import enabled_components, load_clusters
+from forge.fleet import components_of, load_fleet
 from forge.model import ClusterModel
 from forge.paths import OVERLAYS_DIR, RENDERED_DIR
 from forge.validate.crd import CrdSchemas
@@ -96,7 +96,7 @@ def validate_cluster(cluster: ClusterModel, objects: dict[str, list[dict[str, An
     for objs in objects.values():
         rendered_crds.add_objects(objs)
     runtime_crds = CrdSchemas()  # last resort: forge's description of CRDs an operator installs itself
-    for component in enabled_components(cluster):
+    for component in components_of(cluster):
         runtime_crds.add_objects(component.runtime_crds(cluster))
     required = labels_for(cluster.name)
     for component, objs in objects.items():
@@ -123,7 +123,7 @@ def validate_cluster(cluster: ClusterModel, objects: dict[str, list[dict[str, An
 
 def validate_values(root: Path, cluster: ClusterModel, upstream: Path | None, report: Report) -> None:
     pins = chart_pins(root)
-    for component in enabled_components(cluster):
+    for component in components_of(cluster):
         if not component.chart:
             continue
         rel = Path(OVERLAYS_DIR, cluster.name, component.name, "values.yaml")
@@ -146,7 +146,7 @@ def validate_values(root: Path, cluster: ClusterModel, upstream: Path | None, re
 def validate_repo(root: Path, upstream: Path | None = None, rendered: Path | None = None) -> Report:
     started = time.perf_counter()
     report = Report()
-    clusters = load_clusters(root)
+    clusters = load_fleet(root).clusters
     base_crds = upstream_crds(root, upstream)
     objects = rendered_objects(rendered or root / RENDERED_DIR, [c.name for c in clusters])
     for cluster in clusters:
