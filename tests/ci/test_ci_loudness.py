@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.helpers import REPO
 
 ENV = {k: v for k, v in os.environ.items() if k != "FORGE_UPSTREAM"}
 

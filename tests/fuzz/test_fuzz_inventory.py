@@ -26,9 +26,9 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from forge.errors import ForgeError, InventoryError
+from forge.fleet import load_plan
 from forge.generate import build_tree
-from forge.inventory import load_inventory
-from tests.conftest import REPO, SHIPPED_CLUSTERS
+from tests.helpers import CLUSTERS as SHIPPED_CLUSTERS, REPO
 
 EXAMPLES = int(os.environ.get("FORGE_FUZZ_EXAMPLES", "100"))
 GENERATE = int(os.environ.get("FORGE_FUZZ_GENERATE", "1"))
@@ -90,7 +90,7 @@ def check(workdir: Path, cluster: str, content: bytes) -> None:
     started = time.process_time()
     try:
         with bounded():
-            load_inventory(workdir / file, file)
+            load_plan(workdir / file, file, folder=cluster)  # the loader with the fleet stage's rules
     except InventoryError as exc:
         assert_refused_well(exc, file, content)
         event("refused by the loader")

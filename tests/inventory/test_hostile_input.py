@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -19,7 +20,7 @@ from typing import Callable
 import pytest
 
 from forge.inventory.guards import MAX_INVENTORY_BYTES
-from tests.conftest import REPO, copy_repo_inputs
+from tests.helpers import REPO, copy_repo_inputs
 
 FILE = "clusters/h200/inventory.yaml"
 
@@ -31,6 +32,8 @@ class Case:
     line: Callable[[str | bytes], int]  # the line the error must name, from the hostile content
     words: tuple[str, ...]  # what the message must say
     seconds: float = 20  # it must be refused well within this
+    file: str = "clusters/h200/inventory.yaml"  # the file the first error names
+    prepare: Callable[[Path], None] = lambda repo: None  # other edits to the repository
 
 
 def line_of(needle: str | bytes, nth: int = 1) -> Callable[[str | bytes], int]:
@@ -99,10 +102,21 @@ CASES = [
          line_of("all-1g: 1g.18gb"), ("cluster.mig_layouts.all-1g: expected a list, got string '1g.18gb'", "a MIG layout is a list of groups")),
 ]
 
-# Rows of the table that the fleet stage (forge/fleet.py) rejects: the same node name in both
-# clusters, `clusters/b200/` with no inventory, `components.scheduling.priority_classes: 5`.
-# Add them here as Case(...) rows once it lands; the checks below apply to them unchanged.
-FLEET_CASES: list[Case] = []
+def hand_made_file(repo: Path) -> None:
+    (repo / "clusters/b200/argocd").mkdir(parents=True)
+    (repo / "clusters/b200/argocd/x.yaml").write_text("kind: ConfigMap\n")
+
+
+# Rows of the table that the fleet stage (forge.fleet) rejects, across inventories and folders.
+FLEET_CASES = [
+    Case("the same node name in both clusters", replace("name: h200-gpu-01", "name: a100-gpu-01"), line_of("name: a100-gpu-01"),
+         ("nodes[3].name: node 'a100-gpu-01' is also in cluster 'a100' (clusters/a100/inventory.yaml:", "a node belongs to one cluster")),
+    Case("clusters/b200/ holding no inventory", lambda t: t, lambda c: 1,
+         ("missing, but clusters/b200/ holds argocd/x.yaml", "restore clusters/b200/inventory.yaml"),
+         file="clusters/b200/inventory.yaml", prepare=hand_made_file),
+    Case("components.scheduling.priority_classes: 5", lambda t: re.sub(r"(  scheduling:\n    priority_classes:)\n(      - .*\n)+", r"\1 5\n", t, count=1),
+         line_of("priority_classes: 5"), ("components.scheduling.priority_classes: expected a list, got integer 5",)),
+]
 
 
 def snapshot(root: Path) -> dict[str, str]:
@@ -124,6 +138,7 @@ def generated_repo(tmp_path_factory) -> Path:
 def test_hostile_inventory_is_refused_with_file_line(case: Case, generated_repo: Path, tmp_path: Path):
     repo = tmp_path / "repo"
     shutil.copytree(generated_repo, repo)
+    case.prepare(repo)
     content = case.edit((repo / FILE).read_text(encoding="utf-8"))
     if isinstance(content, str):
         (repo / FILE).write_text(content, encoding="utf-8")
@@ -138,7 +153,7 @@ def test_hostile_inventory_is_refused_with_file_line(case: Case, generated_repo:
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr
     first = proc.stderr.splitlines()[0]
-    assert first.startswith(f"error: {FILE}:{case.line(content)}: "), proc.stderr[:2000]
+    assert first.startswith(f"error: {case.file}:{case.line(content)}: "), proc.stderr[:2000]
     for words in case.words:
         assert words in proc.stderr, f"{words!r} not in:\n{proc.stderr[:2000]}"
     assert proc.stderr.rstrip().endswith("in the inventory; nothing was written")
