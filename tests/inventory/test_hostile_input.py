@@ -172,3 +172,10 @@ def test_credentials_are_never_echoed(generated_repo: Path, tmp_path: Path):
     assert proc.returncode == 2
     assert proc.stderr.count("looks like") == 2
     assert KEY not in proc.stderr and "hunter2" not in proc.stderr
+
+
+def test_allowed_kubernetes_versions_are_those_validate_has_schemas_for():
+    from forge.inventory.schema import kubernetes_versions
+    from forge.validate.kube import available_versions
+
+    assert list(kubernetes_versions()) == available_versions() and "1.34" in kubernetes_versions()

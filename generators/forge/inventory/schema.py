@@ -5,8 +5,10 @@ layouts a GPU cannot hold) live in `checks.py`, and derived facts in `forge.mode
 """
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
+from importlib import resources
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
@@ -63,10 +65,18 @@ def _at_most(limit: int, why: str):
     return AfterValidator(check)
 
 
-def _kubernetes_version(value: str) -> str:
-    from forge.validate.kube import available_versions  # the schemas `forge validate` has
+@functools.cache
+def kubernetes_versions() -> tuple[str, ...]:
+    """The Kubernetes minors ("1.34") whose strict schemas the pinned kubernetes-validate ships:
+    the folders forge.validate.kube reads (this stage may not import it), so the ones `forge
+    validate` can check."""
+    root = resources.files("kubernetes_validate").joinpath("kubernetes-json-schema")
+    found = [m.group(1) for p in root.iterdir() if (m := re.match(r"^v(\d+\.\d+)\.0-local-strict$", p.name))]
+    return tuple(sorted(found, key=lambda v: tuple(int(x) for x in v.split("."))))
 
-    known = available_versions()
+
+def _kubernetes_version(value: str) -> str:
+    known = kubernetes_versions()
     if value not in known:
         form = "" if re.fullmatch(r"1\.[0-9]{2}", value) else " (major.minor, quoted, such as \"1.34\")"
         raise ValueError(f"Kubernetes {value!r}{form} has no schemas to validate against; "
