@@ -15,7 +15,7 @@ from forge.components.flyte import Flyte, capacity
 from forge.errors import InventoryError
 from forge.fleet import components_of, load_fleet, load_plan_text
 from forge.inventory.layouts import MIG_DISABLED
-from tests.conftest import REPO, inventory_text
+from tests.helpers import REPO, inventory_text
 
 
 def line_of(text: str, needle: str, whole: bool = False) -> int:
