@@ -24,6 +24,7 @@ from forge.components import network
 from forge.components.base import WAVE_OBSERVABILITY, Component, Expected, storage_class, storage_class_problem
 from forge.model import CONTROL_PLANE_LABEL, ClusterModel
 from forge.observability import plain
+from forge.secrets import SecretUse
 from forge.observability.sizing import LOKI_TARGETS, LokiLayout, loki_daily_gb, loki_layout
 
 NAMESPACE = "loki"
@@ -103,6 +104,9 @@ class Loki(Component):
         # Alloy pushes through the gateway; Grafana (in monitoring) queries through it.
         return (network.Allow("log-clients", (GATEWAY_PORT, HTTP_PORT), from_components=("alloy", "prometheus")),
                 network.scrape([HTTP_PORT]))
+
+    def secrets(self, cluster: ClusterModel) -> list[SecretUse]:
+        return [SecretUse("s3", cluster.settings.s3.credentials_secret, (self.namespace,))]
 
     def _layout(self, cluster: ClusterModel) -> tuple[Settings, LokiLayout]:
         s: Settings = self.settings(cluster)
