@@ -174,8 +174,10 @@ def test_fabric_projects_get_an_rdma_template_and_a_namespace_that_admits_it():
         t = generated(f"overlays/h200/flyte/podtemplate-{ns}-forge-rdma.yaml")
         assert t["template"]["metadata"]["annotations"] == {"k8s.v1.cni.cncf.io/networks": rails}
         [c] = t["template"]["spec"]["containers"]
-        assert c["resources"] == {"requests": {"rdma/rdma_network": 1}, "limits": {"rdma/rdma_network": 1}}
-        assert c["securityContext"]["capabilities"]["add"] == ["IPC_LOCK"]
+        # the task defaults (as in the default template), plus the compute fabric's RDMA resource
+        amounts = {"cpu": str(flyte.task_defaults.cpu), "memory": f"{flyte.task_defaults.memory_gib}Gi", "rdma/rdma_network": 1}
+        assert c["resources"] == {"requests": amounts, "limits": amounts}
+        assert c["securityContext"]["capabilities"] == {"drop": ["ALL"], "add": ["IPC_LOCK"]}
         assert t["template"]["spec"]["priorityClassName"] == p.priority_class
         labels = generated(f"overlays/h200/flyte/namespace-{ns}.yaml")["metadata"]["labels"]
         assert [labels[f"pod-security.kubernetes.io/{m}"] for m in ("enforce", "warn", "audit")] == ["privileged", "baseline", "baseline"]
