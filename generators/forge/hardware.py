@@ -49,6 +49,9 @@ class NicModel:
     rdma: bool  # RoCE/InfiniBand verbs
     gpudirect_rdma: bool  # peer-to-peer with GPU memory via nvidia-peermem (needs the DOCA/OFED driver)
     ofed_driver: bool  # served by the NVIDIA DOCA/OFED driver container
+    # Link layers the ports can run (ConnectX VPI cards and BlueField DPUs: both, set per port
+    # with mlxconfig LINK_TYPE_P<n>); the inventory's NIC `link_type` must be one of them.
+    link_types: tuple[str, ...] = ("ethernet",)
 
 
 MIG_SLICES_COMPUTE = 7
@@ -56,6 +59,8 @@ MIG_SLICES_MEMORY = 8
 PCI_VENDOR_NVIDIA = "10de"
 PCI_VENDOR_MELLANOX = "15b3"
 PCI_VENDOR_INTEL = "8086"
+LINK_TYPES = ("ethernet", "infiniband")
+VPI = LINK_TYPES  # Virtual Protocol Interconnect: each port runs Ethernet or InfiniBand
 
 
 def _mig(*rows: tuple[str, int, int, int]) -> tuple[MigProfile, ...]:
@@ -102,11 +107,11 @@ NIC_MODELS: MappingProxyType[str, NicModel] = MappingProxyType({
         NicModel("connectx-6-dx", "Mellanox ConnectX-6 Dx", PCI_VENDOR_MELLANOX, "101d", 100,
                  is_dpu=False, rdma=True, gpudirect_rdma=True, ofed_driver=True),
         NicModel("connectx-7", "NVIDIA ConnectX-7", PCI_VENDOR_MELLANOX, "1021", 400,
-                 is_dpu=False, rdma=True, gpudirect_rdma=True, ofed_driver=True),
+                 is_dpu=False, rdma=True, gpudirect_rdma=True, ofed_driver=True, link_types=VPI),
         NicModel("bluefield-2", "NVIDIA BlueField-2 DPU", PCI_VENDOR_MELLANOX, "a2d6", 100,
-                 is_dpu=True, rdma=True, gpudirect_rdma=True, ofed_driver=True),
+                 is_dpu=True, rdma=True, gpudirect_rdma=True, ofed_driver=True, link_types=VPI),
         NicModel("bluefield-3", "NVIDIA BlueField-3 DPU", PCI_VENDOR_MELLANOX, "a2dc", 400,
-                 is_dpu=True, rdma=True, gpudirect_rdma=True, ofed_driver=True),
+                 is_dpu=True, rdma=True, gpudirect_rdma=True, ofed_driver=True, link_types=VPI),
         # Intel E810 does iWARP/RoCE through irdma, but not GPUDirect RDMA with nvidia-peermem.
         NicModel("intel-e810", "Intel Ethernet E810-C", PCI_VENDOR_INTEL, "1592", 100,
                  is_dpu=False, rdma=False, gpudirect_rdma=False, ofed_driver=False),

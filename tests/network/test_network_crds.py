@@ -1,10 +1,9 @@
 """The generated network objects against the upstream CRDs and chart defaults (FORGE_UPSTREAM).
 
 NicClusterPolicy and MacvlanNetwork validate against the Network Operator 26.4.1 chart's CRDs; the
-example PyTorchJob against training-operator v1.9.4's. The nv-ipam IPPool CRD is not among them
-(the operator installs it at run time from its own manifests), so IPPools are checked against
-forge's typed nv-ipam model, which the component also hands `forge validate` as a CRD
-(Component.runtime_crds).
+example PyTorchJob against training-operator v1.9.4's. The nv-ipam IPPool and CIDRPool CRDs are not
+among them (the operator applies them at run time from its own manifests): IPPools are checked
+against those real CRDs, from the data folder the component names (Component.runtime_crd_data).
 """
 from __future__ import annotations
 
@@ -16,14 +15,14 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from forge.charts import chart_pins
 from forge.cli import main
 from forge.components.network_operator import NetworkOperator
 from forge.render import render_all
-from forge.nvipam import IPPoolSpec
 from forge.validate.crd import CrdSchemas
 from forge.validate.kube import KubeSchemas
 from forge.validate.values import check_values
-from tests.network.network_helpers import chart_data
+from tests.network.network_helpers import REPO, chart_data
 
 
 @functools.cache
@@ -87,30 +86,50 @@ def test_values_match_the_chart_defaults(tree, upstream_dir):
     assert check_values({"driver": {"rdma": gpu_values["driver"]["rdma"]}}, chart_data(upstream_dir, "gpu-operator")) == []
 
 
-def test_ip_pools_have_no_upstream_crd_and_are_checked_by_the_typed_model(tree, crds, h200):
+def _runtime_crds(upstream: Path) -> CrdSchemas:
+    runtime, = NetworkOperator.runtime_crd_data
+    folder = upstream / runtime.data_dir / "crds"
+    assert folder.is_dir(), f"FORGE_UPSTREAM has no {runtime.data_dir}/crds"
+    schemas = CrdSchemas()
+    assert schemas.add_dir(folder) == 2  # IPPool and CIDRPool
+    return schemas
+
+
+def test_ip_pools_are_checked_against_the_real_nv_ipam_crds(tree, crds, upstream_dir):
     pools = generated(tree, "h200", "IPPool")
     assert len(pools) == 8
-    runtime = CrdSchemas()
-    assert runtime.add_objects(NetworkOperator().runtime_crds(h200)) == 1
+    runtime = _runtime_crds(upstream_dir)
     for pool in pools:
         assert crds.validate(pool) is None  # unknown to the chart's CRDs: the operator brings it
-        assert runtime.validate(pool) == []  # forge's description of nv-ipam's API, as forge validate uses it
-        IPPoolSpec.model_validate(pool["spec"])
+        assert runtime.validate(pool) == []
     bad = copy.deepcopy(pools[0])
-    bad["spec"]["blockSize"] = 8
-    bad["spec"]["nodeSelector"]["nodeSelectorTerms"][0]["matchExpressions"][0]["operator"] = "Equals"
+    bad["spec"]["blockSize"] = bad["spec"].pop("perNodeBlockSize")
+    bad["spec"]["nodeSelector"]["nodeSelectorTerms"][0]["matchExpressions"][0]["values"] = "sr680a-h200"
     assert sorted(runtime.validate(bad)) == [
         ("spec.blockSize", "unknown field"),
-        ("spec.nodeSelector.nodeSelectorTerms[0].matchExpressions[0].operator",
-         '"Equals" is not one of: "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"'),
+        ("spec.nodeSelector.nodeSelectorTerms[0].matchExpressions[0].values", "expected array, got string"),
+        ("spec.perNodeBlockSize", "required field missing"),
     ]
+    cidr_pool = {"apiVersion": "nv-ipam.nvidia.com/v1alpha1", "kind": "CIDRPool", "metadata": {"name": "p", "namespace": "x"},
+                 "spec": {"cidr": "10.0.0.0/16", "perNodeNetworkPrefix": 24, "perNodeBlockSize": 8}}
+    assert runtime.validate(cidr_pool) == [("spec.perNodeBlockSize", "unknown field")]
 
 
-def test_the_runtime_ippool_crd_is_a_valid_crd_and_only_there_with_rails(h200, a100):
-    crd, = NetworkOperator().runtime_crds(h200)
-    assert KubeSchemas("1.34").validate(crd) == []
-    assert crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["required"] == ["subnet", "perNodeBlockSize"]
-    assert NetworkOperator().runtime_crds(a100) == []
+def test_runtime_crd_data_is_named_after_the_pinned_operator_release():
+    runtime, = NetworkOperator.runtime_crd_data
+    pin = chart_pins(REPO)["network-operator"]
+    assert runtime.data_dir == f"nv-ipam-network-operator-v{pin.version}"
+    assert runtime.api_versions() == {"nv-ipam.nvidia.com/v1alpha1", "nv-ipam.nvidia.com/v1alpha1/IPPool",
+                                      "nv-ipam.nvidia.com/v1alpha1/CIDRPool"}
+
+
+def test_the_declared_runtime_kinds_are_the_crds_of_the_data_folder(upstream_dir):
+    runtime, = NetworkOperator.runtime_crd_data
+    found = set()
+    for path in sorted((upstream_dir / runtime.data_dir / "crds").glob("*.yaml")):
+        crd = yaml.safe_load(path.read_text())
+        found |= {(f"{crd['spec']['group']}/{v['name']}", crd["spec"]["names"]["kind"]) for v in crd["spec"]["versions"] if v["served"]}
+    assert found == {(runtime.group_version, kind) for kind in runtime.kinds}
 
 
 def test_forge_validate_checks_ip_pools_and_the_nic_cluster_policy(repo_inputs, upstream_dir):

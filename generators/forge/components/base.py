@@ -7,6 +7,8 @@ What a component gives the pipeline:
 - `remote_base(cluster)`: for projects with no Helm chart, upstream kustomize manifests at a
   pinned git tag, deployed as one more source of the Application (see RemoteBase);
 - `check(loaded, settings)`: inventory rules spanning its settings and the rest of the inventory;
+- `runtime_crd_data`: CRDs its operator applies at run time, and the upstream data folder that
+  has them (validation reads them from there);
 - `expected_in_hydrated(cluster)`: fields the objects its chart renders must carry (checked on
   the hydrated output, e.g. the GPU Operator's ClusterPolicy has the driver version we asked for);
 - class attributes that the Argo CD bootstrap and validation read: namespace, sync wave, chart
@@ -58,6 +60,27 @@ class RemoteBase:
     revision: str  # a tag: never a branch, so a resync cannot change what runs
     path: str
     patches: tuple[dict[str, Any], ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class RuntimeCrds:
+    """CRDs an operator applies at run time rather than its chart shipping them (the Network
+    Operator applies nv-ipam's IPPool and CIDRPool CRDs when the NicClusterPolicy enables nvIpam).
+    `forge validate --upstream DIR` checks the component's objects of these kinds against
+    DIR/<data_dir>/crds/ (a missing folder is a failure); without DIR they are unchecked, as
+    every custom resource is. Hydration lists `kinds` among the cluster's API versions."""
+
+    data_dir: str  # the upstream data folder, named after the operator release that ships the CRDs
+    group_version: str  # e.g. nv-ipam.nvidia.com/v1alpha1
+    kinds: tuple[str, ...]
+
+    @property
+    def group(self) -> str:
+        return self.group_version.rpartition("/")[0]
+
+    def api_versions(self) -> set[str]:
+        """As `helm template --api-versions` takes them: group/version and group/version/Kind."""
+        return {self.group_version} | {f"{self.group_version}/{kind}" for kind in self.kinds}
 
 
 class Expected(NamedTuple):
@@ -127,6 +150,9 @@ class Component:
     # whatever the result), or a choice the component depends on (an image pin, a storage type).
     inventory_values: ClassVar[frozenset[str]] = frozenset()
     Settings: ClassVar[type[BaseModel]] = NoSettings
+    # CRDs the component's operator applies itself at run time (not in its chart), which its
+    # manifests use: validation reads them from their own upstream data folder.
+    runtime_crd_data: ClassVar[tuple[RuntimeCrds, ...]] = ()
     # Argo CD ignoreDifferences entries: fields a controller owns at runtime (webhook certificates).
     ignore_differences: ClassVar[tuple[dict[str, Any], ...]] = ()
 
@@ -156,11 +182,6 @@ class Component:
     def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
         return []
 
-    def runtime_crds(self, cluster: ClusterModel) -> list[dict[str, Any]]:
-        """CRDs of kinds `manifests()` uses that the component's operator installs itself at run
-        time (so neither the chart nor the upstream data has them), as forge describes them.
-        Only `forge validate` reads these; they are never written or synced."""
-        return []
 
     def examples(self, cluster: ClusterModel) -> list[dict[str, Any]]:
         """Objects for people to copy, written under overlays/<cluster>/<name>/examples/: not in

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from forge.errors import Problem
 from forge.hardware import GPU_MODELS, MIG_SLICES_COMPUTE, MIG_SLICES_MEMORY, NIC_MODELS, SERVER_MODELS
+from forge.inventory.links import link_rules
 from forge.inventory.loader import LoadedInventory, format_path, line_for, problems_from_validation
 from forge.inventory.schema import Inventory, MigLayoutGroup
 from forge.model import RDMA_RESOURCE_BY_ROLE, fabric_nics
@@ -44,6 +45,7 @@ def check_inventory(loaded: LoadedInventory, data: dict[str, Any]) -> list[Probl
         *_expected_capacity(loaded, inv),
         *_bucket_names(loaded, inv),
         *_rdma_interface_roles(loaded, inv),
+        *link_rules(loaded),
         *_compute_network(loaded, inv),
         *_component_settings(loaded, inv, data),
     ]

@@ -3,8 +3,10 @@
 Per cluster:
 * every object against the Kubernetes schemas of the cluster's minor (strict: unknown fields are
   errors), or else against the CRDs found in the cluster's hydrated output — the charts ship
-  their own, so no schema folder is needed — or, last, against the CRDs an operator installs at
-  run time (`Component.runtime_crds`); an object none of them knows is a failure, never a pass;
+  their own, so no schema folder is needed — or, last, against the CRDs an operator applies at
+  run time, from the upstream data folder its component names (`Component.runtime_crd_data`;
+  without --upstream those objects are unchecked, a warning); any other object none of them
+  knows is a failure, never a pass;
 * the pipeline's house rules (forge.validate.policies: pinned images, no Secret data, Pod
   Security level on Namespaces). The required forge labels are not asked of chart output: the
   overlay's kustomization labels only its own objects, and `forge validate` checks those;
@@ -39,6 +41,7 @@ from forge.upstream.chart import load_chart
 from forge.upstream.hydrate import HYDRATED_DIR, Job, hydrated_file, jobs_for, load_hydrated
 from forge.upstream.reads import redundant_keys, unread_keys
 from forge.validate.crd import CrdSchemas
+from forge.validate.crd_index import LazyCrdFolder
 from forge.validate.failure import Failure
 from forge.validate.run import kube_schemas
 from forge.validate.objects import object_id
@@ -54,7 +57,7 @@ class Report:
     keys: dict[str, int] = field(default_factory=dict)  # values keys checked per cluster
 
 
-def validate_hydrated(root: Path, only: frozenset[str] | None = None) -> Report:
+def validate_hydrated(root: Path, only: frozenset[str] | None = None, upstream: Path | None = None) -> Report:
     clusters = load_clusters(root)
     jobs = jobs_for(root, clusters, chart_pins(root), only)
     report = Report()
@@ -64,14 +67,38 @@ def validate_hydrated(root: Path, only: frozenset[str] | None = None) -> Report:
             continue
         others = [p for p in sorted((root / HYDRATED_DIR / cluster.name).glob("*.yaml"))
                   if only and p.stem not in only]
-        _check_cluster(root, cluster.name, cluster.kubernetes_version, mine, report, others)
+        _check_cluster(root, cluster.name, cluster.kubernetes_version, mine, report, others, upstream)
     report.failures.sort()
     report.warnings.sort()
     return report
 
 
+class RuntimeSchemas:
+    """CRDs operators apply at run time (Component.runtime_crd_data), from the upstream data folder
+    each component names. Without an upstream folder, objects of those kinds are unchecked: a
+    warning, never a pass and never a failure of the hydrated output itself."""
+
+    UNCHECKED = "unchecked: the operator applies this CRD at run time; give --upstream (FORGE_UPSTREAM) to check it"
+
+    def __init__(self, jobs: Sequence[Job], upstream: Path | None) -> None:
+        declared = [r for job in jobs for r in job.component.runtime_crd_data]
+        self.kinds = {(r.group_version, kind) for r in declared for kind in r.kinds}
+        folders = sorted({upstream / r.data_dir / "crds" for r in declared}) if upstream else []
+        missing = [f for f in folders if not f.is_dir()]
+        if missing:
+            raise ForgeError(f"no reference data for CRDs applied at run time: {', '.join(map(str, missing))}")
+        self.upstream = upstream
+        self.schemas = LazyCrdFolder(folders)
+
+    def validate(self, obj: dict[str, Any]) -> list[tuple[str, str]] | None:
+        return self.schemas.validate(obj)
+
+    def unchecked(self, obj: dict[str, Any]) -> bool:
+        return self.upstream is None and (obj.get("apiVersion"), obj.get("kind")) in self.kinds
+
+
 def _check_cluster(root: Path, cluster: str, version: str, jobs: list[Job], report: Report,
-                   others: Sequence[Path] = ()) -> None:
+                   others: Sequence[Path] = (), upstream: Path | None = None) -> None:
     loaded: dict[str, list[tuple[dict[str, Any], int]]] = {}
     for job in jobs:
         path = hydrated_file(root, cluster, job.component.name)
@@ -82,9 +109,7 @@ def _check_cluster(root: Path, cluster: str, version: str, jobs: list[Job], repo
     crds.add_objects(obj for objs in loaded.values() for obj, _ in objs)
     for path in others:  # components not selected: their CRDs only
         crds.add_objects(obj for obj, _ in load_hydrated(path) if obj.get("kind") == "CustomResourceDefinition")
-    runtime_crds = CrdSchemas()  # last resort: CRDs an operator installs itself, as forge describes them
-    for job in jobs:
-        runtime_crds.add_objects(job.component.runtime_crds(job.cluster))
+    runtime_crds = RuntimeSchemas(jobs, upstream)  # last resort: CRDs an operator applies at run time
     kube = kube_schemas(version)
     project = argocd.app_project(jobs[0].cluster, [j.component for j in jobs], chart_pins(root)) if jobs else None
     fail = report.failures.append
@@ -98,7 +123,10 @@ def _check_cluster(root: Path, cluster: str, version: str, jobs: list[Job], repo
                 problems = crds.validate(obj)
                 if problems is None:
                     problems = runtime_crds.validate(obj)
-                if problems is not None:
+                if problems is None and runtime_crds.unchecked(obj):
+                    report.warnings.append(Failure(cluster, name, where, "", runtime_crds.UNCHECKED))
+                    problems = []
+                elif problems is not None:
                     report.by_crd[cluster] = report.by_crd.get(cluster, 0) + 1
                 else:
                     problems = [("apiVersion", f"no schema for {obj.get('apiVersion')} {obj.get('kind')}: not built into "

@@ -121,12 +121,12 @@ def hydrate(root: Path, jobs: int | None, components: tuple[str, ...]) -> None:
     click.echo(f"hydrated into {HYDRATED_DIR}/ in {time.perf_counter() - started:.2f}s")
 
 
-def validate_hydrated_command(root: Path, components: tuple[str, ...] = ()) -> None:
+def validate_hydrated_command(root: Path, components: tuple[str, ...] = (), upstream: Path | None = None) -> None:
     """`forge validate --hydrated`: print failures and warnings; exit 1 on any failure."""
     from forge.upstream.check import validate_hydrated
 
     started = time.perf_counter()
-    report = validate_hydrated(root, frozenset(components) or None)
+    report = validate_hydrated(root, frozenset(components) or None, upstream)
     for failure in report.failures:
         click.echo(f"FAIL {failure.line()}", err=True)
     for warning in report.warnings:

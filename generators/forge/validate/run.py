@@ -1,8 +1,9 @@
 """`forge validate`: every rendered object, every values file, every policy; one line per failure.
 
 Objects are checked against the cluster's Kubernetes version (built-in kinds) or against the
-CRDs we know: those in the upstream data folder (--upstream / FORGE_UPSTREAM) and those in the
-rendered output itself. A custom resource with no CRD to check it against is *unchecked*, never
+CRDs we know: those in the upstream data folder (--upstream / FORGE_UPSTREAM; CRDs an operator
+applies at run time from the folder its component names, `Component.runtime_crd_data`) and those
+in the rendered output itself. A custom resource with no CRD to check it against is *unchecked*, never
 passed: without an upstream folder it is listed as such; with one it is a failure.
 """
 from __future__ import annotations
@@ -57,7 +58,23 @@ def upstream_crds(root: Path, upstream: Path | None) -> LazyCrdFolder:
         return LazyCrdFolder([])
     pins = chart_pins(root)
     owners = {group: upstream / pins[c.chart].data_dir_name for c in COMPONENTS if c.chart for group in c.crd_groups}
+    # CRDs an operator applies at run time: from the data folder of the release that applies them.
+    owners |= {r.group: upstream / r.data_dir for c in COMPONENTS for r in c.runtime_crd_data}
     return LazyCrdFolder(sorted(upstream.glob("*/crds")), owners)
+
+
+def runtime_data_failures(cluster: ClusterModel, upstream: Path) -> list[Failure]:
+    """A component whose operator applies CRDs at run time needs their data folder: without it its
+    custom resources of those kinds would have no schema (and fail as unknown)."""
+    out = []
+    for component in enabled_components(cluster):
+        for runtime in component.runtime_crd_data:
+            folder = upstream / runtime.data_dir / "crds"
+            if not folder.is_dir():
+                out.append(Failure(cluster.name, component.name, runtime.data_dir, "",
+                                   f"no reference data for the CRDs the operator applies at run time "
+                                   f"({', '.join(runtime.kinds)}): {folder} is missing"))
+    return out
 
 
 # Below this much YAML one process parses it faster than starting a pool would.
@@ -95,9 +112,6 @@ def validate_cluster(cluster: ClusterModel, objects: dict[str, list[dict[str, An
     rendered_crds = CrdSchemas()  # CRDs this cluster's own output ships win over the upstream ones
     for objs in objects.values():
         rendered_crds.add_objects(objs)
-    runtime_crds = CrdSchemas()  # last resort: forge's description of CRDs an operator installs itself
-    for component in enabled_components(cluster):
-        runtime_crds.add_objects(component.runtime_crds(cluster))
     required = labels_for(cluster.name)
     for component, objs in objects.items():
         for obj in objs:
@@ -108,8 +122,6 @@ def validate_cluster(cluster: ClusterModel, objects: dict[str, list[dict[str, An
                 problems = rendered_crds.validate(obj)
             if problems is None:
                 problems = base_crds.validate(obj)
-            if problems is None:
-                problems = runtime_crds.validate(obj)
             if problems is None:
                 what = f"{cluster.name} / {component} / {obj.get('apiVersion')} {obj.get('kind')}"
                 if strict_crds:
@@ -152,6 +164,8 @@ def validate_repo(root: Path, upstream: Path | None = None, rendered: Path | Non
     for cluster in clusters:
         validate_cluster(cluster, objects[cluster.name], base_crds, strict_crds=upstream is not None, report=report)
         validate_values(root, cluster, upstream, report)
+        if upstream:
+            report.failures += runtime_data_failures(cluster, upstream)
     report.seconds = time.perf_counter() - started
     report.failures.sort()
     return report
