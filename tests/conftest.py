@@ -9,6 +9,21 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED_CLUSTERS = ("a100", "h200")
+# Example inventories that are not shipped fleets (never under clusters/, so Argo CD never syncs
+# them): tests/fixtures/<cluster>/inventory.yaml, copied into a scratch repository to run on.
+FIXTURES = REPO / "tests" / "fixtures"
+
+
+def fixture_file(cluster: str) -> Path:
+    return FIXTURES / cluster / "inventory.yaml"
+
+
+def add_fixture_cluster(root: Path, cluster: str) -> Path:
+    """Put a fixture inventory at clusters/<cluster>/ of a scratch repository (see copy_repo_inputs)."""
+    target = root / "clusters" / cluster / "inventory.yaml"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(fixture_file(cluster), target)
+    return target
 
 
 def pytest_addoption(parser):
