@@ -152,3 +152,25 @@ def test_forge_validate_checks_ip_pools_and_the_nic_cluster_policy(repo_inputs, 
         "FAIL h200 / network-operator / NicClusterPolicy/nic-cluster-policy / spec.ofedDriver.image / image 'doca-driver' has no tag or digest",
         "FAIL h200 / network-operator / NicClusterPolicy/nic-cluster-policy / spec.ofedDriver.versoin / unknown field",
     ]
+
+
+def test_hydrated_validation_reads_runtime_crds_from_their_data_folder(tree, upstream_dir, tmp_path):
+    """`forge validate --hydrated`: IPPools against nv-ipam's CRDs with --upstream; unchecked (a
+    warning, not a pass or a failure) without it; an upstream folder lacking them is an error."""
+    from types import SimpleNamespace
+
+    from forge.errors import ForgeError
+    from forge.upstream.check import RuntimeSchemas
+
+    jobs = [SimpleNamespace(component=NetworkOperator())]
+    pool = generated(tree, "h200", "IPPool")[0]
+    checked = RuntimeSchemas(jobs, upstream_dir)
+    assert checked.validate(pool) == [] and not checked.unchecked(pool)
+    bad = copy.deepcopy(pool)
+    bad["spec"]["perNodeBlockSize"] = "32"
+    assert checked.validate(bad) == [("spec.perNodeBlockSize", "expected integer, got string")]
+    bare = RuntimeSchemas(jobs, None)
+    assert bare.validate(pool) is None and bare.unchecked(pool)
+    assert not bare.unchecked(generated(tree, "h200", "NicClusterPolicy")[0])
+    with pytest.raises(ForgeError, match="no reference data for CRDs applied at run time"):
+        RuntimeSchemas(jobs, tmp_path)
