@@ -182,7 +182,6 @@ class Component:
     def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
         return []
 
-
     def examples(self, cluster: ClusterModel) -> list[dict[str, Any]]:
         """Objects for people to copy, written under overlays/<cluster>/<name>/examples/: not in
         the kustomization, so Argo CD never syncs them."""

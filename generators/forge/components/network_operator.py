@@ -8,7 +8,7 @@ resource synced after the chart's CRDs. It holds exactly what the fleet's hardwa
   the same from the hardware table's vendor IDs;
 - the RDMA shared device plugin, one resource per NIC role with RDMA ports (`rdma/rdma_network`
   for the compute fabric, `rdma/rdma_storage`, `rdma/rdma_frontend`), each selecting the vendor,
-  device IDs and interface names of that role's NICs (`forge.model.ClusterModel.rdma_resources`);
+  device IDs, interface names and link type (`linkTypes`) of that role's NICs (`forge.model.ClusterModel.rdma_resources`);
 - Multus, the CNI plugins and nv-ipam when the compute fabric has rails: one secondary network and
   one nv-ipam IPPool per rail, so a pod attaches one interface per rail. The network is a
   MacvlanNetwork on Ethernet (RoCE) ports and an IPoIBNetwork, with the ipoib CNI, on InfiniBand
@@ -112,7 +112,6 @@ class NetworkOperator(Component):
             objs.append(custom_resource(network))
             objs.append(custom_resource(ip_pool(rail)))
         return objs
-
 
     def examples(self, cluster: ClusterModel) -> list[dict[str, Any]]:
         """A two-node all-reduce over the compute fabric, for people to copy (never synced)."""

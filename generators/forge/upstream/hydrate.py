@@ -44,7 +44,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-
 from forge import argocd
 from forge.charts import VERSIONS_FILE, ChartPin, chart_pins
 from forge.components import Component
