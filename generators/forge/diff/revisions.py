@@ -103,10 +103,10 @@ def _regenerate(side_root: Path) -> list[str]:
 
 
 def _clusters(side_root: Path) -> dict[str, ClusterModel]:
-    from forge.generate import load_clusters
+    from forge.fleet import load_fleet
 
     try:
-        return {c.name: c for c in load_clusters(side_root)}
+        return {c.name: c for c in load_fleet(side_root).clusters}
     except ForgeError:
         return {}  # an older inventory this code no longer reads: node counts come from the other side
 

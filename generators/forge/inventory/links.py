@@ -18,7 +18,7 @@ from typing import Iterator
 
 from forge.errors import Problem
 from forge.hardware import NIC_MODELS
-from forge.inventory.loader import LoadedInventory
+from forge.inventory.located import LoadedInventory
 from forge.inventory.schema import Inventory, NicSpec, Profile
 
 IPOIB_PREFIX = "ib"  # the kernel names IPoIB devices ib<N>, udev ibp<bus>s<slot> / ibs<slot>

@@ -36,7 +36,7 @@ from forge import argocd
 from forge.charts import chart_pins
 from forge.components.base import Contains, Expected
 from forge.errors import ForgeError
-from forge.generate import load_clusters
+from forge.fleet import load_fleet
 from forge.upstream.chart import load_chart
 from forge.upstream.hydrate import HYDRATED_DIR, Job, hydrated_file, jobs_for, load_hydrated
 from forge.upstream.reads import redundant_keys, unread_keys
@@ -58,7 +58,7 @@ class Report:
 
 
 def validate_hydrated(root: Path, only: frozenset[str] | None = None, upstream: Path | None = None) -> Report:
-    clusters = load_clusters(root)
+    clusters = load_fleet(root).clusters
     jobs = jobs_for(root, clusters, chart_pins(root), only)
     report = Report()
     for cluster in clusters:

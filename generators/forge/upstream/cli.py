@@ -28,12 +28,12 @@ def _pins(root: Path, keys: tuple[str, ...]):
 
 def _remote_bases(root: Path):
     """Component name -> RemoteKey, for every remote base an enabled component of a cluster uses."""
-    from forge.generate import enabled_components, load_clusters
+    from forge.fleet import components_of, load_fleet
     from forge.upstream.remote import RemoteKey
 
     out = {}
-    for cluster in load_clusters(root):
-        for component in enabled_components(cluster):
+    for cluster in load_fleet(root).clusters:
+        for component in components_of(cluster):
             base = component.remote_base(cluster)
             if base is not None:
                 out.setdefault(component.name, RemoteKey.of(component.name, base))

@@ -49,7 +49,7 @@ from forge.charts import VERSIONS_FILE, ChartPin, chart_pins
 from forge.components import Component
 from forge.errors import ForgeError
 from forge.folders import swap_in
-from forge.generate import enabled_components, load_clusters
+from forge.fleet import components_of, load_fleet
 from forge.model import ClusterModel
 from forge.tools import helm_command, kustomize_build_command
 from forge.upstream import remote
@@ -85,7 +85,7 @@ def check_component_names(clusters: list[ClusterModel], only: frozenset[str] | N
     """Refuse a --component that no cluster enables (a typo would otherwise check nothing)."""
     if not only:
         return
-    known = {c.name for cluster in clusters for c in enabled_components(cluster)}
+    known = {c.name for cluster in clusters for c in components_of(cluster)}
     unknown = sorted(only - known)
     if unknown:
         raise ForgeError(f"--component {', '.join(unknown)}: no cluster enables it (enabled: {', '.join(sorted(known))})")
@@ -99,7 +99,7 @@ def jobs_for(root: Path, clusters: list[ClusterModel], pins: dict[str, ChartPin]
     jobs: list[Job] = []
     missing: dict[object, tuple[str, str]] = {}  # pin key or RemoteKey -> (how to fetch, what)
     for cluster in clusters:
-        for component in enabled_components(cluster):
+        for component in components_of(cluster):
             if only and component.name not in only:
                 continue
             pin = pins.get(component.chart) if component.chart else None
@@ -230,7 +230,7 @@ def hydrate_all(root: Path, out: Path | None = None, jobs: int | None = None,
                 only: frozenset[str] | None = None) -> dict[str, dict[str, int]]:
     """Hydrate everything (or the components in `only`); returns objects per cluster and component."""
     out = out or root / HYDRATED_DIR
-    clusters = load_clusters(root)
+    clusters = load_fleet(root).clusters
     todo = jobs_for(root, clusters, chart_pins(root), only)
     helm, kustomize = helm_command(root), kustomize_build_command(root)
     workers = jobs or os.cpu_count() or 2

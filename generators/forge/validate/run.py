@@ -20,7 +20,7 @@ from forge.charts import chart_pins
 from forge.components import COMPONENTS
 from forge.emit import labels_for
 from forge.errors import ForgeError
-from forge.generate import enabled_components, load_clusters
+from forge.fleet import components_of, load_fleet
 from forge.model import ClusterModel
 from forge.paths import OVERLAYS_DIR, RENDERED_DIR
 from forge.validate.crd import CrdSchemas
@@ -67,7 +67,7 @@ def runtime_data_failures(cluster: ClusterModel, upstream: Path) -> list[Failure
     """A component whose operator applies CRDs at run time needs their data folder: without it its
     custom resources of those kinds would have no schema (and fail as unknown)."""
     out = []
-    for component in enabled_components(cluster):
+    for component in components_of(cluster):
         for runtime in component.runtime_crd_data:
             folder = upstream / runtime.data_dir / "crds"
             if not folder.is_dir():
@@ -135,7 +135,7 @@ def validate_cluster(cluster: ClusterModel, objects: dict[str, list[dict[str, An
 
 def validate_values(root: Path, cluster: ClusterModel, upstream: Path | None, report: Report) -> None:
     pins = chart_pins(root)
-    for component in enabled_components(cluster):
+    for component in components_of(cluster):
         if not component.chart:
             continue
         rel = Path(OVERLAYS_DIR, cluster.name, component.name, "values.yaml")
@@ -158,7 +158,7 @@ def validate_values(root: Path, cluster: ClusterModel, upstream: Path | None, re
 def validate_repo(root: Path, upstream: Path | None = None, rendered: Path | None = None) -> Report:
     started = time.perf_counter()
     report = Report()
-    clusters = load_clusters(root)
+    clusters = load_fleet(root).clusters
     base_crds = upstream_crds(root, upstream)
     objects = rendered_objects(rendered or root / RENDERED_DIR, [c.name for c in clusters])
     for cluster in clusters:
