@@ -1,4 +1,4 @@
-"""An InfiniBand compute fabric, from inventory data only (tests/fixtures/ib-small: ConnectX-7 ports
+"""An InfiniBand compute fabric, from inventory data only (tests/fixtures/clusters/ib-small: ConnectX-7 ports
 in InfiniBand mode, IPoIB interfaces ibp*, Ethernet BlueField-3 storage ports).
 
 IB rails become IPoIBNetworks with the ipoib CNI, never macvlan; the RDMA plugin's selectors carry
