@@ -18,7 +18,7 @@ import pytest
 import yaml
 from click.testing import CliRunner, Result
 
-from forge.charts import chart_pins
+from forge.versions import chart_pins
 from forge.cli import main
 from forge.errors import ForgeError, InventoryError, Problem
 from forge.generate import build_tree

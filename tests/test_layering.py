@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "generators" / "forge"
 # modules). Every module must have a stage, so a new one is placed on purpose.
 STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("forge", "forge.hardware", "forge.errors", "forge.emit", "forge.paths", "forge.folders",
-                    "forge.tools", "forge.charts", "forge.cli_common")),
+                    "forge.tools", "forge.versions", "forge.cli_common")),
     ("inventory", ("forge.inventory",)),
     ("model", ("forge.model",)),
     ("components", ("forge.components", "forge.observability")),

@@ -5,11 +5,10 @@ from __future__ import annotations
 import yaml
 
 from forge.argocd import bootstrap_objects
-from forge.charts import chart_pins
+from forge.versions import chart_pins
 from forge.components import COMPONENTS
 from forge.fleet import components_of as enabled_components
-from forge.inventory import load_inventory_text
-from forge.model import derive
+from forge.fleet import load_plan_text
 from tests.helpers import REPO, inventory_text
 
 

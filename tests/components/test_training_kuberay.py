@@ -10,7 +10,7 @@ import pytest
 import yaml
 from tests.helpers import CLUSTERS, REPO, generated, needs_upstream, rendered, upstream_data
 
-from forge.charts import chart_pins
+from forge.versions import chart_pins
 from forge.components import COMPONENTS
 from forge.components.alluxio import Alluxio
 from forge.emit import labels_for

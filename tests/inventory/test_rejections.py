@@ -33,14 +33,14 @@ def test_unknown_gpu_model():
     text = edit("model: H200-141GB", "model: H300-141GB")
     assert problems(text) == [
         f"{FILE}:{line_of(text, 'H300')}: profiles.sr680a-h200.gpu.model: unknown GPU model 'H300-141GB' "
-        "(expected one of: A100-80GB, H100-80GB, H200-141GB, L40S-48GB)"]
+        "(did you mean: H200-141GB, H100-80GB, A100-40GB?; known: A100-40GB, A100-80GB, B200, H100-80GB, H100-NVL, H200-141GB, L40S-48GB)"]
 
 
 def test_unknown_nic_model():
     text = edit("model: connectx-7", "model: connectx-9")
     assert problems(text) == [
         f"{FILE}:{line_of(text, 'connectx-9')}: profiles.sr680a-h200.nics[0].model: unknown NIC model 'connectx-9' "
-        "(expected one of: bluefield-2, bluefield-3, connectx-6-dx, connectx-7, intel-e810)"]
+        "(did you mean: connectx-7, connectx-6, connectx-6-dx?; known: bluefield-2, bluefield-3, connectx-6, connectx-6-dx, connectx-7, intel-e810)"]
 
 
 def test_mig_profile_the_gpu_cannot_do():

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from forge import argocd
-from forge.charts import chart_pins
+from forge.versions import chart_pins
 from forge.components.base import Expected
 from forge.components.loki import CONFIG_OBJECT, WORKLOADS, Loki
 from forge.components.prometheus import (ALERTMANAGER_CR, GRAFANA_DATASOURCES, GRAFANA_DEPLOYMENT, NODE_EXPORTER_MONITOR,

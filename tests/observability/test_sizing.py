@@ -86,7 +86,7 @@ def test_fleets_get_their_loki_layout(clusters):
 
 def test_loki_layout_that_does_not_fit_the_system_nodes_is_an_error():
     from forge.errors import InventoryError
-    from forge.inventory import load_inventory_text
+    from forge.fleet import load_plan_text
     from tests.helpers import inventory_text
 
     text = inventory_text("a100").replace("  loki:\n", "  loki:\n    daily_log_gb: 400.0\n", 1)

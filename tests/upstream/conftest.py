@@ -63,7 +63,7 @@ def set_values(repo: Path, values: dict[str, Any]) -> None:
 @pytest.fixture
 def widget_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("FORGE_CHART_CACHE", raising=False)
-    monkeypatch.setattr("forge.generate.COMPONENTS", (Widget(),))
+    monkeypatch.setattr("forge.fleet.COMPONENTS", (Widget(),))
     monkeypatch.setattr(Widget, "VALUES", GOOD_VALUES)
     repo = copy_repo_inputs(tmp_path / "repo")
     for inventory in (repo / "clusters").glob("*/inventory.yaml"):

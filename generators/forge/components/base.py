@@ -11,7 +11,7 @@ What a component gives the pipeline:
   components);
 - `derive_facts(cluster)`: what the component derives from the inventory, once, into a frozen
   dataclass (tier layout, capacity, served nodes); every other hook reads `self.facts(cluster)`;
-- `runtime_crd_data`: CRDs its operator applies at run time, and the upstream data folder that
+- `runtime_crd_data()`: CRDs its operator applies at run time, and the upstream data folder that
   has them (validation reads them from there);
 - `expected_in_hydrated(cluster)`: fields the objects its chart renders must carry (checked on
   the hydrated output, e.g. the GPU Operator's ClusterPolicy has the driver version we asked for);
@@ -169,9 +169,6 @@ class Component:
     # whatever the result), or a choice the component depends on (an image pin, a storage type).
     inventory_values: ClassVar[frozenset[str]] = frozenset()
     Settings: ClassVar[type[BaseModel]] = NoSettings
-    # CRDs the component's operator applies itself at run time (not in its chart), which its
-    # manifests use: validation reads them from their own upstream data folder.
-    runtime_crd_data: ClassVar[tuple[RuntimeCrds, ...]] = ()
     # Argo CD ignoreDifferences entries: fields a controller owns at runtime (webhook certificates).
     ignore_differences: ClassVar[tuple[dict[str, Any], ...]] = ()
 
@@ -213,6 +210,12 @@ class Component:
 
     def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
         return []
+
+    def runtime_crd_data(self) -> tuple[RuntimeCrds, ...]:
+        """CRDs the component's operator applies itself at run time (not in its chart), which its
+        manifests use, and the upstream data folder that has them: validation reads them there.
+        Not per cluster: the folder follows the pinned release (charts/versions.yaml)."""
+        return ()
 
     def examples(self, cluster: ClusterModel) -> list[dict[str, Any]]:
         """Objects for people to copy, written under overlays/<cluster>/<name>/examples/: not in

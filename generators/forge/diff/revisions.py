@@ -24,7 +24,7 @@ from typing import Any, Iterator
 
 import yaml
 
-from forge.charts import VERSIONS_FILE
+from forge.versions import VERSIONS_FILE
 from forge.diff.objects import Identity, parse_objects
 from forge.errors import ForgeError
 from forge.model import ClusterModel

@@ -21,7 +21,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterator
 
-from forge.charts import ChartPin, chart_pins
+from forge.versions import ChartPin, chart_pins
 from forge.components import COMPONENTS, Component
 from forge.errors import ForgeError, InventoryError, Problem
 from forge.fleet import rules
@@ -115,9 +115,10 @@ def _rules(given: dict[str, Any]) -> Rules:
     """The rules this stage hands to the inventory loader; they fill `given` with the typed
     settings they validated, so each block is validated exactly once."""
     def run(loaded: LoadedInventory) -> list[Problem]:
-        typed, problems = rules.typed_settings(loaded)
+        known = registry()
+        typed, problems = rules.typed_settings(loaded, known)
         given.update(typed)
-        return [*fabric_rules(loaded), *problems, *rules.settings_rules(loaded, typed)]
+        return [*fabric_rules(loaded), *problems, *rules.settings_rules(loaded, typed, known)]
     return run
 
 
@@ -141,4 +142,11 @@ def _plan(loaded: LoadedInventory, given: dict[str, Any], folder: str | None) ->
 def components_of(cluster: ClusterModel) -> tuple[Component, ...]:
     """The components the fleet stage enabled on `cluster`, in registry order: its typed settings
     hold exactly those (for code handed a ClusterModel rather than its plan)."""
-    return tuple(rules.KNOWN[name] for name in cluster.component_settings)
+    known = registry()
+    return tuple(known[name] for name in cluster.component_settings)
+
+
+def registry() -> dict[str, Component]:
+    """The component registry by name: the one place the fleet stage reads forge.components.COMPONENTS
+    (tests narrow it by replacing forge.fleet.COMPONENTS)."""
+    return {c.name: c for c in COMPONENTS}

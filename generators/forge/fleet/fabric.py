@@ -104,20 +104,3 @@ def _fitting_prefix(cidr: str, block: int, nodes: int) -> str:
             return f"a /{prefix} would do"
     return "no subnet is large enough"
 
-
-def _component_settings(loaded: LoadedInventory, inv: Inventory, data: dict[str, Any]) -> Iterator[Problem]:
-    from forge.components import COMPONENTS  # the registry; imported late to avoid a cycle
-
-    known = {c.name: c for c in COMPONENTS}
-    for name, settings in inv.components.items():
-        at = ("components", name)
-        component = known.get(name)
-        if component is None:
-            yield loaded.problem(at, _unknown("component", name, known))
-            continue
-        try:
-            validated = component.Settings.model_validate(settings)
-        except ValidationError as exc:
-            yield from problems_from_validation(exc, settings, component.Settings, loaded.file, loaded.lines, at)
-            continue
-        yield from component.check(loaded, validated)  # rules spanning its settings and the rest

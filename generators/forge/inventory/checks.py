@@ -86,6 +86,9 @@ def _profile_capacity(loaded: LoadedInventory, inv: Inventory) -> Iterator[Probl
                 yield loaded.problem(at + ("gpu", "model"), f"{profile.server} takes {', '.join(sorted(server.gpu_models))}, not {profile.gpu.model}")
         if len(profile.nvme) > server.max_nvme:
             yield loaded.problem(at + ("nvme",), f"{len(profile.nvme)} NVMe devices do not fit a {profile.server} (at most {server.max_nvme})")
+        cards = sum(nic.count for nic in profile.nics)
+        if server.pcie_slots is not None and cards > server.pcie_slots:
+            yield loaded.problem(at + ("nics",), f"{cards} NIC/DPU cards do not fit a {profile.server} (at most {server.pcie_slots} PCIe slots)")
         yield from _duplicates(loaded, at + ("nvme",), [d.device for d in profile.nvme], "device", "NVMe device")
         yield from _duplicates(loaded, at + ("nvme",), [d.mount for d in profile.nvme], "mount", "NVMe mount path")
         owner: dict[str, str] = {}  # interface -> the NIC entry that lists it first

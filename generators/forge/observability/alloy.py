@@ -14,8 +14,9 @@ from typing import Any
 from forge.model import ClusterModel
 from forge.observability.metrics import NODE_LABEL, RACK_LABEL
 from forge.observability.rules import regex_alternation
+from forge import versions
 
-IMAGE = "docker.io/grafana/alloy:v1.18.1"  # latest stable Alloy release when pinned (2026-08)
+IMAGE = "alloy"  # images in charts/versions.yaml
 NAME = "alloy"
 CONFIG_FILE = "config.alloy"
 HTTP_PORT = 12345
@@ -168,7 +169,7 @@ def daemonset(cluster: ClusterModel, meta: dict[str, str], labels: dict[str, str
     ]
     container = {
         "name": NAME,
-        "image": IMAGE,
+        "image": versions.image(IMAGE).ref,
         "args": ["run", f"/etc/alloy/{CONFIG_FILE}", f"--storage.path={STORAGE_PATH}",
                  f"--server.http.listen-addr=0.0.0.0:{HTTP_PORT}", "--stability.level=generally-available"],
         "env": [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],

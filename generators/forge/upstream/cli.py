@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import click
@@ -13,7 +14,7 @@ from forge.errors import ForgeError
 def _pins(root: Path, keys: tuple[str, ...]):
     """(chart pins, remote kustomize bases) the KEYS name: keys of charts/versions.yaml or names of
     components deployed from a remote base; no KEYS: all of both."""
-    from forge.charts import VERSIONS_FILE, chart_pins
+    from forge.versions import VERSIONS_FILE, chart_pins
 
     pins = chart_pins(root)
     bases = _remote_bases(root)
@@ -87,7 +88,7 @@ def pull(root: Path, keys: tuple[str, ...], mirror: Path | None, require_digest:
 def lock(root: Path) -> None:
     """Write charts/lock.yaml: every pin with the sha256 of its cached archive (run after a pull
     you trust; a chart not cached from an archive keeps its recorded digest, or null)."""
-    from forge.charts import chart_pins
+    from forge.versions import chart_pins
     from forge.upstream.cache import lock_digests
     from forge.upstream.lock import LOCK_FILE, write_lock
 
@@ -131,9 +132,11 @@ def validate_hydrated_command(root: Path, components: tuple[str, ...] = (), upst
         click.echo(f"FAIL {failure.line()}", err=True)
     for warning in report.warnings:
         click.echo(f"warning: {warning.line()}", err=True)
-    for cluster in sorted(report.objects):
-        click.echo(f"{cluster}: {report.objects[cluster]} objects ({report.by_crd.get(cluster, 0)} against CRDs the charts ship), "
-                   f"{report.keys.get(cluster, 0)} values keys")
+    for item, count in sorted(Counter(report.unchecked).items()):
+        click.echo(f"unchecked (no upstream data): {item}{f' x{count}' if count > 1 else ''}", err=True)
+    for cluster, counts in sorted(report.per_cluster.items()):
+        click.echo(f"{cluster}: {counts['objects']} objects ({counts['by_crd']} against CRDs the charts ship), "
+                   f"{counts['keys']} values keys")
     click.echo(f"validated the hydrated output in {time.perf_counter() - started:.2f}s: "
                f"{len(report.failures)} failures, {len(report.warnings)} warnings")
     if report.failures:

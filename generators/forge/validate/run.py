@@ -8,16 +8,14 @@ passed: without an upstream folder it is listed as such; with one it is a failur
 """
 from __future__ import annotations
 
-import functools
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from forge.charts import chart_pins
-from forge.components import COMPONENTS
+from forge.versions import chart_pins
+from forge.components import COMPONENTS, Component
 from forge.emit import labels_for
 from forge.errors import ForgeError
 from forge.fleet import components_of, load_fleet
@@ -25,30 +23,11 @@ from forge.model import ClusterModel
 from forge.paths import OVERLAYS_DIR, RENDERED_DIR
 from forge.validate.crd import CrdSchemas
 from forge.validate.crd_index import LazyCrdFolder
+from forge.validate.engine import Engine, Report, kube_schemas, missing_runtime_data, policies, runtime_crds
 from forge.validate.failure import Failure
-from forge.validate.kube import KubeSchemas
 from forge.validate.objects import load_yaml_stream, object_id
-from forge.validate.policies import check_policies, check_values_images
+from forge.validate.policies import check_values_images
 from forge.validate.values import check_values
-
-
-@dataclass
-class Report:
-    failures: list[Failure] = field(default_factory=list)
-    unchecked: list[str] = field(default_factory=list)
-    objects: int = 0
-    values_files: int = 0
-    seconds: float = 0.0
-
-    @property
-    def rate(self) -> float:
-        return self.objects / self.seconds if self.seconds else 0.0
-
-
-@functools.cache
-def kube_schemas(version: str) -> KubeSchemas:
-    """One compiled schema set per Kubernetes version, shared by every cluster on it."""
-    return KubeSchemas(version)
 
 
 def upstream_crds(root: Path, upstream: Path | None) -> LazyCrdFolder:
@@ -59,22 +38,8 @@ def upstream_crds(root: Path, upstream: Path | None) -> LazyCrdFolder:
     pins = chart_pins(root)
     owners = {group: upstream / pins[c.chart].data_dir_name for c in COMPONENTS if c.chart for group in c.crd_groups}
     # CRDs an operator applies at run time: from the data folder of the release that applies them.
-    owners |= {r.group: upstream / r.data_dir for c in COMPONENTS for r in c.runtime_crd_data}
+    owners |= {r.group: upstream / r.data_dir for c in COMPONENTS for r in c.runtime_crd_data()}
     return LazyCrdFolder(sorted(upstream.glob("*/crds")), owners)
-
-
-def runtime_data_failures(cluster: ClusterModel, upstream: Path) -> list[Failure]:
-    """A component whose operator applies CRDs at run time needs their data folder: without it its
-    custom resources of those kinds would have no schema (and fail as unknown)."""
-    out = []
-    for component in components_of(cluster):
-        for runtime in component.runtime_crd_data:
-            folder = upstream / runtime.data_dir / "crds"
-            if not folder.is_dir():
-                out.append(Failure(cluster.name, component.name, runtime.data_dir, "",
-                                   f"no reference data for the CRDs the operator applies at run time "
-                                   f"({', '.join(runtime.kinds)}): {folder} is missing"))
-    return out
 
 
 # Below this much YAML one process parses it faster than starting a pool would.
@@ -106,36 +71,27 @@ def rendered_objects(rendered: Path, clusters: list[str]) -> dict[str, dict[str,
     return out
 
 
-def validate_cluster(cluster: ClusterModel, objects: dict[str, list[dict[str, Any]]], base_crds: LazyCrdFolder,
-                     strict_crds: bool, report: Report) -> None:
-    kube = kube_schemas(cluster.kubernetes_version)
+def validate_cluster(cluster: ClusterModel, components: list[Component], objects: dict[str, list[dict[str, Any]]],
+                     base_crds: LazyCrdFolder, upstream: Path | None, report: Report) -> None:
     rendered_crds = CrdSchemas()  # CRDs this cluster's own output ships win over the upstream ones
     for objs in objects.values():
         rendered_crds.add_objects(objs)
-    required = labels_for(cluster.name)
+
+    def no_schema(obj: dict[str, Any]) -> list[tuple[str, str]] | None:
+        if upstream is None:
+            return None
+        return [("", f"no CRD for {obj.get('apiVersion')} {obj.get('kind')} in the upstream data or the rendered output")]
+
+    engine = Engine(kube_schemas(cluster.kubernetes_version), [rendered_crds, base_crds, runtime_crds(components, upstream)],
+                    no_schema, [policies(labels_for(cluster.name))])
     for component, objs in objects.items():
-        for obj in objs:
-            report.objects += 1
-            oid = object_id(obj)
-            problems = kube.validate(obj)
-            if problems is None:
-                problems = rendered_crds.validate(obj)
-            if problems is None:
-                problems = base_crds.validate(obj)
-            if problems is None:
-                what = f"{cluster.name} / {component} / {obj.get('apiVersion')} {obj.get('kind')}"
-                if strict_crds:
-                    problems = [("", f"no CRD for {obj.get('apiVersion')} {obj.get('kind')} in the upstream data or the rendered output")]
-                else:
-                    report.unchecked.append(what)
-                    problems = []
-            problems = problems + check_policies(obj, required_labels=required)
-            report.failures += [Failure(cluster.name, component, oid, path, reason) for path, reason in problems]
+        engine.check_component(report, cluster.name, component, ((obj, object_id(obj)) for obj in objs))
 
 
-def validate_values(root: Path, cluster: ClusterModel, upstream: Path | None, report: Report) -> None:
+def validate_values(root: Path, cluster: ClusterModel, components: list[Component], upstream: Path | None,
+                    report: Report) -> None:
     pins = chart_pins(root)
-    for component in components_of(cluster):
+    for component in components:
         if not component.chart:
             continue
         rel = Path(OVERLAYS_DIR, cluster.name, component.name, "values.yaml")
@@ -156,16 +112,21 @@ def validate_values(root: Path, cluster: ClusterModel, upstream: Path | None, re
 
 
 def validate_repo(root: Path, upstream: Path | None = None, rendered: Path | None = None) -> Report:
+    return validate_fleet(root, [(p.cluster, list(p.components)) for p in load_fleet(root)], upstream, rendered)
+
+
+def validate_fleet(root: Path, fleet: list[tuple[ClusterModel, list[Component]]], upstream: Path | None = None,
+                   rendered: Path | None = None) -> Report:
+    """The rendered output of each cluster and the components it runs (the engine's one entry)."""
     started = time.perf_counter()
     report = Report()
-    clusters = load_fleet(root).clusters
     base_crds = upstream_crds(root, upstream)
-    objects = rendered_objects(rendered or root / RENDERED_DIR, [c.name for c in clusters])
-    for cluster in clusters:
-        validate_cluster(cluster, objects[cluster.name], base_crds, strict_crds=upstream is not None, report=report)
-        validate_values(root, cluster, upstream, report)
+    objects = rendered_objects(rendered or root / RENDERED_DIR, [c.name for c, _ in fleet])
+    for cluster, components in fleet:
+        validate_cluster(cluster, components, objects[cluster.name], base_crds, upstream, report)
+        validate_values(root, cluster, components, upstream, report)
         if upstream:
-            report.failures += runtime_data_failures(cluster, upstream)
+            report.failures += missing_runtime_data(cluster.name, components, upstream)
     report.seconds = time.perf_counter() - started
-    report.failures.sort()
+    report.sort()
     return report

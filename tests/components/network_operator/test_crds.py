@@ -15,14 +15,14 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from forge.charts import chart_pins
 from forge.cli import main
 from forge.components.network_operator import NetworkOperator
 from forge.render import render_all
 from forge.validate.crd import CrdSchemas
 from forge.validate.kube import KubeSchemas
 from forge.validate.values import check_values
-from tests.helpers import REPO, chart_data
+from forge.versions import chart_pins
+from tests.helpers import REPO, chart_data, copy_repo_inputs
 
 
 @functools.cache
@@ -87,7 +87,7 @@ def test_values_match_the_chart_defaults(tree, upstream):
 
 
 def _runtime_crds(upstream: Path) -> CrdSchemas:
-    runtime, = NetworkOperator.runtime_crd_data
+    runtime, = NetworkOperator().runtime_crd_data()
     folder = upstream / runtime.data_dir / "crds"
     assert folder.is_dir(), f"FORGE_UPSTREAM has no {runtime.data_dir}/crds"
     schemas = CrdSchemas()
@@ -116,7 +116,7 @@ def test_ip_pools_are_checked_against_the_real_nv_ipam_crds(tree, crds, upstream
 
 
 def test_runtime_crd_data_is_named_after_the_pinned_operator_release():
-    runtime, = NetworkOperator.runtime_crd_data
+    runtime, = NetworkOperator().runtime_crd_data()
     pin = chart_pins(REPO)["network-operator"]
     assert runtime.data_dir == f"nv-ipam-network-operator-v{pin.version}"
     assert runtime.api_versions() == {"nv-ipam.nvidia.com/v1alpha1", "nv-ipam.nvidia.com/v1alpha1/IPPool",
@@ -124,7 +124,7 @@ def test_runtime_crd_data_is_named_after_the_pinned_operator_release():
 
 
 def test_the_declared_runtime_kinds_are_the_crds_of_the_data_folder(upstream):
-    runtime, = NetworkOperator.runtime_crd_data
+    runtime, = NetworkOperator().runtime_crd_data()
     found = set()
     for path in sorted((upstream / runtime.data_dir / "crds").glob("*.yaml")):
         crd = yaml.safe_load(path.read_text())
@@ -154,23 +154,49 @@ def test_forge_validate_checks_ip_pools_and_the_nic_cluster_policy(repo_inputs, 
     ]
 
 
-def test_hydrated_validation_reads_runtime_crds_from_their_data_folder(tree, upstream, tmp_path):
-    """`forge validate --hydrated`: IPPools against nv-ipam's CRDs with --upstream; unchecked (a
-    warning, not a pass or a failure) without it; an upstream folder lacking them is an error."""
-    from types import SimpleNamespace
+def _hydrated_network_operator(tmp_path: Path, tree, h200, upstream: Path | None):
+    """forge validate --hydrated's checks over a hand-made hydrated file: the overlay's own objects
+    (the chart's are not needed to see how the runtime CRDs are treated)."""
+    from forge.upstream.check import _check_cluster
+    from forge.upstream.hydrate import Job, hydrated_file
+    from forge.validate.engine import Report
 
-    from forge.errors import ForgeError
-    from forge.upstream.check import RuntimeSchemas
+    root = copy_repo_inputs(tmp_path)
+    objs = generated(tree, "h200", "NicClusterPolicy") + generated(tree, "h200", "IPPool")
+    objs[-1]["spec"]["perNodeBlockSize"] = "32"  # nv-ipam's CRD says integer
+    path = hydrated_file(root, "h200", "network-operator")
+    path.parent.mkdir(parents=True)
+    path.write_text(yaml.safe_dump_all(objs))
+    job = Job(h200, NetworkOperator(), "h200-network-operator", None, None, "network-operator", "nvidia-network-operator", (), "")
+    report = Report()
+    _check_cluster(root, h200, [job], report, (), upstream)
+    return report
 
-    jobs = [SimpleNamespace(component=NetworkOperator())]
-    pool = generated(tree, "h200", "IPPool")[0]
-    checked = RuntimeSchemas(jobs, upstream)
-    assert checked.validate(pool) == [] and not checked.unchecked(pool)
-    bad = copy.deepcopy(pool)
-    bad["spec"]["perNodeBlockSize"] = "32"
-    assert checked.validate(bad) == [("spec.perNodeBlockSize", "expected integer, got string")]
-    bare = RuntimeSchemas(jobs, None)
-    assert bare.validate(pool) is None and bare.unchecked(pool)
-    assert not bare.unchecked(generated(tree, "h200", "NicClusterPolicy")[0])
-    with pytest.raises(ForgeError, match="no reference data for CRDs applied at run time"):
-        RuntimeSchemas(jobs, tmp_path)
+
+def test_hydrated_validation_reads_runtime_crds_from_their_data_folder(tree, h200, upstream, tmp_path):
+    """`forge validate --hydrated`: IPPools against nv-ipam's CRDs with --upstream, unchecked
+    without it (never a pass); the NicClusterPolicy needs the chart's CRD from the hydrated output,
+    which this hand-made file lacks, so it fails either way."""
+    checked = _hydrated_network_operator(tmp_path / "a", tree, h200, upstream)
+    pools = [(f.object.split()[-1], f.path, f.reason) for f in checked.failures if "IPPool" in f.object]
+    assert pools == [("IPPool/nvidia-network-operator/rail-7", "spec.perNodeBlockSize", "expected integer, got string")]
+    assert checked.unchecked == []
+    bare = _hydrated_network_operator(tmp_path / "b", tree, h200, None)
+    assert bare.unchecked == ["h200 / network-operator / nv-ipam.nvidia.com/v1alpha1 IPPool"] * 8
+    assert not [f for f in bare.failures if "IPPool" in f.object]
+    assert [f.object.split()[-1] for f in bare.failures if f.path == "apiVersion"] == ["NicClusterPolicy/nic-cluster-policy"]
+
+
+def test_a_missing_runtime_data_folder_is_a_failure(tmp_path):
+    from forge.validate.engine import missing_runtime_data, runtime_crds, runtime_kinds
+
+    operator = NetworkOperator()
+    runtime, = operator.runtime_crd_data()
+    assert runtime_kinds([operator]) == {(runtime.group_version, "IPPool"), (runtime.group_version, "CIDRPool")}
+    failure, = missing_runtime_data("h200", [operator], tmp_path)
+    assert (failure.component, failure.object) == ("network-operator", runtime.data_dir)
+    assert failure.reason == (f"no reference data for the CRDs the operator applies at run time (IPPool, CIDRPool): "
+                              f"{tmp_path / runtime.data_dir / 'crds'} is missing")
+    pool = {"apiVersion": runtime.group_version, "kind": "IPPool", "metadata": {"name": "x"}, "spec": {}}
+    assert runtime_crds([operator], tmp_path).validate(pool) is None  # nothing to check against
+    assert runtime_crds([operator], None).validate(pool) is None

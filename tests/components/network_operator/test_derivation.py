@@ -10,13 +10,14 @@ from ruamel.yaml import YAML
 
 from tests import helpers
 from tests.helpers import A100_FILE, H200_FILE, REPO, inventory_text
-from forge.charts import chart_pins
+from forge.versions import chart_pins
 from forge.components import COMPONENTS
 from forge.components.gpu_operator import GpuOperator
 from forge.components.network_operator import (
-    DOCA_DRIVER_VERSION, IMAGES, OPERATOR_RELEASE_TAG, NetworkOperator, max_parallel_upgrades,
+    IMAGES, NetworkOperator, max_parallel_upgrades,
 )
 from forge.generate import build_tree
+from forge.versions import image
 from forge.hardware import NIC_MODELS
 from forge.components.network_operator.rdma_plugin import PluginConfig
 
@@ -63,7 +64,7 @@ def test_h200_offers_bluefield3_ports_under_their_role_resource(tree):
 def test_h200_doca_driver_is_pinned_on_mellanox_nodes_with_a_sized_upgrade_policy(tree, h200):
     spec = policy(tree)["spec"]
     ofed = spec["ofedDriver"]
-    assert (ofed["repository"], ofed["image"], ofed["version"]) == ("nvcr.io/nvidia/mellanox", "doca-driver", DOCA_DRIVER_VERSION)
+    assert (ofed["repository"], ofed["image"], ofed["version"]) == ("nvcr.io/nvidia/mellanox", "doca-driver", image("doca-driver").tag)
     terms = spec["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
     assert terms == [{"matchExpressions": [{"key": "feature.node.kubernetes.io/pci-15b3.present", "operator": "In", "values": ["true"]}]}]
     assert len(h200.ofed_nodes) == 18  # the GPU nodes; the control plane has no Mellanox NIC
@@ -81,7 +82,6 @@ def test_max_parallel_upgrades_is_a_share_of_the_driver_nodes_at_least_one(nodes
 
 def test_every_image_we_set_is_the_pinned_operator_release(tree):
     pin = chart_pins(REPO)["network-operator"]
-    assert OPERATOR_RELEASE_TAG == f"network-operator-v{pin.version}", "bump the images with the chart"
     spec = policy(tree)["spec"]
     seen = {
         "ofedDriver": spec["ofedDriver"], "rdmaSharedDevicePlugin": spec["rdmaSharedDevicePlugin"],
@@ -89,8 +89,11 @@ def test_every_image_we_set_is_the_pinned_operator_release(tree):
         "nvIpam": spec["nvIpam"],
     }
     for component, block in seen.items():
-        assert (block["image"], block["version"]) == IMAGES[component]
+        pinned = image(IMAGES[component])
+        assert (block["repository"], block["image"], block["version"]) == ("nvcr.io/nvidia/mellanox", pinned.name, pinned.tag)
         assert block["version"] not in ("", "latest")
+        if component != "ofedDriver":  # the DOCA driver has its own release line
+            assert block["version"] == f"network-operator-v{pin.version}", "bump the images with the chart"
 
 
 def test_the_chart_runs_no_nfd_of_its_own_and_no_sriov(tree):

@@ -15,7 +15,8 @@ import yaml
 from click.testing import CliRunner
 
 from forge.cli import main
-from forge.components.network_operator import OPERATOR_RELEASE_TAG, NetworkOperator, macvlan_network
+from forge import versions
+from forge.components.network_operator import NetworkOperator, macvlan_network
 from forge.components.network_operator.ipoib import ipoib_network
 from forge.generate import build_tree
 from forge.model import ClusterModel
@@ -77,7 +78,8 @@ def test_macvlan_can_never_be_built_on_an_ipoib_port(ib, h200):
 def test_the_nic_cluster_policy_deploys_the_ipoib_cni_only_for_infiniband_rails(ib_tree, tree):
     policy, = objects(ib_tree, IB, "network-operator", "NicClusterPolicy")
     assert policy["spec"]["secondaryNetwork"]["ipoib"] == {
-        "image": "ipoib-cni", "repository": "nvcr.io/nvidia/mellanox", "version": OPERATOR_RELEASE_TAG}
+        "image": "ipoib-cni", "repository": "nvcr.io/nvidia/mellanox", "version": versions.image("ipoib-cni").tag}
+    assert versions.image("ipoib-cni").tag == versions.image("nv-ipam").tag  # one operator release
     h200_policy, = objects(tree, "h200", "network-operator", "NicClusterPolicy")
     assert "ipoib" not in h200_policy["spec"]["secondaryNetwork"]
 
@@ -153,7 +155,7 @@ def test_the_infiniband_fleet_generates_renders_and_validates(tmp_path, upstream
 
     partial = tmp_path / "upstream"  # every data folder but nv-ipam's
     partial.mkdir()
-    runtime, = NetworkOperator.runtime_crd_data
+    runtime, = NetworkOperator().runtime_crd_data()
     for folder in sorted(upstream.iterdir()):
         if folder.name != runtime.data_dir:
             (partial / folder.name).symlink_to(folder)

@@ -64,7 +64,7 @@ def test_unknown_nic_model():
     text = edit(inventory_text("h200"), "- model: bluefield-3", "- model: bluefield-4")
     assert problems(text) == [
         f"{F}:{line_of(text, 'model: bluefield-4')}: profiles.sr680a-h200.nics[1].model: unknown NIC model 'bluefield-4' "
-        "(expected one of: bluefield-2, bluefield-3, connectx-6-dx, connectx-7, intel-e810)"
+        "(did you mean: bluefield-3, bluefield-2?; known: bluefield-2, bluefield-3, connectx-6, connectx-6-dx, connectx-7, intel-e810)"
     ]
 
 

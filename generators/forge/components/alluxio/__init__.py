@@ -39,9 +39,9 @@ from forge.components.alluxio.layout import (GIB, READ_POLICIES, ROOT_UFS, WRITE
                                              ssd_quota_gib, tier_layout, tier_levels, tier_options)
 from forge.components.base import WAVE_STORAGE, Component, Contains, Expected, Scrape
 from forge.model import NVME_LABEL, ClusterModel
+from forge import versions
 
-IMAGE = "alluxio/alluxio"
-IMAGE_TAG = "2.9.6"  # the chart's appVersion, pinned here so a chart bump cannot change it silently
+IMAGE = "alluxio"  # images in charts/versions.yaml: the chart's appVersion, pinned so a chart bump cannot change it
 RELEASE = "alluxio"  # the chart's fullnameOverride is `alluxio` too: objects are alluxio-<role>
 SECRET_MOUNT = "s3"  # the chart mounts secrets.<component>.<name>: <dir> at /secrets/<dir>
 CREDENTIALS_FILE = f"/secrets/{SECRET_MOUNT}/credentials"
@@ -139,8 +139,8 @@ class Alluxio(Component):
         aws_env = {"AWS_CREDENTIAL_PROFILES_FILE": CREDENTIALS_FILE}
         workers_where = {"nodeSelector": {NVME_LABEL: "true"}, "tolerations": cluster.nvme_tolerations}
         return {
-            "image": IMAGE,
-            "imageTag": IMAGE_TAG,
+            "image": versions.image(IMAGE).repository,
+            "imageTag": versions.image(IMAGE).tag,
             # The NVMe mount points are root-owned host directories (hostPath volumes get no
             # fsGroup): the cache must run as root to write to them.
             "user": 0,
@@ -189,7 +189,7 @@ class Alluxio(Component):
         config = ("ConfigMap", f"{RELEASE}-config")
         master, worker, proxy = ("StatefulSet", f"{RELEASE}-master"), ("DaemonSet", f"{RELEASE}-worker"), ("DaemonSet", f"{RELEASE}-proxy")
         pod = ("spec", "template", "spec")
-        image = f"{IMAGE}:{IMAGE_TAG}"
+        image = versions.image(IMAGE).ref
         aws_env = {"name": "AWS_CREDENTIAL_PROFILES_FILE", "value": CREDENTIALS_FILE}
         secret_volume = {"name": f"secret-{secret}-volume", "secret": {"secretName": secret, "defaultMode": 256}}
         secret_mount = {"name": f"secret-{secret}-volume", "mountPath": f"/secrets/{SECRET_MOUNT}", "readOnly": True}
@@ -303,7 +303,7 @@ def mount_job(cluster: ClusterModel, buckets: list[str]) -> dict[str, Any]:
                     "tolerations": cluster.system_tolerations,
                     "containers": [{
                         "name": "mount",
-                        "image": f"{IMAGE}:{IMAGE_TAG}",
+                        "image": versions.image(IMAGE).ref,
                         "command": ["/bin/bash", "-c", "\n".join(lines) + "\n"],
                         # The chart's ConfigMap holds the masters' addresses (ALLUXIO_JAVA_OPTS).
                         "envFrom": [{"configMapRef": {"name": f"{RELEASE}-config"}}],

@@ -39,12 +39,12 @@ from forge.components.flyte.plan import (Capacity, Database, DomainSpec, FlyteFa
                                          ProjectSpec, Quota, TaskDefaults, TaskLimits, capacity, namespace_for, quotas)
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL, Scheduling, priority_class_names
 from forge.model import ClusterModel
+from forge import versions
 
-IMAGE = "cr.flyte.org/flyteorg/flyte-binary-release"  # what Flyte's release build pins the chart to
-IMAGE_TAG = "v1.16.8"
+IMAGE = "flyte-binary"  # images in charts/versions.yaml: what Flyte's release build pins the chart to
 # Placeholder image of the PodTemplate's container named `default`: propeller merges that
 # container's settings into task containers but never runs its image. Pinned all the same.
-TEMPLATE_IMAGE = "registry.k8s.io/pause:3.10"
+TEMPLATE_IMAGE = "flyte-pod-template"  # images in charts/versions.yaml
 FULLNAME = "flyte"  # services flyte-http (8088), flyte-grpc (8089), flyte-webhook
 DB_PASSWORD_DIR = "/etc/flyte/db"
 PLUGINS = ["container", "sidecar", "k8s-array", "pytorch", "mpi", "ray"]
@@ -142,7 +142,7 @@ class Flyte(Component):
             "configuration": _configuration(cluster, s, self.facts(cluster)),
             "enabled_plugins": {"tasks": {"task-plugins": {"enabled-plugins": PLUGINS, "default-for-task-types": TASK_TYPES}}},
             "deployment": {
-                "image": {"repository": IMAGE, "tag": IMAGE_TAG},
+                "image": {"repository": versions.image(IMAGE).repository, "tag": versions.image(IMAGE).tag},
                 "extraEnvVars": [
                     {"name": key, "valueFrom": {"secretKeyRef": {"name": s3.credentials_secret, "key": key}}}
                     for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
@@ -192,7 +192,7 @@ class Flyte(Component):
             Expected(*config, (*database, "host"), s.database.host),
             Expected(*config, (*database, "passwordPath"), f"{DB_PASSWORD_DIR}/password"),
             Expected(*config, (*database, "dbname"), s.database.dbname),
-            Expected(*deployment, (*flyte, "image"), f"{IMAGE}:{IMAGE_TAG}"),
+            Expected(*deployment, (*flyte, "image"), versions.image(IMAGE).ref),
             Expected(*deployment, (*flyte, "env"), Contains(*(
                 {"name": key, "valueFrom": {"secretKeyRef": {"key": key, "name": s3.credentials_secret}}}
                 for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")))),
@@ -208,11 +208,11 @@ class Flyte(Component):
 
     def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
         s: FlyteSettings = self.settings(cluster)
-        objs: list[dict[str, Any]] = [metrics_service(), pod_template(None, s.default_priority_class, TEMPLATE_IMAGE)]
+        objs: list[dict[str, Any]] = [metrics_service(), pod_template(None, s.default_priority_class, versions.image(TEMPLATE_IMAGE).ref)]
         classes = {p.name: p.priority_class for p in s.projects}
         for q in self.facts(cluster).quotas:
             objs += [project_namespace(q), resource_quota(q), limit_range(q.namespace, s.task_defaults),
-                     pod_template(q.namespace, classes[q.project], TEMPLATE_IMAGE)]
+                     pod_template(q.namespace, classes[q.project], versions.image(TEMPLATE_IMAGE).ref)]
         return objs
 
 

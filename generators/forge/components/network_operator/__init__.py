@@ -37,22 +37,19 @@ from forge.model import (
     pci_present_label,
 )
 from forge.components.network_operator.rdma_plugin import LINK_TYPE, PluginConfig, ResourceConfig, Selectors
+from forge import versions
 
 NAMESPACE = "nvidia-network-operator"
 POLICY_NAME = "nic-cluster-policy"  # the one name the operator reconciles
-MELLANOX_REGISTRY = "nvcr.io/nvidia/mellanox"
-# Component images, as Network Operator 26.4.1 releases them (Mellanox/network-operator
-# hack/release.yaml at tag v26.4.1; the chart's values.yaml tags its own images the same way,
-# network-operator-v26.4.1). Bump together with charts/versions.yaml: a test checks the tags.
-OPERATOR_RELEASE_TAG = "network-operator-v26.4.1"
-DOCA_DRIVER_VERSION = "doca3.4.1-26.04-1.1.0.0-1"
-IMAGES: dict[str, tuple[str, str]] = {  # component -> (image, version)
-    "ofedDriver": ("doca-driver", DOCA_DRIVER_VERSION),
-    "rdmaSharedDevicePlugin": ("k8s-rdma-shared-dev-plugin", OPERATOR_RELEASE_TAG),
-    "multus": ("multus-cni", OPERATOR_RELEASE_TAG),
-    "cniPlugins": ("plugins", OPERATOR_RELEASE_TAG),
-    "nvIpam": ("nvidia-k8s-ipam", OPERATOR_RELEASE_TAG),
-    "ipoib": ("ipoib-cni", OPERATOR_RELEASE_TAG),
+# NicClusterPolicy component -> its image under `images` in charts/versions.yaml (tagged as the
+# Network Operator release tags them; the versions file checks they follow the chart).
+IMAGES: dict[str, str] = {
+    "ofedDriver": "doca-driver",
+    "rdmaSharedDevicePlugin": "rdma-shared-device-plugin",
+    "multus": "multus",
+    "cniPlugins": "cni-plugins",
+    "nvIpam": "nv-ipam",
+    "ipoib": "ipoib-cni",
 }
 MULTUS_NETWORKS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
 
@@ -87,8 +84,8 @@ def derive_facts(cluster: ClusterModel) -> NetworkOperatorFacts:
 
 
 def _image(component: str) -> dict[str, str]:
-    image, version = IMAGES[component]
-    return {"image": image, "repository": MELLANOX_REGISTRY, "version": version}
+    pinned = versions.image(IMAGES[component])
+    return {"image": pinned.name, "repository": pinned.registry, "version": pinned.tag}
 
 
 class NetworkOperator(Component):
@@ -105,15 +102,19 @@ class NetworkOperator(Component):
         ("mellanox.com", "IPoIBNetwork"),
     )
     Settings = Settings
-    # The operator applies nv-ipam's CRDs when the NicClusterPolicy enables nvIpam; the chart does
-    # not ship them. They come with the operator release, so their data folder carries its tag.
-    runtime_crd_data = (RuntimeCrds(f"nv-ipam-{OPERATOR_RELEASE_TAG}", nvipam.API_VERSION, nvipam.RUNTIME_KINDS),)
 
     def enabled(self, cluster: ClusterModel) -> bool:
         return cluster.ofed_driver or bool(cluster.rdma_resources)
 
     def derive_facts(self, cluster: ClusterModel) -> NetworkOperatorFacts:
         return derive_facts(cluster)
+
+    def runtime_crd_data(self) -> tuple[RuntimeCrds, ...]:
+        # The operator applies nv-ipam's CRDs when the NicClusterPolicy enables nvIpam; the chart
+        # does not ship them. They come with the operator release: the data folder is named after
+        # it, nv-ipam-network-operator-v<the pinned chart version>.
+        release = f"network-operator-v{versions.chart_pin(self.chart).version.removeprefix('v')}"
+        return (RuntimeCrds(f"nv-ipam-{release}", nvipam.API_VERSION, nvipam.RUNTIME_KINDS),)
 
     def values(self, cluster: ClusterModel) -> dict[str, Any]:
         return {
@@ -244,7 +245,7 @@ def ip_pool(rail: RailModel) -> dict[str, Any]:
 
 # ---- the example workload ---------------------------------------------------------------------
 
-EXAMPLE_IMAGE = "nvcr.io/nvidia/pytorch:25.04-py3"
+EXAMPLE_IMAGE = "pytorch-example"  # images in charts/versions.yaml
 EXAMPLE_SCRIPT = "rdma-allreduce-script"
 _ALLREDUCE = """\
 import os, time, torch, torch.distributed as dist
@@ -279,7 +280,7 @@ def example_pytorchjob(cluster: ClusterModel, settings: Settings, node: NodeMode
     limits = {"nvidia.com/gpu": gpus, resource.resource: 1}
     container = {
         "name": "pytorch",
-        "image": EXAMPLE_IMAGE,
+        "image": versions.image(EXAMPLE_IMAGE).ref,
         "command": ["torchrun", f"--nproc-per-node={gpus}", "/workspace/allreduce.py"],
         "env": nccl_env(cluster),  # InfiniBand or RoCE settings, by the fabric's link type
         "resources": {"limits": limits, "requests": dict(limits)},

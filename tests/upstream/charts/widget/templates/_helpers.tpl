@@ -1,4 +1,4 @@
-{{/* Test fixture for tests/hydrate, not an upstream chart. */}}
+{{/* Test fixture for tests/upstream, not an upstream chart. */}}
 {{- define "widget.image" -}}
 {{ .repository }}:{{ .tag }}
 {{- end }}
