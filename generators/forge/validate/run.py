@@ -21,6 +21,7 @@ from forge.errors import ForgeError
 from forge.fleet import components_of, load_fleet
 from forge.model import ClusterModel
 from forge.paths import OVERLAYS_DIR, RENDERED_DIR
+from forge.validate.cluster_checks import admission_failures
 from forge.validate.crd import CrdSchemas
 from forge.validate.crd_index import LazyCrdFolder
 from forge.validate.engine import Engine, Report, kube_schemas, missing_runtime_data, policies, runtime_crds
@@ -127,6 +128,7 @@ def validate_fleet(root: Path, fleet: list[tuple[ClusterModel, list[Component]]]
         validate_values(root, cluster, components, upstream, report)
         if upstream:
             report.failures += missing_runtime_data(cluster.name, components, upstream)
+        report.failures += admission_failures(root, cluster, components, objects[cluster.name])
     report.seconds = time.perf_counter() - started
     report.sort()
     return report
