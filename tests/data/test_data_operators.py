@@ -148,5 +148,9 @@ def test_rendered_manifests_are_valid_kubernetes_and_follow_house_rules(cluster)
     for component in OURS:
         for obj in rendered(cluster, component):
             name = f"{component}: {obj['kind']}/{obj['metadata']['name']}"
-            assert kube.validate(obj) == [], name
+            problems = kube.validate(obj)
+            if problems is None:  # Flyte's LocalQueues: checked against Kueue's CRD in tests/queues
+                assert obj["apiVersion"] == "kueue.x-k8s.io/v1beta2" and obj["kind"] == "LocalQueue", name
+            else:
+                assert problems == [], name
             assert check_policies(obj, required_labels=labels_for(cluster)) == [], name

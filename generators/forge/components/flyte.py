@@ -36,10 +36,12 @@ from urllib.parse import quote
 from pydantic import Field
 
 from forge.components import alluxio
-from forge.components.base import WAVE_WORKLOADS, Component, Contains, Expected
+from forge.components.base import WAVE_WORKLOADS, Component, Contains, Expected, custom_resource
+from forge.capacity import Capacity, capacity, quantity
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL, priority_class_names
 from forge.inventory.schema import Name, PositiveInt, Strict
 from forge.model import ClusterModel
+from forge.queues import LOCAL_QUEUE, QUEUE_NAME_LABEL, KueueSettings, kueue_settings, local_queue, project_quotas
 
 IMAGE = "cr.flyte.org/flyteorg/flyte-binary-release"  # what Flyte's release build pins the chart to
 IMAGE_TAG = "v1.16.8"
@@ -52,7 +54,6 @@ FULLNAME = "flyte"  # services flyte-http (8088), flyte-grpc (8089), flyte-webho
 METRICS_PORT = 10254  # propeller's profiler port: /metrics in flyte-binary
 DB_PASSWORD_DIR = "/etc/flyte/db"
 PSA_LEVEL = "baseline"
-GPU_RESOURCE = "nvidia.com/gpu"
 PLUGINS = ["container", "sidecar", "k8s-array", "pytorch", "mpi", "ray"]
 # Task type -> plugin, added to the chart's defaults (container, sidecar, container_array -> k8s-array).
 TASK_TYPES = {"pytorch": "pytorch", "mpi": "mpi", "ray": "ray"}
@@ -106,22 +107,12 @@ class FlyteSettings(Strict):
 # ---- quota arithmetic ---------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class Capacity:
-    """What Flyte's quotas divide: the workload nodes (all but the control plane), whole devices.
-    GPUs are physical GPUs; a MIG slice counts as one GPU in the quota (conservative)."""
-
-    gpus: int
-    cpus: int
-    memory_gib: int
-
-
-@dataclass(frozen=True)
 class Quota:
+    """A project-domain namespace's ResourceQuota: resource -> amount (forge.capacity's units)."""
+
     project: str
     domain: str
-    gpus: int
-    cpus: int
-    memory_gib: int
+    hard: dict[str, int]
 
     @property
     def namespace(self) -> str:
@@ -132,24 +123,25 @@ def namespace_for(project: str, domain: str) -> str:
     return f"{project}-{domain}"  # Flyte's default namespace_mapping: {{ project }}-{{ domain }}
 
 
-def capacity(cluster: ClusterModel) -> Capacity:
-    nodes = cluster.workload_nodes
-    return Capacity(gpus=sum(n.gpu_count for n in nodes), cpus=sum(n.profile.cpu_threads for n in nodes),
-                    memory_gib=sum(n.profile.memory_gib for n in nodes))
+def quotas(cap: Capacity, settings: FlyteSettings, kueue: KueueSettings | None = None) -> list[Quota]:
+    """Per resource of the capacity (whole GPUs, each MIG resource, CPUs, GiB, RDMA):
 
-
-def quotas(cap: Capacity, settings: FlyteSettings) -> list[Quota]:
-    """quota(project, domain) = floor(capacity x project% x domain% / 10000) for GPUs, CPUs, GiB.
-
-    Integer arithmetic, rounded down: with project shares and domain shares each adding up to at
-    most 100 % (the inventory check), the quotas of all namespaces add up to at most the capacity.
+    - without Kueue: floor(capacity x project% x domain% / 10000). With project shares and domain
+      shares each adding up to at most 100 % (the inventory check), all namespaces together get
+      at most the capacity;
+    - with Kueue (forge.queues): a hard ceiling, the project's reach (nominal + borrowing limit
+      over every flavor), the same for each of its domains. Kueue never admits more into one of
+      the project's namespaces, so the ceiling never refuses a pod Kueue admitted (a half-started
+      job); it still bounds pods that bypass Kueue.
     """
+    reach = {q.project: q for q in project_quotas(cap, [(p.name, p.share_percent) for p in settings.projects], kueue)} if kueue else {}
     out = []
     for p in settings.projects:
         for d in settings.domains:
             share = p.share_percent * d.share_percent
-            out.append(Quota(p.name, d.name, cap.gpus * share // 10_000, cap.cpus * share // 10_000,
-                             cap.memory_gib * share // 10_000))
+            hard = ({r: reach[p.name].reach(r) for r in cap.resources} if kueue
+                    else {r: cap.total(r) * share // 10_000 for r in cap.resources})
+            out.append(Quota(p.name, d.name, hard))
     return out
 
 
@@ -272,6 +264,7 @@ class Flyte(Component):
                             # Task code (flytekit) reads and writes raw data through Alluxio as well.
                             "default-env-vars": {"FLYTE_AWS_ENDPOINT": endpoint},
                             "default-env-from-secrets": [s3.credentials_secret],
+                            **default_labels(cluster),
                         },
                         # The Ray plugin does not read plugins.logs (configuration.logging above).
                         # The chart passes `inline` through Helm's tpl: Flyte's placeholders escaped.
@@ -349,10 +342,18 @@ class Flyte(Component):
         s: FlyteSettings = self.settings(cluster)
         objs: list[dict[str, Any]] = [metrics_service(), pod_template(None, s.default_priority_class)]
         classes = {p.name: p.priority_class for p in s.projects}
-        for q in quotas(capacity(cluster), s):
+        kueue = kueue_settings(cluster)
+        for q in quotas(capacity(cluster), s, kueue):
             objs += [project_namespace(q), resource_quota(q), limit_range(q.namespace, s.task_defaults),
                      pod_template(q.namespace, classes[q.project])]
+            objs += [custom_resource(local_queue(q.namespace, q.project))] if kueue else []  # Kueue: its project's ClusterQueue
         return objs
+
+
+def default_labels(cluster: ClusterModel) -> dict[str, Any]:
+    """With Kueue: every object Flyte creates (pods, PyTorchJobs, MPIJobs, RayJobs) names its
+    namespace's LocalQueue; a task's own labels win over these, so a task can name another queue."""
+    return {"default-labels": {QUEUE_NAME_LABEL: LOCAL_QUEUE}} if kueue_settings(cluster) else {}
 
 
 def log_link(s: FlyteSettings) -> dict[str, Any]:
@@ -419,11 +420,7 @@ def resource_quota(q: Quota) -> dict[str, Any]:
         "apiVersion": "v1",
         "kind": "ResourceQuota",
         "metadata": {"name": "forge-quota", "namespace": q.namespace},
-        "spec": {"hard": {
-            f"requests.{GPU_RESOURCE}": str(q.gpus),
-            "requests.cpu": str(q.cpus),
-            "requests.memory": f"{q.memory_gib}Gi",
-        }},
+        "spec": {"hard": {f"requests.{r}": quantity(r, n) for r, n in q.hard.items()}},
     }
 
 

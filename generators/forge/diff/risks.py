@@ -14,6 +14,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, Callable, Iterable
 
 from forge.diff.objects import MISSING, VALUES_KIND, FieldChange, Identity, ObjectChange, keys_of
+from forge.diff.queue_risks import queue_flags
 from forge.diff.revisions import Side
 from forge.hardware import PCI_VENDOR_MELLANOX, PCI_VENDOR_NVIDIA
 from forge.model import LABEL_DOMAIN, MIG_CONFIG_LABEL, ClusterModel, NodeModel
@@ -29,7 +30,7 @@ class Flag:
     level: str  # high | medium | low
     cluster: str  # "*" for a repo-wide fact (charts/versions.yaml)
     component: str
-    kind: str  # prune | crd | restart | mig | quota | chart | git | capacity
+    kind: str  # prune | crd | restart | mig | quota | queue | chart | git | capacity
     message: str
 
     @property
@@ -409,7 +410,7 @@ def all_flags(changes: list[ObjectChange], base: Side, head: Side) -> list[Flag]
     charts = chart_of_values([head, base])
     flags = [
         *prune_flags(changes), *crd_flags(changes), *restart_flags(changes, charts, clusters),
-        *mig_flags(changes), *quota_flags(changes), *chart_flags(changes, base, head, clusters),
+        *mig_flags(changes), *quota_flags(changes), *queue_flags(changes, Flag), *chart_flags(changes, base, head, clusters),
         *capacity_flags(base, head),
     ]
     return sorted(set(flags), key=lambda f: f.sort_key)

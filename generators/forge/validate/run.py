@@ -28,6 +28,7 @@ from forge.validate.failure import Failure
 from forge.validate.kube import KubeSchemas
 from forge.validate.objects import load_yaml_stream, object_id
 from forge.validate.policies import check_policies, check_values_images
+from forge.validate.queues import queue_failures
 from forge.validate.values import check_values
 
 
@@ -119,6 +120,7 @@ def validate_cluster(cluster: ClusterModel, objects: dict[str, list[dict[str, An
                     problems = []
             problems = problems + check_policies(obj, required_labels=required)
             report.failures += [Failure(cluster.name, component, oid, path, reason) for path, reason in problems]
+    report.failures += queue_failures(cluster, objects)  # Kueue's objects hold only together
 
 
 def validate_values(root: Path, cluster: ClusterModel, upstream: Path | None, report: Report) -> None:

@@ -1,0 +1,86 @@
+"""Inventory rules of the kueue component, each reported at the inventory line at fault:
+
+- Kueue's queues are Flyte's projects: components.flyte must exist, and every project named under
+  components.kueue.projects must be one of its projects;
+- every flavor named in a flavor_shares block is a GPU pool of the cluster;
+- nominal quotas never exceed capacity: per flavor and resource, the projects' nominal quotas add
+  up to at most what the pool has (reported at the overrides that push a flavor over; without
+  overrides Flyte's check keeps the project shares within 100 %);
+- every WorkloadPriorityClass has a PriorityClass: names under priority_classes must be classes
+  of components.scheduling;
+- the rack labels the Topology places by match the nodes: a node's extra label
+  forge.exa.ai/rack must not contradict its `rack`.
+"""
+from __future__ import annotations
+
+from typing import Iterator
+
+from forge.capacity import capacity
+from forge.components.kueue import RACK_LABEL
+from forge.components.scheduling import priority_class_names
+from forge.errors import Problem
+from forge.queues import KueueSettings, project_quotas
+
+
+def check_kueue(loaded, settings: KueueSettings) -> Iterator[Problem]:
+    at = ("components", "kueue")
+    components = loaded.inventory.components
+    yield from _racks(loaded)
+    classes = priority_class_names(components)
+    for i, name in enumerate(settings.priority_classes or []):
+        if name not in classes:
+            yield loaded.problem(at + ("priority_classes", i), f"no PriorityClass '{name}' in components.scheduling (expected one of: {', '.join(classes) or 'none'})")
+    flyte = components.get("flyte")
+    if not isinstance(flyte, dict) or not isinstance(flyte.get("projects"), list):
+        yield loaded.problem(at, "Kueue's ClusterQueues are Flyte's projects: add components.flyte")
+        return
+    shares = {p.get("name"): p.get("share_percent") for p in flyte["projects"] if isinstance(p, dict)}
+    for project in settings.projects:
+        if project not in shares:
+            yield loaded.problem(at + ("projects", project), f"unknown Flyte project '{project}' (expected one of: {', '.join(map(str, shares))})")
+    model = _model(loaded)
+    if model is None:
+        return  # the node list has its own problems, reported elsewhere
+    yield from _quotas(loaded, settings, model, shares)
+
+
+def _model(loaded):
+    from forge.model import derive
+
+    try:
+        return derive(loaded)
+    except (KeyError, TypeError, AttributeError):
+        return None
+
+
+def _quotas(loaded, settings: KueueSettings, model, shares: dict) -> Iterator[Problem]:
+    at = ("components", "kueue", "projects")
+    cap = capacity(model)
+    flavors = [p.flavor for p in cap.pools]
+    for project, spec in settings.projects.items():
+        for flavor in spec.flavor_shares:
+            if flavor not in flavors:
+                yield loaded.problem(at + (project, "flavor_shares", flavor), f"unknown flavor '{flavor}' (the GPU pools of this cluster: {', '.join(flavors)})")
+    valid = [(p, s) for p, s in shares.items() if isinstance(p, str) and isinstance(s, int)]
+    quotas = project_quotas(cap, valid, settings)
+    for pool in cap.pools:
+        over = [(r, sum(q.flavors[pool.flavor][r].nominal for q in quotas), n) for r, n in pool.resources.items()]
+        over = [o for o in over if o[1] > o[2]]
+        if not over:
+            continue
+        overrides = [p for p, spec in settings.projects.items() if pool.flavor in spec.flavor_shares]
+        if not overrides:
+            continue  # Flyte's own check reports its project shares adding up to over 100 %
+        total = sum(settings.projects[p].flavor_shares.get(pool.flavor, s) if p in settings.projects else s for p, s in valid)
+        detail = ", ".join(f"{r} {got} > {n}" for r, got, n in over)
+        message = f"nominal quotas of flavor '{pool.flavor}' exceed its capacity ({detail}): its shares add up to {total}%"
+        for project in overrides:
+            yield loaded.problem(at + (project, "flavor_shares", pool.flavor), message)
+
+
+def _racks(loaded) -> Iterator[Problem]:
+    for i, node in enumerate(loaded.inventory.nodes):
+        label = node.labels.get(RACK_LABEL)
+        if label is not None and label != node.rack:
+            yield loaded.problem(("nodes", i, "labels", RACK_LABEL),
+                                 f"label {RACK_LABEL}={label} contradicts the node's rack '{node.rack}': Kueue's Topology places jobs by this label")
