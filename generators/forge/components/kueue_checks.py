@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from forge.capacity import capacity
+from forge.capacity import capacity, quantity
 from forge.components.kueue import RACK_LABEL
 from forge.components.scheduling import priority_class_names
 from forge.errors import Problem
@@ -72,7 +72,7 @@ def _quotas(loaded, settings: KueueSettings, model, shares: dict) -> Iterator[Pr
         if not overrides:
             continue  # Flyte's own check reports its project shares adding up to over 100 %
         total = sum(settings.projects[p].flavor_shares.get(pool.flavor, s) if p in settings.projects else s for p, s in valid)
-        detail = ", ".join(f"{r} {got} > {n}" for r, got, n in over)
+        detail = ", ".join(f"{r} {quantity(r, got)} > {quantity(r, n)}" for r, got, n in over)
         message = f"nominal quotas of flavor '{pool.flavor}' exceed its capacity ({detail}): its shares add up to {total}%"
         for project in overrides:
             yield loaded.problem(at + (project, "flavor_shares", pool.flavor), message)
