@@ -263,8 +263,7 @@ class Flyte(Component):
                             "default-memory": f"{s.task_defaults.memory_gib}Gi",
                             # Task code (flytekit) reads and writes raw data through Alluxio as well.
                             "default-env-vars": {"FLYTE_AWS_ENDPOINT": endpoint},
-                            "default-env-from-secrets": [s3.credentials_secret],
-                            **default_labels(cluster),
+                            "default-env-from-secrets": [s3.credentials_secret], **default_labels(cluster),
                         },
                         # The Ray plugin does not read plugins.logs (configuration.logging above).
                         # The chart passes `inline` through Helm's tpl: Flyte's placeholders escaped.
@@ -321,6 +320,7 @@ class Flyte(Component):
             Expected(*config, (*inline, "plugins", "k8s", "default-pod-template-name"), POD_TEMPLATE),
             Expected(*config, (*inline, "plugins", "k8s", "default-env-from-secrets"), [s3.credentials_secret]),
             Expected(*config, (*inline, "plugins", "k8s", "default-env-vars", "FLYTE_AWS_ENDPOINT"), endpoint),
+            *(Expected(*config, (*inline, "plugins", "k8s", k), v) for k, v in default_labels(cluster).items()),
             Expected(*config, (*database, "host"), s.database.host),
             Expected(*config, (*database, "passwordPath"), f"{DB_PASSWORD_DIR}/password"),
             Expected(*config, (*database, "dbname"), s.database.dbname),

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from forge.capacity import capacity, quantity
+from forge.capacity import Capacity, capacity, quantity
 from forge.components.kueue import RACK_LABEL
 from forge.components.scheduling import priority_class_names
 from forge.errors import Problem
@@ -38,24 +38,23 @@ def check_kueue(loaded, settings: KueueSettings) -> Iterator[Problem]:
     for project in settings.projects:
         if project not in shares:
             yield loaded.problem(at + ("projects", project), f"unknown Flyte project '{project}' (expected one of: {', '.join(map(str, shares))})")
-    model = _model(loaded)
-    if model is None:
-        return  # the node list has its own problems, reported elsewhere
-    yield from _quotas(loaded, settings, model, shares)
+    cap = _capacity(loaded)
+    if cap is None:
+        return  # the nodes or MIG layouts have their own problems, reported elsewhere
+    yield from _quotas(loaded, settings, cap, shares)
 
 
-def _model(loaded):
+def _capacity(loaded) -> Capacity | None:
     from forge.model import derive
 
     try:
-        return derive(loaded)
+        return capacity(derive(loaded))
     except (KeyError, TypeError, AttributeError):
         return None
 
 
-def _quotas(loaded, settings: KueueSettings, model, shares: dict) -> Iterator[Problem]:
+def _quotas(loaded, settings: KueueSettings, cap: Capacity, shares: dict) -> Iterator[Problem]:
     at = ("components", "kueue", "projects")
-    cap = capacity(model)
     flavors = [p.flavor for p in cap.pools]
     for project, spec in settings.projects.items():
         for flavor in spec.flavor_shares:
