@@ -141,7 +141,7 @@ def test_manager_config_integrations_fair_sharing_and_namespaces(cluster):
     assert config["waitForPodsReady"]["timeout"] == "20m"
     assert values["controllerManager"]["manager"]["priorityClassName"] == "system-cluster-critical"
     app = generated(f"clusters/{cluster}/argocd/application-kueue.yaml")
-    assert app["spec"]["sources"][0] == {"repoURL": "oci://registry.k8s.io/kueue/charts", "chart": "kueue", "targetRevision": "0.19.2",
+    assert app["spec"]["sources"][0] == {"repoURL": "registry.k8s.io/kueue/charts", "chart": "kueue", "targetRevision": "0.19.2",
                                          "helm": {"releaseName": "kueue", "valueFiles": [f"$values/overlays/{cluster}/kueue/values.yaml"]}}
     waves = {c: int(generated(f"clusters/{cluster}/argocd/application-{c}.yaml")["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"])
              for c in ("training-operator", "kuberay-operator", "kueue", "flyte")}
