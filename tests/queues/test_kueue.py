@@ -182,7 +182,7 @@ def test_rejects_unknown_flavor_and_project():
     assert p.message == "unknown Flyte project 'reserch' (expected one of: training, finetune, embeddings, research)"
     assert p.line == line_of(text, "reserch:")
     p = only_problem(problems, "components.kueue.projects.reserch.flavor_shares.a100-80gb-half-2g")
-    assert p.message == "unknown flavor 'a100-80gb-half-2g' (the GPU pools of this cluster: a100-80gb, a100-80gb-half-1g)"
+    assert p.message == "no GPU pool 'a100-80gb-half-2g' on this cluster (its pools: a100-80gb, a100-80gb-half-1g): drop or rename this share"
 
 
 def test_rejects_a_workload_priority_class_without_priority_class():

@@ -59,7 +59,7 @@ def _quotas(loaded, settings: KueueSettings, cap: Capacity, shares: dict) -> Ite
     for project, spec in settings.projects.items():
         for flavor in spec.flavor_shares:
             if flavor not in flavors:
-                yield loaded.problem(at + (project, "flavor_shares", flavor), f"unknown flavor '{flavor}' (the GPU pools of this cluster: {', '.join(flavors)})")
+                yield loaded.problem(at + (project, "flavor_shares", flavor), f"no GPU pool '{flavor}' on this cluster (its pools: {', '.join(flavors)}): drop or rename this share")
     valid = [(p, s) for p, s in shares.items() if isinstance(p, str) and isinstance(s, int)]
     quotas = project_quotas(cap, valid, settings)
     for pool in cap.pools:
