@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Iterable
 
-from forge.hardware import GPU_MODELS, MIG_SLICES_COMPUTE
+from forge.hardware import MIG_SLICES_COMPUTE
 from forge.model import LABEL_DOMAIN, MIG_CONFIG_LABEL, MIG_DISABLED, RDMA_HCA_MAX, ClusterModel, NodeModel
 
 GPU = "nvidia.com/gpu"
@@ -172,6 +172,3 @@ def capacity(cluster: ClusterModel) -> Capacity:
         pools.append(Pool(flavor, model, layout, _labels(nodes[0]), tuple(nodes), ordered, slices))
     return Capacity(tuple(pools))
 
-
-def gpu_model_of(key: str | None) -> str:
-    return GPU_MODELS[key].product if key else "no GPU"

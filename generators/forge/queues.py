@@ -24,6 +24,7 @@ from forge.inventory.schema import Name, PositiveInt, Strict
 Percent = Annotated[int, Field(ge=0, le=100)]
 API = "kueue.x-k8s.io/v1beta2"  # Kueue 0.19's stored version of its custom resources
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
+FLYTE_PROJECT_LABEL = "forge.exa.ai/flyte-project"  # on every Flyte project-domain Namespace
 LOCAL_QUEUE = "default"  # the LocalQueue of every project-domain namespace (Flyte's default label)
 
 

@@ -41,7 +41,7 @@ from forge.capacity import Capacity, capacity, quantity
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL, priority_class_names
 from forge.inventory.schema import Name, PositiveInt, Strict
 from forge.model import ClusterModel
-from forge.queues import LOCAL_QUEUE, QUEUE_NAME_LABEL, KueueSettings, kueue_settings, local_queue, project_quotas
+from forge.queues import FLYTE_PROJECT_LABEL, LOCAL_QUEUE, QUEUE_NAME_LABEL, KueueSettings, kueue_settings, local_queue, project_quotas
 
 IMAGE = "cr.flyte.org/flyteorg/flyte-binary-release"  # what Flyte's release build pins the chart to
 IMAGE_TAG = "v1.16.8"
@@ -406,7 +406,7 @@ def project_namespace(q: Quota) -> dict[str, Any]:
                 "pod-security.kubernetes.io/enforce": PSA_LEVEL,
                 "pod-security.kubernetes.io/audit": PSA_LEVEL,
                 "pod-security.kubernetes.io/warn": PSA_LEVEL,
-                "forge.exa.ai/flyte-project": q.project,
+                FLYTE_PROJECT_LABEL: q.project,
                 "forge.exa.ai/flyte-domain": q.domain,
             },
             # Removing a project from the inventory must not delete its running work with it.

@@ -29,14 +29,13 @@ from forge.capacity import Capacity, capacity, quantity
 from forge.components.base import WAVE_KUEUE, Component, Contains, Expected, custom_resource
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL, PriorityClassSpec, Scheduling
 from forge.model import LABEL_DOMAIN, ClusterModel
-from forge.queues import API, KueueSettings, ProjectQuotas, project_quotas
+from forge.queues import API, FLYTE_PROJECT_LABEL, KueueSettings, ProjectQuotas, project_quotas
 
 NAMESPACE = "kueue-system"  # the chart's CRDs name their conversion webhook's Service there
 RELEASE = "kueue"
 TOPOLOGY = "racks"
 RACK_LABEL = f"{LABEL_DOMAIN}/rack"
 HOSTNAME_LABEL = "kubernetes.io/hostname"  # set by the kubelet: the lowest level places pods on nodes
-FLYTE_PROJECT_LABEL = f"{LABEL_DOMAIN}/flyte-project"  # on every Flyte project-domain Namespace
 # The chart's default integrations plus the Kubeflow v1 PyTorchJob (off by default in 0.19.2):
 # Flyte's PyTorch plugin creates kubeflow.org/v1 PyTorchJobs (training-operator v1.9.4).
 FRAMEWORKS = (

@@ -13,11 +13,10 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from forge.model import ClusterModel
-from forge.queues import LOCAL_QUEUE
+from forge.queues import FLYTE_PROJECT_LABEL, LOCAL_QUEUE
 from forge.validate.failure import Failure
 from forge.validate.objects import object_id
 
-FLYTE_PROJECT_LABEL = "forge.exa.ai/flyte-project"
 NODE_SET_LABELS = ("kubernetes.io/hostname",)  # set by the kubelet, not by the inventory
 
 
