@@ -1,4 +1,5 @@
-"""Shared test helpers. Tests work in their own temp folders and never chdir."""
+"""Fixtures every test folder shares (plain helpers are in tests/helpers.py). Tests work in their
+own temp folders and never chdir."""
 from __future__ import annotations
 
 import os
@@ -7,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-SHIPPED_CLUSTERS = ("a100", "h200")
+from forge.fleet import load_fleet
+from tests.helpers import REPO, copy_repo_inputs, git_repo_copy, kustomize_or_skip
 
 
 def pytest_addoption(parser):
@@ -21,28 +22,33 @@ def update_golden(request) -> bool:
     return request.config.getoption("--update-golden")
 
 
-def copy_repo_inputs(dest: Path) -> Path:
-    """The hand-written inputs of generation (inventories, bases, chart pins) in a fresh folder."""
-    for cluster in sorted((REPO / "clusters").glob("*/inventory.yaml")):
-        target = dest / cluster.relative_to(REPO)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(cluster, target)
-    shutil.copytree(REPO / "base", dest / "base")
-    shutil.copytree(REPO / "charts", dest / "charts")
-    return dest
-
-
 @pytest.fixture
 def repo_inputs(tmp_path: Path) -> Path:
     return copy_repo_inputs(tmp_path / "repo")
 
 
-def inventory_text(cluster: str) -> str:
-    return (REPO / "clusters" / cluster / "inventory.yaml").read_text()
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """This repo's files (tracked and untracked, not ignored), generated, committed once."""
+    if shutil.which("git") is None:
+        pytest.skip("needs git")
+    return git_repo_copy(tmp_path / "repo")
 
 
 @pytest.fixture
-def upstream_dir() -> Path:
+def kustomize() -> list[str]:
+    return kustomize_or_skip()
+
+
+@pytest.fixture(scope="session")
+def clusters():
+    """The real inventories' cluster models, by name."""
+    return {c.name: c for c in load_fleet(REPO).clusters}
+
+
+@pytest.fixture(scope="session")
+def upstream() -> Path:
+    """The read-only upstream chart data (never copied into the repo), from FORGE_UPSTREAM."""
     value = os.environ.get("FORGE_UPSTREAM")
     if not value or not Path(value).is_dir():
         pytest.skip("FORGE_UPSTREAM is not set to the upstream chart data folder (CI sets it to ../shared/upstream)")

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from forge import emit
-from forge.charts import ChartPin
+from forge.versions import ChartPin
 from forge.components.base import Component, RemoteBase
 from forge.model import ClusterModel
 from forge.paths import ARGOCD_DIR, CLUSTERS_DIR, OVERLAYS_DIR

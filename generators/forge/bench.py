@@ -18,7 +18,8 @@ from typing import Callable
 import click
 import yaml
 
-from forge.generate import build_tree, inventory_paths
+from forge.fleet import inventory_paths
+from forge.generate import build_tree
 from forge.paths import BASE_DIR, CLUSTERS_DIR, RENDERED_DIR
 from forge.render import render_all, targets
 from forge.tools import kustomize_build_command

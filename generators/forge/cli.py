@@ -38,9 +38,11 @@ def generate(root: Path) -> None:
 def check(root: Path) -> None:
     """Fail, listing the files, if generated files differ from what the inventories give."""
     from forge.generate import build_tree
-    from forge.writer import diff_tree
+    from forge.writer import diff_tree, recover_interrupted
 
-    problems = diff_tree(root, build_tree(root))
+    tree = build_tree(root)
+    recover_interrupted(root)  # an interrupted generate: put the tree back whole before comparing
+    problems = diff_tree(root, tree)
     if problems:
         for line in problems:
             click.echo(f"out of date: {line}", err=True)

@@ -1,4 +1,4 @@
-"""The pipeline: load every inventory -> check -> derive models -> build the file tree (pure).
+"""The fleet's file tree: every plan of `forge.fleet.load_fleet` -> files by path (pure).
 
 `build_tree` does no writing; `forge.writer` is the only place that touches the output folders.
 """
@@ -8,12 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from forge import argocd, emit
-from forge.charts import chart_pins
-from forge.components import COMPONENTS, Component
-from forge.errors import ForgeError, InventoryError
-from forge.inventory import load_inventory
-from forge.model import ClusterModel, derive
-from forge.paths import ARGOCD_DIR, BASE_DIR, CLUSTERS_DIR, INVENTORY_FILE, OVERLAYS_DIR
+from forge.components import Component
+from forge.errors import ForgeError
+from forge.fleet import Fleet, load_fleet
+from forge.model import ClusterModel
+from forge.paths import ARGOCD_DIR, BASE_DIR, CLUSTERS_DIR, OVERLAYS_DIR
 
 EXAMPLES_DIR = "examples"  # overlays/<cluster>/<component>/examples/: generated, never synced
 
@@ -32,52 +31,17 @@ class Tree:
         self.files[key] = text
 
 
-def inventory_paths(root: Path) -> list[Path]:
-    return sorted((root / CLUSTERS_DIR).glob(f"*/{INVENTORY_FILE}"))
-
-
-def load_clusters(root: Path) -> list[ClusterModel]:
-    """Every cluster's model; all problems of all inventories are reported together."""
-    models, problems = [], []
-    for path in inventory_paths(root):
-        try:
-            loaded = load_inventory(path, path.relative_to(root).as_posix())
-        except InventoryError as exc:
-            problems += exc.problems
-            continue
-        if loaded.inventory.cluster.name != path.parent.name:
-            problems.append(loaded.problem(("cluster", "name"), f"is '{loaded.inventory.cluster.name}' but the folder is '{path.parent.name}'; they must match"))
-            continue
-        model = derive(loaded)
-        enabled = {c.name for c in enabled_components(model)}
-        for name in sorted(set(model.component_settings) - enabled):
-            # Fail on stale configuration: settings nothing reads would silently mislead.
-            problems.append(loaded.problem(("components", name), f"settings for '{name}', which is off on this cluster "
-                                           "(its hardware does not call for it): remove the block"))
-        models.append(model)
-    if problems:
-        raise InventoryError(problems)
-    if not models:
-        raise ForgeError(f"no inventories found: expected {CLUSTERS_DIR}/<cluster>/{INVENTORY_FILE} under {root}")
-    return models
-
-
-def enabled_components(cluster: ClusterModel) -> list[Component]:
-    return [c for c in COMPONENTS if c.enabled(cluster)]
-
-
-def build_tree(root: Path) -> Tree:
-    clusters = load_clusters(root)
-    pins = chart_pins(root)
+def build_tree(root: Path, fleet: Fleet | None = None) -> Tree:
+    fleet = fleet or load_fleet(root)
     tree = Tree(owned=[OVERLAYS_DIR])
-    for cluster in clusters:
-        components = enabled_components(cluster)
-        for component in components:
-            _component_files(root, tree, cluster, component)
-        _bootstrap_files(tree, cluster, components, pins)
-    # A cluster folder whose inventory is gone keeps no stale bootstrap.
+    for plan in fleet:
+        for component in plan.components:
+            _component_files(root, tree, plan.cluster, component)
+        _bootstrap_files(tree, plan.cluster, list(plan.components), fleet.pins)
+    # A cluster folder whose inventory is gone keeps no stale bootstrap (the fleet stage refused
+    # any such folder holding files forge did not generate).
     tree.owned += sorted({p.relative_to(root).as_posix() for p in (root / CLUSTERS_DIR).glob(f"*/{ARGOCD_DIR}") if p.is_dir()}
-                         | {f"{CLUSTERS_DIR}/{c.name}/{ARGOCD_DIR}" for c in clusters})
+                         | {f"{CLUSTERS_DIR}/{p.name}/{ARGOCD_DIR}" for p in fleet})
     return tree
 
 

@@ -1,34 +1,64 @@
-"""Facts about hardware, in one table. Templates and emitters never hard-code these.
+"""Facts about hardware: the typed API over the hardware catalogue (catalogue/hardware.yaml next to
+this module). Templates and emitters never hard-code these.
 
-Sources: NVIDIA's MIG user guide (profiles per GPU), the PCI ID registry (vendor/device IDs),
-the GPU Operator's platform support matrix (driver branches), NVIDIA datasheets (thermal and
-power limits used by alert thresholds).
+The catalogue is read and checked on first use (strict pydantic: a bad entry is an error naming
+the file and its line, exit 2), so importing forge never fails on it. `GPU_MODELS`, `NIC_MODELS`
+and `SERVER_MODELS` are read-only mappings over it; `DRIVER_BY_ARCHITECTURE` is the GPU driver per
+architecture, a pin kept in the versions file (charts/versions.yaml, `gpu_drivers`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from types import MappingProxyType
+import difflib
+from collections.abc import Callable, Iterator, Mapping
+from functools import cache
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from forge import datafile, versions
+
+CATALOGUE_FILE = Path(__file__).with_name("catalogue") / "hardware.yaml"
+CATALOGUE_NAME = "generators/forge/catalogue/hardware.yaml"  # how errors name it
+
+# MIG cuts a GPU into 7 compute and 8 memory slices (every MIG-capable GPU in the catalogue).
+MIG_SLICES_COMPUTE = 7
+MIG_SLICES_MEMORY = 8
+# PCI vendor IDs (PCI-SIG), lower-case hex as NFD labels them.
+PCI_VENDOR_NVIDIA = "10de"
+PCI_VENDOR_MELLANOX = "15b3"
+PCI_VENDOR_INTEL = "8086"
+
+Hex4 = Annotated[str, Field(pattern=r"^[0-9a-f]{4}$")]
+Text = Annotated[str, Field(min_length=1)]
+Count = Annotated[int, Field(ge=0)]
+Positive = Annotated[int, Field(gt=0)]
 
 
-@dataclass(frozen=True)
-class MigProfile:
-    name: str  # e.g. "1g.10gb": compute slices "g", memory in GB
-    compute_slices: int  # of 7 per GPU
-    memory_slices: int  # of 8 per GPU
-    max_instances: int  # how many of this profile fit on one GPU on its own
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
-@dataclass(frozen=True)
-class GpuModel:
+class MigProfile(_Strict):
+    name: Annotated[str, Field(pattern=r"^[1-7]g\.[0-9]+gb$")]  # e.g. "1g.10gb": compute slices "g", memory in GB
+    compute_slices: Annotated[int, Field(ge=1, le=MIG_SLICES_COMPUTE)]  # of 7 per GPU
+    memory_slices: Annotated[int, Field(ge=1, le=MIG_SLICES_MEMORY)]  # of 8 per GPU
+    max_instances: Annotated[int, Field(ge=1, le=MIG_SLICES_COMPUTE)]  # how many fit on one GPU on their own
+
+
+class GpuModel(_Strict):
     key: str  # the name the inventory uses
-    product: str  # NFD/GFD's nvidia.com/gpu.product label: the NVML name with spaces as dashes
-    nvml_name: str  # NVML's device name: `nvidia-smi` and DCGM's `modelName` metric label
-    architecture: str  # ampere, hopper: selects the driver branch
-    memory_gib: int
-    pci_device_id: str  # vendor 10de
-    max_temp_c: int  # slowdown temperature: alerts fire below it
-    max_power_w: int  # board power limit (TDP)
-    mig_profiles: tuple[MigProfile, ...] = ()
+    source: Text  # the documents the facts come from
+    product: Text  # NFD/GFD's nvidia.com/gpu.product label: the NVML name with spaces as dashes
+    nvml_name: Text  # NVML's device name: `nvidia-smi` and DCGM's `modelName` metric label
+    architecture: Annotated[str, Field(pattern=r"^[a-z]+$")]  # selects the driver branch (versions file)
+    form_factor: Literal["sxm", "pcie"]
+    memory_gib: Positive
+    pci_device_id: Hex4  # vendor 10de
+    max_temp_c: Positive  # slowdown temperature: alerts fire below it
+    max_memory_temp_c: Positive | None = None  # HBM limit, where NVIDIA publishes one
+    max_power_w: Positive  # board power limit (TDP)
+    mig_profiles: Annotated[tuple[MigProfile, ...], Field(strict=False)] = ()
 
     @property
     def mig_capable(self) -> bool:
@@ -38,104 +68,101 @@ class GpuModel:
         return next((p for p in self.mig_profiles if p.name == name), None)
 
 
-@dataclass(frozen=True)
-class NicModel:
+class NicModel(_Strict):
     key: str
-    product: str
-    vendor_id: str  # PCI vendor, lower-case hex without 0x
-    device_id: str  # PCI device, lower-case hex without 0x
-    max_port_gbps: int
+    source: Text
+    product: Text
+    vendor_id: Hex4  # PCI vendor, lower-case hex without 0x
+    device_id: Hex4  # PCI device, lower-case hex without 0x
+    max_port_gbps: Positive
     is_dpu: bool
     rdma: bool  # RoCE/InfiniBand verbs
     gpudirect_rdma: bool  # peer-to-peer with GPU memory via nvidia-peermem (needs the DOCA/OFED driver)
     ofed_driver: bool  # served by the NVIDIA DOCA/OFED driver container
+    link_types: Annotated[frozenset[Literal["ethernet", "infiniband"]], Field(strict=False, min_length=1)]
 
 
-MIG_SLICES_COMPUTE = 7
-MIG_SLICES_MEMORY = 8
-PCI_VENDOR_NVIDIA = "10de"
-PCI_VENDOR_MELLANOX = "15b3"
-PCI_VENDOR_INTEL = "8086"
-
-
-def _mig(*rows: tuple[str, int, int, int]) -> tuple[MigProfile, ...]:
-    return tuple(MigProfile(*row) for row in rows)
-
-
-GPU_MODELS: MappingProxyType[str, GpuModel] = MappingProxyType({
-    m.key: m
-    for m in (
-        GpuModel(
-            key="A100-80GB", product="NVIDIA-A100-SXM4-80GB", nvml_name="NVIDIA A100-SXM4-80GB", architecture="ampere", memory_gib=80,
-            pci_device_id="20b2", max_temp_c=85, max_power_w=400,
-            mig_profiles=_mig(
-                ("1g.10gb", 1, 1, 7), ("1g.20gb", 1, 2, 4), ("2g.20gb", 2, 2, 3),
-                ("3g.40gb", 3, 4, 2), ("4g.40gb", 4, 4, 1), ("7g.80gb", 7, 8, 1),
-            ),
-        ),
-        GpuModel(
-            key="H100-80GB", product="NVIDIA-H100-80GB-HBM3", nvml_name="NVIDIA H100 80GB HBM3", architecture="hopper", memory_gib=80,
-            pci_device_id="2330", max_temp_c=87, max_power_w=700,
-            mig_profiles=_mig(
-                ("1g.10gb", 1, 1, 7), ("1g.20gb", 1, 2, 4), ("2g.20gb", 2, 2, 3),
-                ("3g.40gb", 3, 4, 2), ("4g.40gb", 4, 4, 1), ("7g.80gb", 7, 8, 1),
-            ),
-        ),
-        GpuModel(
-            key="H200-141GB", product="NVIDIA-H200", nvml_name="NVIDIA H200", architecture="hopper", memory_gib=141,
-            pci_device_id="2335", max_temp_c=87, max_power_w=700,
-            mig_profiles=_mig(
-                ("1g.18gb", 1, 1, 7), ("1g.35gb", 1, 2, 4), ("2g.35gb", 2, 2, 3),
-                ("3g.71gb", 3, 4, 2), ("4g.71gb", 4, 4, 1), ("7g.141gb", 7, 8, 1),
-            ),
-        ),
-        GpuModel(
-            key="L40S-48GB", product="NVIDIA-L40S", nvml_name="NVIDIA L40S", architecture="ada", memory_gib=48,
-            pci_device_id="26b9", max_temp_c=88, max_power_w=350,
-        ),
-    )
-})
-
-NIC_MODELS: MappingProxyType[str, NicModel] = MappingProxyType({
-    m.key: m
-    for m in (
-        NicModel("connectx-6-dx", "Mellanox ConnectX-6 Dx", PCI_VENDOR_MELLANOX, "101d", 100,
-                 is_dpu=False, rdma=True, gpudirect_rdma=True, ofed_driver=True),
-        NicModel("connectx-7", "NVIDIA ConnectX-7", PCI_VENDOR_MELLANOX, "1021", 400,
-                 is_dpu=False, rdma=True, gpudirect_rdma=True, ofed_driver=True),
-        NicModel("bluefield-2", "NVIDIA BlueField-2 DPU", PCI_VENDOR_MELLANOX, "a2d6", 100,
-                 is_dpu=True, rdma=True, gpudirect_rdma=True, ofed_driver=True),
-        NicModel("bluefield-3", "NVIDIA BlueField-3 DPU", PCI_VENDOR_MELLANOX, "a2dc", 400,
-                 is_dpu=True, rdma=True, gpudirect_rdma=True, ofed_driver=True),
-        # Intel E810 does iWARP/RoCE through irdma, but not GPUDirect RDMA with nvidia-peermem.
-        NicModel("intel-e810", "Intel Ethernet E810-C", PCI_VENDOR_INTEL, "1592", 100,
-                 is_dpu=False, rdma=False, gpudirect_rdma=False, ofed_driver=False),
-    )
-})
-
-# Driver per GPU architecture, each within the pinned GPU Operator's support matrix
-# (charts/versions.yaml pins the operator). Ampere stays on the R580 long-term branch;
-# Hopper takes the operator's default production branch.
-DRIVER_BY_ARCHITECTURE: MappingProxyType[str, str] = MappingProxyType({
-    "ampere": "580.95.05",
-    "hopper": "595.91.07",
-    "ada": "595.91.07",
-})
-
-# Server models we have profiles for: how many GPUs and NVMe bays they take (capacity checks).
-@dataclass(frozen=True)
-class ServerModel:
+class ServerModel(_Strict):
     key: str
-    max_gpus: int
-    max_nvme: int
-    gpu_models: frozenset[str] = field(default_factory=frozenset)
+    source: Text
+    product: Text
+    max_gpus: Count
+    max_nvme: Count
+    pcie_slots: Count | None = None  # PCIe x16 slots for NICs and DPUs, where published
+    gpu_models: Annotated[frozenset[str], Field(strict=False)] = frozenset()  # empty: any
 
 
-SERVER_MODELS: MappingProxyType[str, ServerModel] = MappingProxyType({
-    m.key: m
-    for m in (
-        ServerModel("supermicro-as-4124go-nart+", 8, 10, frozenset({"A100-80GB"})),
-        ServerModel("lenovo-sr680a-v3", 8, 16, frozenset({"H100-80GB", "H200-141GB"})),
-        ServerModel("generic-1u", 0, 4),
-    )
-})
+class Catalogue(_Strict):
+    gpus: dict[str, GpuModel]
+    nics: dict[str, NicModel]
+    servers: dict[str, ServerModel]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _keys(cls, data: Any) -> Any:
+        """Each model's `key` is its name in the file."""
+        if isinstance(data, dict):
+            return {section: {k: {**v, "key": k} if isinstance(v, dict) else v for k, v in entries.items()}
+                    if isinstance(entries, dict) else entries for section, entries in data.items()}
+        return data
+
+    def rules(self) -> Iterator[tuple[datafile.Key, str]]:
+        """What spans entries: names point at catalogued models, facts agree with each other."""
+        vendors = (PCI_VENDOR_NVIDIA, PCI_VENDOR_MELLANOX, PCI_VENDOR_INTEL)
+        for key, server in self.servers.items():
+            for gpu in sorted(server.gpu_models - set(self.gpus)):
+                yield ("servers", key, "gpu_models"), unknown_model("GPU model", gpu, self.gpus)
+        for key, gpu in self.gpus.items():
+            names = [p.name for p in gpu.mig_profiles]
+            for name in sorted({n for n in names if names.count(n) > 1}):
+                yield ("gpus", key, "mig_profiles"), f"MIG profile '{name}' listed twice"
+        for key, nic in self.nics.items():
+            if nic.vendor_id not in vendors:
+                yield ("nics", key, "vendor_id"), f"'{nic.vendor_id}' is not a vendor forge knows ({', '.join(vendors)})"
+            if nic.gpudirect_rdma and not nic.rdma:
+                yield ("nics", key, "gpudirect_rdma"), "GPUDirect RDMA needs rdma: true"
+
+
+def load_catalogue(path: Path = CATALOGUE_FILE, name: str = CATALOGUE_NAME) -> Catalogue:
+    return datafile.load(path, Catalogue, name, rules=Catalogue.rules)
+
+
+@cache
+def catalogue() -> Catalogue:
+    return load_catalogue(CATALOGUE_FILE, CATALOGUE_NAME)
+
+
+def unknown_model(what: str, value: str, known: Mapping[str, Any] | set[str]) -> str:
+    """`unknown server model 'x' (did you mean: y?; known: ...)`: the closest names first."""
+    by_folded = {k.casefold(): k for k in known}
+    close = [by_folded[k] for k in difflib.get_close_matches(value.casefold(), list(by_folded), n=3, cutoff=0.6)]
+    hint = f"did you mean: {', '.join(close)}?; " if close else ""
+    return f"unknown {what} '{value}' ({hint}known: {', '.join(sorted(known))})"
+
+
+V = TypeVar("V")
+
+
+class _Lazy(Mapping[str, V]):
+    """A read-only mapping over data read on first use."""
+
+    def __init__(self, get: Callable[[], Mapping[str, V]]):
+        self._get = get
+
+    def __getitem__(self, key: str) -> V:
+        return self._get()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._get())
+
+    def __len__(self) -> int:
+        return len(self._get())
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({dict(self._get())!r})"
+
+
+GPU_MODELS: Mapping[str, GpuModel] = _Lazy(lambda: catalogue().gpus)
+NIC_MODELS: Mapping[str, NicModel] = _Lazy(lambda: catalogue().nics)
+SERVER_MODELS: Mapping[str, ServerModel] = _Lazy(lambda: catalogue().servers)
+DRIVER_BY_ARCHITECTURE: Mapping[str, str] = _Lazy(lambda: versions.versions().gpu_drivers)

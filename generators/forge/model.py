@@ -1,18 +1,18 @@
 """The derived, typed model of one cluster: facts computed once here, emitters only read them."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, Mapping
 
 from forge.hardware import DRIVER_BY_ARCHITECTURE, GPU_MODELS, NIC_MODELS, GpuModel, NicModel
 from forge.inventory import LoadedInventory
+from forge.inventory.layouts import MIG_DISABLED, mig_layout_of
 from forge.inventory.schema import ClusterSettings, MigLayoutGroup, NicSpec, NvmeSpec, Profile, Taint
 
 # Our node label namespace. Labels reach nodes through node-feature-discovery (see nfd component).
 LABEL_DOMAIN = "forge.exa.ai"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
-MIG_DISABLED = "all-disabled"  # the GPU Operator's own name for "no MIG"; always in our config
 CONTROL_PLANE_LABEL = "node-role.kubernetes.io/control-plane"  # set by kubeadm/Kubespray itself
 # On nodes whose profile has NVMe devices: where local caches (Alluxio workers) may run.
 NVME_LABEL = f"{LABEL_DOMAIN}/nvme"
@@ -117,7 +117,11 @@ class ClusterModel:
     source: str  # the inventory file, repo-relative: named in every generated file's header
     settings: ClusterSettings
     nodes: tuple[NodeModel, ...]
-    component_settings: dict[str, dict[str, Any]]
+    # Filled by the fleet stage (forge.fleet), which owns the component registry: the typed
+    # settings of the enabled components (a component's Settings instance, validated once) and
+    # the frozen facts each derived once. Components read them through Component.settings/facts.
+    component_settings: Mapping[str, Any]
+    component_facts: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def kubernetes_version(self) -> str:
@@ -275,9 +279,6 @@ class ClusterModel:
     def system_tolerations(self) -> list[dict[str, str]]:
         return [CONTROL_PLANE_TOLERATION, *_tolerations(t for n in self.nodes if "control-plane" in n.roles for t in n.taints)]
 
-    def settings_for(self, component: str) -> dict[str, Any]:
-        return self.component_settings.get(component, {})
-
 
 def _tolerations(taints) -> list[dict[str, str]]:
     seen = sorted({(t.key, t.value, t.effect) for t in taints})
@@ -285,18 +286,19 @@ def _tolerations(taints) -> list[dict[str, str]]:
             {"key": k, "operator": "Exists", "effect": e} for k, v, e in seen]
 
 
-def derive(loaded: LoadedInventory) -> ClusterModel:
+def derive(loaded: LoadedInventory, component_settings: Mapping[str, Any]) -> ClusterModel:
+    """The model of one checked inventory. `component_settings`: typed settings by component
+    (the fleet stage validates the inventory's raw `components` blocks; this layer never reads them)."""
     inv = loaded.inventory
     nodes = []
     for node in inv.nodes:
         profile = inv.profiles[node.profile]
-        mig_capable = bool(profile.gpu and GPU_MODELS[profile.gpu.model].mig_capable)
-        layout = (node.mig_layout or profile.mig_layout or MIG_DISABLED) if mig_capable else None
         nodes.append(NodeModel(
             name=node.name, rack=node.rack, roles=tuple(node.roles), profile_name=node.profile,
-            profile=profile, extra_labels=dict(node.labels), taints=tuple(node.taints), mig_layout=layout,
+            profile=profile, extra_labels=dict(node.labels), taints=tuple(node.taints),
+            mig_layout=mig_layout_of(node, profile),
         ))
     return ClusterModel(
         name=inv.cluster.name, source=loaded.file, settings=inv.cluster, nodes=tuple(nodes),
-        component_settings=dict(inv.components),
+        component_settings=dict(component_settings),
     )

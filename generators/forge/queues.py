@@ -114,6 +114,6 @@ def local_queue(namespace: str, cluster_queue: str, name: str = LOCAL_QUEUE) -> 
 
 
 def kueue_settings(cluster) -> KueueSettings | None:
-    """The cluster's Kueue settings, or None when it runs no Kueue (component `kueue`)."""
-    raw = cluster.component_settings.get("kueue")
-    return None if raw is None else KueueSettings.model_validate(raw)
+    """The cluster's typed Kueue settings (the fleet stage validated them), or None when it runs
+    no Kueue (component `kueue`)."""
+    return cluster.component_settings.get("kueue")

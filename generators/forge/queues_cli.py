@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from forge.capacity import Capacity, capacity, quantity
+from forge.capacity import Capacity, quantity
 from forge.cli_common import root_option, user_errors
 from forge.errors import ForgeError
 from forge.queues import ProjectQuotas
@@ -49,13 +49,10 @@ def markdown(table: Table) -> list[str]:
 
 
 def report(cluster, fmt: str) -> str:
-    from forge.components.kueue import Kueue, cluster_quotas
-
-    if not Kueue().enabled(cluster):
+    if "kueue" not in cluster.component_facts:
         raise ForgeError(f"cluster '{cluster.name}' runs no Kueue: add components.kueue to {cluster.source}")
-    settings = Kueue().settings(cluster)
-    cap = capacity(cluster)
-    quotas = cluster_quotas(cluster, cap, settings)
+    settings, facts = cluster.component_settings["kueue"], cluster.component_facts["kueue"]
+    cap, quotas = facts.capacity, list(facts.quotas)
     render = markdown if fmt == "markdown" else text
     heading = (lambda s: f"### {s}") if fmt == "markdown" else (lambda s: s)
     lines = [heading(f"Kueue queues of {cluster.name}") if fmt == "markdown" else f"Kueue queues of {cluster.name}",
@@ -76,9 +73,8 @@ def report(cluster, fmt: str) -> str:
 def queues(cluster: str, fmt: str, root: Path) -> None:
     """Each project's nominal quota, borrowing and lending limits per flavor (GPU pool) and resource,
     and the cluster's capacity per flavor, as the inventory gives them to Kueue's ClusterQueues."""
-    from forge.inventory import load_inventory
-    from forge.model import derive
+    from forge.fleet import load_plan
     from forge.nodes.command import inventory_file
 
     path, display = inventory_file(root, cluster)
-    click.echo(report(derive(load_inventory(path, display)), fmt), nl=False)
+    click.echo(report(load_plan(path, display, cluster).cluster, fmt), nl=False)

@@ -1,13 +1,15 @@
 """The only code that writes generated files. It owns whole folders: it builds the new tree in a
-staging folder, then swaps each owned folder in, so stale files disappear and a failure (or
-Ctrl-C) leaves the previous tree exactly as it was."""
+staging folder, then swaps the owned folders in with forge.folders.swap, so stale files disappear,
+a failure or Ctrl-C leaves the previous tree exactly as it was, and a crash mid-swap is rolled back
+(or completed) by the next run."""
 from __future__ import annotations
 
 import shutil
-import signal
-from contextlib import contextmanager
 from pathlib import Path
 
+import click
+
+from forge.folders import JOURNAL, recover, swap, write_error
 from forge.generate import Tree
 
 STAGING = ".forge-staging"
@@ -18,58 +20,33 @@ def _write_file(path: Path, text: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-@contextmanager
-def _interrupts_deferred():
-    """Hold SIGINT while folders are being swapped; deliver it once the tree is whole again."""
-    caught: list[tuple] = []
-    try:
-        previous = signal.signal(signal.SIGINT, lambda *args: caught.append(args))
-    except ValueError:  # not the main thread: nothing to defer
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-        if caught:
-            raise KeyboardInterrupt
-
-
 def write_tree(root: Path, tree: Tree) -> None:
+    """Write the tree to staging, then swap every owned folder in at once (forge.folders.swap).
+    A swap a crash interrupted is recovered first; a disk that refuses a write is one error."""
     staging = root / STAGING
+    recover_interrupted(root)
     shutil.rmtree(staging, ignore_errors=True)
-    new, old = staging / "new", staging / "old"
+    new = staging / "new"
     try:
         for owned in tree.owned:
             (new / owned).mkdir(parents=True, exist_ok=True)
         for rel, text in sorted(tree.files.items()):
             _write_file(new / rel, text)
-        _swap(root, tree.owned, new, old)
+        swap(staging, [(new / rel if any((new / rel).iterdir()) else None, root / rel) for rel in tree.owned])
+    except OSError as exc:
+        raise write_error(exc, "the generated tree") from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def _swap(root: Path, owned: list[str], new: Path, old: Path) -> None:
-    done: list[str] = []
-    with _interrupts_deferred():
-        try:
-            for rel in owned:
-                target = root / rel
-                if target.exists():
-                    (old / rel).parent.mkdir(parents=True, exist_ok=True)
-                    target.rename(old / rel)
-                done.append(rel)
-                if (new / rel).exists() and any((new / rel).iterdir()):
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    (new / rel).rename(target)
-        except BaseException:
-            for rel in reversed(done):  # put every folder back the way it was
-                target = root / rel
-                if target.exists():
-                    shutil.rmtree(target)
-                if (old / rel).exists():
-                    (old / rel).rename(target)
-            raise
+def recover_interrupted(root: Path) -> str | None:
+    """Run by generate and `forge check`: a generate a crash stopped mid-swap is rolled back (or
+    completed, if every new folder was already in) and said on stderr; None when there was none."""
+    outcome = recover(root / STAGING)
+    if outcome:
+        outcome = f"{STAGING}/{JOURNAL}: a generate was interrupted while swapping folders in: {outcome}"
+        click.echo(f"recovered: {outcome}", err=True)
+    return outcome
 
 
 def diff_tree(root: Path, tree: Tree) -> list[str]:

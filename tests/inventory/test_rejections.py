@@ -8,25 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from forge.errors import InventoryError
-from forge.inventory import load_inventory_text
-from tests.conftest import inventory_text
-
-FILE = "clusters/h200/inventory.yaml"
-
-
-def line_of(text: str, needle: str, nth: int = 1) -> int:
-    pos = -1
-    for _ in range(nth):
-        pos = text.index(needle, pos + 1)
-    return text.count("\n", 0, pos) + 1
-
-
-def problems(text: str) -> list[str]:
-    with pytest.raises(InventoryError) as caught:
-        load_inventory_text(text, FILE)
-    return [str(p) for p in caught.value.problems]
-
+from tests.helpers import H200_FILE as FILE
+from tests.helpers import inventory_text, line_of, problems
 
 EXPECTED = "  expected:\n    gpu_nodes: 18\n    gpus: 144\n"
 
@@ -41,7 +24,7 @@ def edit(old: str, new: str, count: int = 1) -> str:
 
 def test_duplicate_node_name():
     text = edit("  - name: h200-gpu-02\n", "  - name: h200-gpu-01\n")
-    first = line_of(text, "name: h200-gpu-01")
+    first = line_of(text, "name: h200-gpu-01", 1)
     second = line_of(text, "name: h200-gpu-01", 2)
     assert problems(text) == [f"{FILE}:{second}: nodes[4].name: duplicate node name 'h200-gpu-01' (first defined at line {first})"]
 
@@ -50,14 +33,14 @@ def test_unknown_gpu_model():
     text = edit("model: H200-141GB", "model: H300-141GB")
     assert problems(text) == [
         f"{FILE}:{line_of(text, 'H300')}: profiles.sr680a-h200.gpu.model: unknown GPU model 'H300-141GB' "
-        "(expected one of: A100-80GB, H100-80GB, H200-141GB, L40S-48GB)"]
+        "(did you mean: H200-141GB, H100-80GB, A100-40GB?; known: A100-40GB, A100-80GB, B200, H100-80GB, H100-NVL, H200-141GB, L40S-48GB)"]
 
 
 def test_unknown_nic_model():
     text = edit("model: connectx-7", "model: connectx-9")
     assert problems(text) == [
         f"{FILE}:{line_of(text, 'connectx-9')}: profiles.sr680a-h200.nics[0].model: unknown NIC model 'connectx-9' "
-        "(expected one of: bluefield-2, bluefield-3, connectx-6-dx, connectx-7, intel-e810)"]
+        "(did you mean: connectx-7, connectx-6, connectx-6-dx?; known: bluefield-2, bluefield-3, connectx-6, connectx-6-dx, connectx-7, intel-e810)"]
 
 
 def test_mig_profile_the_gpu_cannot_do():
@@ -85,7 +68,7 @@ def test_mig_layout_on_a_gpu_index_the_node_lacks():
 def test_mig_layout_on_a_node_without_mig():
     text = edit("    roles: [control-plane, system]\n", "    roles: [control-plane, system]\n    mig_layout: all-1g\n")
     assert problems(text) == [
-        f"{FILE}:{line_of(text, 'mig_layout: all-1g')}: nodes[0].mig_layout: MIG layout set but profile "
+        f"{FILE}:{line_of(text, 'mig_layout: all-1g', 1)}: nodes[0].mig_layout: MIG layout set but profile "
         "'control-plane' has no GPU, which cannot do MIG"]
 
 
@@ -126,7 +109,7 @@ def test_unknown_profile_reports_every_problem_at_once():
     assert problems(text) == [
         f"{FILE}:{line_of(text, 'gpu_nodes: 18')}: cluster.expected.gpu_nodes: expected 18 GPU nodes, the node list has 17",
         f"{FILE}:{line_of(text, 'gpus: 144')}: cluster.expected.gpus: expected 144 GPUs, the nodes' profiles add up to 136",
-        f"{FILE}:{line_of(text, 'profile: sr680')}: nodes[3].profile: unknown profile 'sr680' (expected one of: control-plane, sr680a-h200)",
+        f"{FILE}:{line_of(text, 'profile: sr680', 1)}: nodes[3].profile: unknown profile 'sr680' (expected one of: control-plane, sr680a-h200)",
     ]
 
 

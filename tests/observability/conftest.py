@@ -1,20 +1,13 @@
-"""Shared fixtures: the real inventories' cluster models, the repo's tools, upstream chart data."""
+"""Fixtures of the observability tests: promtool (the shared ones, such as clusters and upstream,
+are in tests/conftest.py)."""
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
 import pytest
 
-from forge.generate import load_clusters
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="session")
-def clusters():
-    return {c.name: c for c in load_clusters(REPO)}
+from tests.helpers import REPO
 
 
 @pytest.fixture(scope="session")
@@ -25,11 +18,3 @@ def promtool() -> str:
         if cand and Path(cand).exists():
             return str(cand)
     pytest.fail("promtool not found: run `make setup` (installs Debian's prometheus package, which ships it)")
-
-
-@pytest.fixture(scope="session")
-def upstream() -> Path:
-    root = os.environ.get("FORGE_UPSTREAM")
-    if not root:
-        pytest.skip("FORGE_UPSTREAM is not set: upstream chart values, schemas and CRDs are needed")
-    return Path(root)

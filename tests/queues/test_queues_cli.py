@@ -5,7 +5,7 @@ from click.testing import CliRunner
 
 from forge.cli import main
 
-from tests.data.forge_data_helpers import REPO
+from tests.helpers import REPO
 
 
 def run(*args: str):

@@ -1,9 +1,7 @@
-"""Shared fixtures for the validator tests."""
+"""Fixtures of the validator tests (upstream is in tests/conftest.py)."""
 from __future__ import annotations
 
 import copy
-import os
-from pathlib import Path
 
 import pytest
 
@@ -12,15 +10,6 @@ def kube():
     from forge.validate.kube import KubeSchemas
 
     return KubeSchemas("1.34")
-
-
-@pytest.fixture(scope="session")
-def upstream() -> Path:
-    """The read-only upstream chart data (never copied into the repo), from FORGE_UPSTREAM."""
-    root = os.environ.get("FORGE_UPSTREAM")
-    if not root or not Path(root).is_dir():
-        pytest.skip("FORGE_UPSTREAM is not set to the upstream chart data folder")
-    return Path(root)
 
 
 DEPLOYMENT = {

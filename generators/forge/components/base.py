@@ -6,19 +6,25 @@ What a component gives the pipeline:
 - `manifests(cluster)`: extra Kubernetes objects for its overlay (custom resources, ConfigMaps);
 - `remote_base(cluster)`: for projects with no Helm chart, upstream kustomize manifests at a
   pinned git tag, deployed as one more source of the Application (see RemoteBase);
-- `check(loaded, settings)`: inventory rules spanning its settings and the rest of the inventory;
+- `check(loaded, settings, given)`: inventory rules spanning its settings and the rest of the
+  inventory (`given`: the typed settings of the inventory's other blocks, for rules that span
+  components);
+- `derive_facts(cluster)`: what the component derives from the inventory, once, into a frozen
+  dataclass (tier layout, capacity, served nodes); every other hook reads `self.facts(cluster)`;
 - `expected_in_hydrated(cluster)`: fields the objects its chart renders must carry (checked on
   the hydrated output, e.g. the GPU Operator's ClusterPolicy has the driver version we asked for);
 - class attributes that the Argo CD bootstrap and validation read: namespace, sync wave, chart
   key in charts/versions.yaml, cluster-scoped kinds its chart creates (for the AppProject), and
   values keys the chart reads but documents only in comments (so the values check knows them).
 Its hand-written `base/<name>/` holds what never varies: the Namespace with its Pod Security level.
-Everything cluster-specific comes from the `ClusterModel`; a component never reads files.
+Everything cluster-specific comes from the `ClusterModel` that `forge.fleet` built: its typed
+settings (`self.settings(cluster)`, validated once) and facts (`self.facts(cluster)`, derived
+once). A component never reads files and never validates raw settings itself.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Iterator, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Mapping, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
@@ -59,6 +65,19 @@ class RemoteBase:
     revision: str  # a tag: never a branch, so a resync cannot change what runs
     path: str
     patches: tuple[dict[str, Any], ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class Scrape:
+    """Where Prometheus finds a component's metrics, for a PodMonitor: pods matched by `selector`
+    (a label selector) in `namespace`, port number `port` (charts often name no port), `path`.
+    Declared by the component that runs the pods, its one home; the prometheus component reads it."""
+
+    name: str  # the PodMonitor's name
+    namespace: str
+    selector: dict[str, Any]
+    port: int
+    path: str
 
 
 class Expected(NamedTuple):
@@ -135,11 +154,24 @@ class Component:
         return True
 
     def settings(self, cluster: ClusterModel) -> Any:
-        return self.Settings.model_validate(cluster.settings_for(self.name))
+        """This component's typed settings on `cluster` (validated once, by the fleet stage)."""
+        return cluster.component_settings[self.name]
 
-    def check(self, loaded: "LoadedInventory", settings: Any) -> "Iterator[Problem]":
+    def facts(self, cluster: ClusterModel) -> Any:
+        """What `derive_facts` derived for `cluster` (once, by the fleet stage)."""
+        return cluster.component_facts[self.name]
+
+    def derive_facts(self, cluster: ClusterModel) -> Any:
+        """The component's facts about `cluster`, as a frozen dataclass, or None when it has none.
+        Called once per cluster by the fleet stage, after settings are typed; hooks only read it."""
+        return None
+
+    def check(self, loaded: "LoadedInventory", settings: Any, given: Mapping[str, Any]) -> "Iterator[Problem]":
         """Rules that span this component's settings and the rest of the inventory (buckets it
-        names, nodes it needs). Called with the validated Settings; yields `loaded.problem(...)`."""
+        names, nodes it needs). Called with the validated Settings; `given` maps every other
+        component block of the inventory to its typed settings, or to None when that block is
+        not valid (its own problems are reported: a rule should not guess from it). Yields
+        `loaded.problem(...)`."""
         return iter(())
 
     def namespaces(self, cluster: ClusterModel) -> tuple[str, ...]:

@@ -1,6 +1,7 @@
 """NVIDIA GPU Operator: driver, MIG layouts, GPUDirect RDMA and DCGM metrics, from the inventory."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -10,6 +11,18 @@ from forge.model import MIG_DISABLED, ClusterModel
 from forge.observability.metrics import DCGM_CONFIG_NAME, NODE_RELABELING, dcgm_metrics_csv
 
 MIG_CONFIG_NAME = "forge-mig-parted-config"
+
+
+@dataclass(frozen=True)
+class GpuOperatorFacts:
+    gpus_per_layout: dict[str, int]  # MIG layout in use -> GPUs per node it lays out (the most of its nodes)
+    mig_parted_config: str  # mig-parted's config file: exactly the layouts in use
+
+
+def derive_facts(cluster: ClusterModel) -> GpuOperatorFacts:
+    gpus = {name: max((n.gpu_count for n in cluster.gpu_nodes if n.mig_layout == name), default=0)
+            for name in cluster.mig_layouts_used}
+    return GpuOperatorFacts(gpus, _mig_parted_config(cluster, gpus))
 
 
 class GpuOperator(Component):
@@ -34,6 +47,9 @@ class GpuOperator(Component):
     def enabled(self, cluster: ClusterModel) -> bool:
         return bool(cluster.gpu_nodes)
 
+    def derive_facts(self, cluster: ClusterModel) -> GpuOperatorFacts:
+        return derive_facts(cluster)
+
     def values(self, cluster: ClusterModel) -> dict[str, Any]:
         return {
             # One NFD per cluster: the node-feature-discovery component deploys it.
@@ -53,7 +69,7 @@ class GpuOperator(Component):
                     "name": MIG_CONFIG_NAME,
                     "create": True,
                     "default": MIG_DISABLED,
-                    "data": {"config.yaml": mig_parted_config(cluster)},
+                    "data": {"config.yaml": self.facts(cluster).mig_parted_config},
                 },
             },
             # The fields forge's alerts read (the exporter's defaults lack ECC and NVLink errors), and
@@ -77,15 +93,15 @@ class GpuOperator(Component):
             Expected(*policy, "spec.migManager.config.default", MIG_DISABLED),
             Expected(*policy, "spec.daemonsets.tolerations", cluster.gpu_tolerations),
             Expected(*policy, "spec.dcgmExporter.serviceMonitor.enabled", True),
-            Expected("ConfigMap", MIG_CONFIG_NAME, ("data", "config.yaml"), mig_parted_config(cluster)),
+            Expected("ConfigMap", MIG_CONFIG_NAME, ("data", "config.yaml"), self.facts(cluster).mig_parted_config),
         ]
 
 
-def mig_parted_config(cluster: ClusterModel) -> str:
+def _mig_parted_config(cluster: ClusterModel, gpus_per_layout: dict[str, int]) -> str:
     """mig-parted's config: exactly the layouts the cluster's nodes use, as YAML text."""
     configs: dict[str, list[dict[str, Any]]] = {}
     for name, groups in cluster.mig_layouts_used.items():
-        gpu_count = max((n.gpu_count for n in cluster.gpu_nodes if n.mig_layout == name), default=0)
+        gpu_count = gpus_per_layout[name]
         entries: list[dict[str, Any]] = []
         named: set[int] = set()
         for group in groups:

@@ -11,9 +11,10 @@ from typing import Any
 from forge.components.base import WAVE_OPERATORS, Component, Expected
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL
 from forge.model import ClusterModel
+from forge import versions
 
 DEPLOYMENT = "kuberay-operator"  # the chart's fullname for release kuberay-operator
-IMAGE = "quay.io/kuberay/operator:v1.7.0"  # the chart's default for 1.7.0 (pinned by the chart version)
+IMAGE = "kuberay-operator"  # images in charts/versions.yaml: the chart's default (pinned by the chart version)
 
 
 class KuberayOperator(Component):
@@ -46,5 +47,5 @@ class KuberayOperator(Component):
             Expected(*deployment, (*pod, "priorityClassName"), SYSTEM_CLUSTER_CRITICAL),
             Expected(*deployment, (*pod, "nodeSelector"), cluster.system_node_selector),
             Expected(*deployment, (*pod, "tolerations"), cluster.system_tolerations),
-            Expected(*deployment, (*pod, "containers", f"name={DEPLOYMENT}", "image"), IMAGE),
+            Expected(*deployment, (*pod, "containers", f"name={DEPLOYMENT}", "image"), versions.image(IMAGE).ref),
         ]

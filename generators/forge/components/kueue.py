@@ -21,20 +21,21 @@ What forge writes (cluster-scoped; LocalQueues are Flyte's, in its project names
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Iterator
 
 import yaml
 
 from forge.capacity import Capacity, capacity, quantity
 from forge.components.base import WAVE_KUEUE, Component, Contains, Expected, custom_resource
+from forge.components.kueue_checks import FLYTE, RACK_LABEL, check_kueue
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL, PriorityClassSpec, Scheduling
-from forge.model import LABEL_DOMAIN, ClusterModel
+from forge.model import ClusterModel
 from forge.queues import API, FLYTE_PROJECT_LABEL, KueueSettings, ProjectQuotas, project_quotas
 
 NAMESPACE = "kueue-system"  # the chart's CRDs name their conversion webhook's Service there
 RELEASE = "kueue"
 TOPOLOGY = "racks"
-RACK_LABEL = f"{LABEL_DOMAIN}/rack"
 HOSTNAME_LABEL = "kubernetes.io/hostname"  # set by the kubelet: the lowest level places pods on nodes
 # The chart's default integrations plus the Kubeflow v1 PyTorchJob (off by default in 0.19.2):
 # Flyte's PyTorch plugin creates kubeflow.org/v1 PyTorchJobs (training-operator v1.9.4).
@@ -119,10 +120,18 @@ class Kueue(Component):
         # The chart binds the visibility API's reader role in kube-system.
         return (self.namespace, "kube-system")
 
-    def check(self, loaded, settings: KueueSettings) -> Iterator:
-        from forge.components.kueue_checks import check_kueue
+    def check(self, loaded, settings: KueueSettings, given) -> Iterator:
+        return check_kueue(loaded, settings, given)
 
-        return check_kueue(loaded, settings)
+    def derive_facts(self, cluster: ClusterModel) -> KueueFacts:
+        s: KueueSettings = self.settings(cluster)
+        cap = capacity(cluster)  # forge.capacity: the same arithmetic Flyte's quotas use
+        flyte = cluster.component_settings[FLYTE]
+        classes = _scheduling_classes(cluster)
+        policy = {c.name: c.preemption == "PreemptLowerPriority" for c in classes}
+        mapped = classes if s.priority_classes is None else [c for c in classes if c.name in s.priority_classes]
+        return KueueFacts(cap, tuple(project_quotas(cap, [(p.name, p.share_percent) for p in flyte.projects], s)),
+                          tuple(mapped), {p.name: policy.get(p.priority_class, True) for p in flyte.projects})
 
     def values(self, cluster: ClusterModel) -> dict[str, Any]:
         s: KueueSettings = self.settings(cluster)
@@ -152,45 +161,27 @@ class Kueue(Component):
 
     def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
         s: KueueSettings = self.settings(cluster)
-        cap = capacity(cluster)
+        facts: KueueFacts = self.facts(cluster)
+        cap = facts.capacity
         objs = [topology(), *(resource_flavor(cluster, cap, p.flavor) for p in cap.pools)]
-        preempts = _preempting_projects(cluster)
-        objs += [cluster_queue(q, cap, s, preempts.get(q.project, True)) for q in cluster_quotas(cluster, cap, s)]
-        objs += [workload_priority_class(c) for c in mapped_classes(cluster, s)]
+        objs += [cluster_queue(q, cap, s, facts.preempts[q.project]) for q in facts.quotas]
+        objs += [workload_priority_class(c) for c in facts.classes]
         return [custom_resource(o) for o in objs]
 
 
 # ---- what the objects are made of -----------------------------------------------------------------
 
-def _flyte_settings(cluster: ClusterModel):
-    from forge.components.flyte import Flyte  # Flyte imports forge.queues, never this module
-
-    return Flyte().settings(cluster)
-
-
-def cluster_quotas(cluster: ClusterModel, cap: Capacity | None = None, settings: KueueSettings | None = None) -> list[ProjectQuotas]:
-    """Each Flyte project's quotas on this cluster (the ClusterQueues' contents)."""
-    s = settings or Kueue().settings(cluster)
-    flyte = _flyte_settings(cluster)
-    return project_quotas(cap or capacity(cluster), [(p.name, p.share_percent) for p in flyte.projects], s)
+@dataclass(frozen=True)
+class KueueFacts:
+    capacity: Capacity
+    quotas: tuple[ProjectQuotas, ...]  # one per Flyte project, in its order
+    classes: tuple[PriorityClassSpec, ...]  # the PriorityClasses that get a WorkloadPriorityClass
+    preempts: dict[str, bool]  # project -> whether its PriorityClass may pre-empt
 
 
 def _scheduling_classes(cluster: ClusterModel) -> list[PriorityClassSpec]:
-    sched = Scheduling()
-    return list(sched.settings(cluster).priority_classes) if sched.enabled(cluster) else []
-
-
-def mapped_classes(cluster: ClusterModel, settings: KueueSettings) -> list[PriorityClassSpec]:
-    classes = _scheduling_classes(cluster)
-    if settings.priority_classes is None:
-        return classes
-    return [c for c in classes if c.name in settings.priority_classes]
-
-
-def _preempting_projects(cluster: ClusterModel) -> dict[str, bool]:
-    """project -> whether its PriorityClass may pre-empt (PreemptLowerPriority)."""
-    policy = {c.name: c.preemption == "PreemptLowerPriority" for c in _scheduling_classes(cluster)}
-    return {p.name: policy.get(p.priority_class, True) for p in _flyte_settings(cluster).projects}
+    sched = cluster.component_settings.get(Scheduling.name)
+    return list(sched.priority_classes) if sched is not None else []
 
 
 def topology() -> dict[str, Any]:

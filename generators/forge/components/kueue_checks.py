@@ -13,31 +13,38 @@
 """
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Any, Iterator, Mapping
 
 from forge.capacity import Capacity, capacity, quantity
-from forge.components.kueue import RACK_LABEL
 from forge.components.scheduling import priority_class_names
 from forge.errors import Problem
+from forge.model import LABEL_DOMAIN, derive
 from forge.queues import KueueSettings, project_quotas
 
+FLYTE = "flyte"  # the component whose projects Kueue's queues are
+SCHEDULING = "scheduling"
+RACK_LABEL = f"{LABEL_DOMAIN}/rack"
 
-def check_kueue(loaded, settings: KueueSettings) -> Iterator[Problem]:
+
+def check_kueue(loaded, settings: KueueSettings, given: Mapping[str, Any]) -> Iterator[Problem]:
     at = ("components", "kueue")
-    components = loaded.inventory.components
     yield from _racks(loaded)
-    classes = priority_class_names(components)
-    for i, name in enumerate(settings.priority_classes or []):
-        if name not in classes:
-            yield loaded.problem(at + ("priority_classes", i), f"no PriorityClass '{name}' in components.scheduling (expected one of: {', '.join(classes) or 'none'})")
-    flyte = components.get("flyte")
-    if not isinstance(flyte, dict) or not isinstance(flyte.get("projects"), list):
+    scheduling = given.get(SCHEDULING)
+    if settings.priority_classes is not None and not (SCHEDULING in given and scheduling is None):
+        classes = priority_class_names(scheduling)
+        for i, name in enumerate(settings.priority_classes):
+            if name not in classes:
+                yield loaded.problem(at + ("priority_classes", i), f"no PriorityClass '{name}' in components.scheduling (expected one of: {', '.join(classes) or 'none'})")
+    if FLYTE not in given:
         yield loaded.problem(at, "Kueue's ClusterQueues are Flyte's projects: add components.flyte")
         return
-    shares = {p.get("name"): p.get("share_percent") for p in flyte["projects"] if isinstance(p, dict)}
+    flyte = given[FLYTE]
+    if flyte is None:
+        return  # Flyte's block has its own problems
+    shares = {p.name: p.share_percent for p in flyte.projects}
     for project in settings.projects:
         if project not in shares:
-            yield loaded.problem(at + ("projects", project), f"unknown Flyte project '{project}' (expected one of: {', '.join(map(str, shares))})")
+            yield loaded.problem(at + ("projects", project), f"unknown Flyte project '{project}' (expected one of: {', '.join(shares)})")
     cap = _capacity(loaded)
     if cap is None:
         return  # the nodes or MIG layouts have their own problems, reported elsewhere
@@ -45,10 +52,8 @@ def check_kueue(loaded, settings: KueueSettings) -> Iterator[Problem]:
 
 
 def _capacity(loaded) -> Capacity | None:
-    from forge.model import derive
-
     try:
-        return capacity(derive(loaded))
+        return capacity(derive(loaded, {}))
     except (KeyError, TypeError, AttributeError):
         return None
 
@@ -60,7 +65,7 @@ def _quotas(loaded, settings: KueueSettings, cap: Capacity, shares: dict) -> Ite
         for flavor in spec.flavor_shares:
             if flavor not in flavors:
                 yield loaded.problem(at + (project, "flavor_shares", flavor), f"no GPU pool '{flavor}' on this cluster (its pools: {', '.join(flavors)}): drop or rename this share")
-    valid = [(p, s) for p, s in shares.items() if isinstance(p, str) and isinstance(s, int)]
+    valid = list(shares.items())
     quotas = project_quotas(cap, valid, settings)
     for pool in cap.pools:
         over = [(r, sum(q.flavors[pool.flavor][r].nominal for q in quotas), n) for r, n in pool.resources.items()]

@@ -73,7 +73,7 @@ class Loki(Component):
                                   *(f"{target}.replicas" for targets in LOKI_TARGETS.values() for target in targets)})
     Settings = Settings
 
-    def check(self, loaded, settings: Settings) -> Iterator:
+    def check(self, loaded, settings: Settings, given) -> Iterator:
         """A bucket to write to, and enough system nodes for the replicas the volume needs."""
         inv = loaded.inventory
         at = ("components", self.name)

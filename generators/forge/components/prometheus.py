@@ -25,6 +25,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from forge.components import alluxio, flyte
 from forge.components.base import WAVE_MONITORING_CRDS, WAVE_OBSERVABILITY, Component, Expected, custom_resource
 from forge.components.loki import GATEWAY_URL as LOKI_URL
 from forge.model import ClusterModel
@@ -222,16 +223,9 @@ def pod_monitors() -> list[dict[str, Any]]:
             "spec": {"namespaceSelector": namespaces, "selector": labels, "podMetricsEndpoints": endpoints},
         }
 
-    alluxio = {"matchNames": [m.ALLUXIO_NAMESPACE]}
+    scrapes = [*alluxio.SCRAPES, *flyte.SCRAPES]  # declared by the components that run the pods
     return [
-        monitor("forge-alluxio-master", alluxio, {"matchLabels": {"app": "alluxio", "role": "alluxio-master"}},
-                [{"targetPort": m.ALLUXIO_MASTER_WEB_PORT, "path": m.ALLUXIO_METRICS_PATH}]),
-        monitor("forge-alluxio-worker", alluxio, {"matchLabels": {"app": "alluxio", "role": "alluxio-worker"}},
-                [{"targetPort": m.ALLUXIO_WORKER_WEB_PORT, "path": m.ALLUXIO_METRICS_PATH}]),
-        monitor("forge-flyte-propeller", {"matchNames": [m.FLYTE_NAMESPACE]},
-                {"matchExpressions": [{"key": "app.kubernetes.io/name", "operator": "In",
-                                       "values": ["flytepropeller", "flyte-binary"]}]},
-                [{"targetPort": m.FLYTE_PROPELLER_METRICS_PORT, "path": "/metrics"}]),
+        *(monitor(s.name, {"matchNames": [s.namespace]}, s.selector, [{"targetPort": s.port, "path": s.path}]) for s in scrapes),
         # The Network Operator's DOCA Telemetry Service, in whichever namespace the operator runs.
         monitor("forge-doca-telemetry", {"any": True}, {"matchLabels": dict(m.DOCA_TELEMETRY_POD_LABEL)},
                 [{"targetPort": m.DOCA_TELEMETRY_PORT, "path": "/metrics"}]),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Iterator, Literal
 
-from pydantic import AfterValidator, Field
+from pydantic import Field
 
 from forge.components.base import WAVE_FOUNDATION, Component
 from forge.inventory.schema import Name, Strict
@@ -22,14 +22,8 @@ SYSTEM_NODE_CRITICAL = "system-node-critical"  # per-node agents (DaemonSets)
 MAX_USER_PRIORITY = 1_000_000_000
 
 
-def _not_system(name: str) -> str:
-    if name.startswith("system-"):
-        raise ValueError(f"'{name}': the 'system-' prefix is reserved for Kubernetes' own classes")
-    return name
-
-
 class PriorityClassSpec(Strict):
-    name: Annotated[Name, AfterValidator(_not_system)]
+    name: Name  # not `system-…`: a rule in Scheduling.check, so the block stays typed for Flyte's check
     value: Annotated[int, Field(ge=0, le=MAX_USER_PRIORITY)]
     # PreemptLowerPriority: may evict lower classes to fit; Never: waits its turn, evicts nobody.
     preemption: Literal["PreemptLowerPriority", "Never"]
@@ -53,11 +47,13 @@ class Scheduling(Component):
     def enabled(self, cluster: ClusterModel) -> bool:
         return self.name in cluster.component_settings
 
-    def check(self, loaded, settings: SchedulingSettings) -> Iterator:
+    def check(self, loaded, settings: SchedulingSettings, given) -> Iterator:
         at = ("components", self.name, "priority_classes")
         first: dict[str, int] = {}
         defaults: list[int] = []
         for i, spec in enumerate(settings.priority_classes):
+            if spec.name.startswith("system-"):
+                yield loaded.problem(at + (i, "name"), f"'{spec.name}': the 'system-' prefix is reserved for Kubernetes' own classes")
             if spec.name in first:
                 yield loaded.problem(at + (i, "name"), f"priority class '{spec.name}' defined twice (first at line {loaded.line_of(at + (first[spec.name],))})")
             first.setdefault(spec.name, i)
@@ -82,9 +78,6 @@ def priority_class(spec: PriorityClassSpec) -> dict[str, Any]:
     }
 
 
-def priority_class_names(components: dict[str, Any]) -> list[str]:
-    """Class names the inventory's scheduling block declares (raw data: other components' checks
-    run before or without this component's model)."""
-    block = components.get(Scheduling.name) or {}
-    classes = block.get("priority_classes") if isinstance(block, dict) else None
-    return [c["name"] for c in classes or [] if isinstance(c, dict) and isinstance(c.get("name"), str)]
+def priority_class_names(settings: SchedulingSettings | None) -> list[str]:
+    """Class names the scheduling settings declare (none without the block)."""
+    return [c.name for c in settings.priority_classes] if settings is not None else []

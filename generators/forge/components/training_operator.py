@@ -4,8 +4,8 @@ MPI plugins.
 Upstream publishes no Helm chart for v1, only kustomize manifests; the Application builds
 `manifests/overlays/standalone` of kubeflow/trainer (the repository's current name; it was
 kubeflow/training-operator) at the pinned tag, patched by Argo CD (RemoteBase). The standalone
-overlay pins the operator image itself (ghcr.io/kubeflow/training-v1/training-operator:v1-93c5489
-at v1.9.4), so the tag pins the image too.
+overlay pins the operator image itself, so the tag pins the image too (both in charts/versions.yaml:
+`sources.training-operator` and `images.training-operator`).
 
 Our patches: the Deployment runs on the control plane with the system-cluster-critical class, and
 the upstream Namespace is dropped because base/training-operator/ ships `kubeflow` with its Pod
@@ -20,14 +20,14 @@ import yaml
 from forge.components.base import WAVE_OPERATORS, Component, Expected, RemoteBase
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL
 from forge.model import ClusterModel
+from forge import versions
 
-REPO_URL = "https://github.com/kubeflow/trainer.git"
-VERSION = "v1.9.4"
+SOURCE = "training-operator"  # sources in charts/versions.yaml: repository, tag and overlay path
 NAMESPACE = "kubeflow"  # set by the upstream overlay (`namespace: kubeflow`); not ours to choose
 WEBHOOK_SECRET = "training-operator-webhook-cert"
 WEBHOOK_CONFIG = "validator.training-operator.kubeflow.org"
 DEPLOYMENT = "training-operator"
-IMAGE = "ghcr.io/kubeflow/training-v1/training-operator:v1-93c5489"  # what the overlay pins at v1.9.4
+IMAGE = "training-operator"  # images in charts/versions.yaml: what the overlay pins at the source's tag
 
 
 class TrainingOperator(Component):
@@ -62,7 +62,7 @@ class TrainingOperator(Component):
             Expected(*deployment, (*pod, "priorityClassName"), SYSTEM_CLUSTER_CRITICAL),
             Expected(*deployment, (*pod, "nodeSelector"), cluster.system_node_selector),
             Expected(*deployment, (*pod, "tolerations"), cluster.system_tolerations),
-            Expected(*deployment, (*pod, "containers", f"name={DEPLOYMENT}", "image"), IMAGE),
+            Expected(*deployment, (*pod, "containers", f"name={DEPLOYMENT}", "image"), versions.image(IMAGE).ref),
             Expected("Namespace", NAMESPACE, ("metadata", "labels", "pod-security.kubernetes.io/enforce"), "baseline"),
         ]
 
@@ -80,9 +80,9 @@ def upstream_manifests(cluster: ClusterModel) -> RemoteBase:
     }
     drop_namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}, "$patch": "delete"}
     return RemoteBase(
-        repo_url=REPO_URL,
-        revision=VERSION,
-        path="manifests/overlays/standalone",
+        repo_url=versions.source(SOURCE).repo,
+        revision=versions.source(SOURCE).ref,
+        path=versions.source(SOURCE).path,
         patches=(
             {"target": {"kind": "Deployment", "name": DEPLOYMENT}, "patch": yaml.safe_dump(deployment_patch, sort_keys=False)},
             {"target": {"kind": "Namespace", "name": NAMESPACE}, "patch": yaml.safe_dump(drop_namespace, sort_keys=False)},

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from forge.diff.flag import Flag
 from forge.diff.objects import MISSING, Named, ObjectChange
 
 QUEUE_GROUP = "kueue.x-k8s.io"
@@ -19,13 +20,12 @@ def _flavor_resource(path) -> str:
     return "/".join(names) or "?"
 
 
-def queue_flags(changes: list[ObjectChange], flag) -> Iterable:
-    """`flag` is forge.diff.risks.Flag (passed in: that module imports this one)."""
+def queue_flags(changes: list[ObjectChange]) -> Iterable[Flag]:
     for c in changes:
         if c.ident.group != QUEUE_GROUP or c.ident.kind != "ClusterQueue":
             continue
         if c.action != "changed":
-            yield flag("medium", c.cluster, c.component, "queue",
+            yield Flag("medium", c.cluster, c.component, "queue",
                        f"ClusterQueue {c.ident.name} {c.action}: the cohort's quotas are shared out anew")
             continue
         moved = []
@@ -36,6 +36,6 @@ def queue_flags(changes: list[ObjectChange], flag) -> Iterable:
             new = "none" if f.new is MISSING else f.new
             moved.append(f"{_flavor_resource(f.path)} {old} -> {new}")
         if moved:
-            yield flag("medium", c.cluster, c.component, "queue",
+            yield Flag("medium", c.cluster, c.component, "queue",
                        f"nominal quota of project queue {c.ident.name} changed: {', '.join(moved)}; "
                        "other projects borrow less (or more), and lowering it can requeue running jobs")

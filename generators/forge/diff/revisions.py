@@ -24,7 +24,7 @@ from typing import Any, Iterator
 
 import yaml
 
-from forge.charts import VERSIONS_FILE
+from forge.versions import VERSIONS_FILE
 from forge.diff.objects import Identity, parse_objects
 from forge.errors import ForgeError
 from forge.model import ClusterModel
@@ -103,10 +103,10 @@ def _regenerate(side_root: Path) -> list[str]:
 
 
 def _clusters(side_root: Path) -> dict[str, ClusterModel]:
-    from forge.generate import load_clusters
+    from forge.fleet import load_fleet
 
     try:
-        return {c.name: c for c in load_clusters(side_root)}
+        return {c.name: c for c in load_fleet(side_root).clusters}
     except ForgeError:
         return {}  # an older inventory this code no longer reads: node counts come from the other side
 

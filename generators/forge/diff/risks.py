@@ -4,38 +4,25 @@ Every rule keys on data, never on a component's code: object kinds and field pat
 pod template, a NicClusterPolicy's ofedDriver), Helm values paths of a chart known by its name in
 the Argo CD Application that installs it, and label keys. So a component added later is covered
 as soon as it renders such objects or installs such a chart. Node counts come from the
-inventory (the working tree's, else the base's).
+inventory (the working tree's, else the base's). Lowered quotas and capacity: forge.diff.amounts.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
 from typing import Any, Callable, Iterable
 
-from forge.diff.objects import MISSING, VALUES_KIND, FieldChange, Identity, ObjectChange, keys_of
+from forge.diff.amounts import capacity_flags, quantity, quota_flags
+from forge.diff.flag import Flag, names
+from forge.diff.objects import MISSING, VALUES_KIND, ObjectChange, keys_of
 from forge.diff.queue_risks import queue_flags
 from forge.diff.revisions import Side
 from forge.hardware import PCI_VENDOR_MELLANOX, PCI_VENDOR_NVIDIA
 from forge.model import LABEL_DOMAIN, MIG_CONFIG_LABEL, ClusterModel, NodeModel
 
-LEVELS = ("high", "medium", "low")
 BOOTSTRAP = "argocd"
 PRUNE_FALSE = "Prune=false"
 RESOURCES_FINALIZER = "resources-finalizer.argocd.argoproj.io"
-
-
-@dataclass(frozen=True)
-class Flag:
-    level: str  # high | medium | low
-    cluster: str  # "*" for a repo-wide fact (charts/versions.yaml)
-    component: str
-    kind: str  # prune | crd | restart | mig | quota | queue | chart | git | capacity
-    message: str
-
-    @property
-    def sort_key(self) -> tuple:
-        return (LEVELS.index(self.level), self.cluster, self.component, self.kind, self.message)
 
 
 # ---- node scopes: which nodes run a DaemonSet ---------------------------------------------------
@@ -122,12 +109,7 @@ def _count(cluster: ClusterModel | None, scope: str) -> str:
     nodes = _nodes(cluster, scope)
     if nodes is None:
         return f"every {SCOPES[scope][0]} (node count unknown: the inventory did not load)"
-    return f"{len(nodes)} {SCOPES[scope][0 if len(nodes) == 1 else 1]}" + (f" ({_names(nodes)})" if nodes else "")
-
-
-def _names(items: list[str], limit: int = 6) -> str:
-    shown = ", ".join(items[:limit])
-    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
+    return f"{len(nodes)} {SCOPES[scope][0 if len(nodes) == 1 else 1]}" + (f" ({names(nodes)})" if nodes else "")
 
 
 def _selector_nodes(cluster: ClusterModel | None, selector: dict[str, str]) -> str:
@@ -142,7 +124,7 @@ def _selector_nodes(cluster: ClusterModel | None, selector: dict[str, str]) -> s
         return f"the nodes labelled {', '.join(unknown)} (not an inventory label: count unknown)"
     picked = [n.name for n in cluster.nodes
               if all(SCOPES[s][2](n) for s in scopes) and all(n.labels.get(k) == str(v) for k, v in rest.items())]
-    return f"{len(picked)} node{'s' if len(picked) != 1 else ''}" + (f" ({_names(picked)})" if picked else "")
+    return f"{len(picked)} node{'s' if len(picked) != 1 else ''}" + (f" ({names(picked)})" if picked else "")
 
 
 # ---- the rules ----------------------------------------------------------------------------------
@@ -174,7 +156,7 @@ def prune_flags(changes: list[ObjectChange]) -> Iterable[Flag]:
         else:
             groups.setdefault((c.cluster, c.component, "high"), []).append(str(c.ident))
     for (cluster, component, level), objs in groups.items():
-        yield Flag(level, cluster, component, "prune", f"Argo CD prunes {len(objs)} object{'s' if len(objs) != 1 else ''}: {_names(objs)}")
+        yield Flag(level, cluster, component, "prune", f"Argo CD prunes {len(objs)} object{'s' if len(objs) != 1 else ''}: {names(objs)}")
 
 
 def crd_flags(changes: list[ObjectChange]) -> Iterable[Flag]:
@@ -210,7 +192,7 @@ def restart_flags(changes: list[ObjectChange], charts: dict[tuple[str, str], str
             if template:
                 spec = (((c.new or {}).get("spec") or {}).get("template") or {}).get("spec") or {}
                 yield Flag("high", c.cluster, c.component, "restart",
-                           f"{c.ident}: its pod template changes ({_names(template, 3)}), so its pods restart on "
+                           f"{c.ident}: its pod template changes ({names(template, 3)}), so its pods restart on "
                            f"{_selector_nodes(cluster, spec.get('nodeSelector') or {})}")
 
 
@@ -227,7 +209,7 @@ def _rule_flags(c: ObjectChange, rules: dict[str, Restart], prefix: tuple[str, .
     for key, paths in hits.items():
         rule = rules[key]
         yield Flag(rule.level, c.cluster, c.component, "restart",
-                   f"{source} change {_names(paths, 3)}: restarts {rule.what} on {_count(cluster, rule.scope)}; {rule.consequence}")
+                   f"{source} change {names(paths, 3)}: restarts {rule.what} on {_count(cluster, rule.scope)}; {rule.consequence}")
 
 
 def _new_operands(c: ObjectChange, charts: dict[tuple[str, str], str], cluster: ClusterModel | None) -> Iterable[Flag]:
@@ -256,7 +238,7 @@ def mig_flags(changes: list[ObjectChange]) -> Iterable[Flag]:
                 moves.setdefault((c.cluster, c.component), []).append(f"{node} ({_short(f.old)} -> {_short(f.new)})")
     for (cluster, component), nodes in moves.items():
         yield Flag("high", cluster, component, "mig",
-                   f"MIG layout changes on {len(nodes)} node{'s' if len(nodes) != 1 else ''}: {_names(nodes)}; "
+                   f"MIG layout changes on {len(nodes)} node{'s' if len(nodes) != 1 else ''}: {names(nodes)}; "
                    "mig-manager evicts the GPU pods there and re-partitions the GPUs")
 
 
@@ -272,51 +254,6 @@ def _node_of(obj: dict[str, Any]) -> str | None:
             if feature.get("feature") == "system.name" and len(values) == 1:
                 return str(values[0])
     return None
-
-
-_QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?$")
-_SUFFIX = {None: 1, "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "k": 10**3, "M": 10**6,
-           "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30,
-           "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-
-
-def quantity(value: Any) -> Decimal | None:
-    """A Kubernetes resource quantity ("500m", "64Gi", 16) as a number, or None."""
-    if isinstance(value, bool) or value is MISSING or value is None:
-        return None
-    if isinstance(value, (int, float)):
-        return Decimal(str(value))
-    match = _QUANTITY.match(str(value).strip())
-    if not match:
-        return None
-    try:
-        return Decimal(match.group(1)) * Decimal(_SUFFIX[match.group(2)])
-    except InvalidOperation:
-        return None
-
-
-def _is_quota(c: ObjectChange, f: FieldChange) -> bool:
-    keys = keys_of(f.path)
-    if c.ident.group == "" and c.ident.kind == "ResourceQuota" and keys[:2] == ("spec", "hard"):
-        return True
-    # Quotas inside values and other objects: Kueue's nominalQuota, a chart's projectQuotaGpu, an
-    # embedded ResourceQuota template's hard.<resource>.
-    return any("quota" in k.lower() for k in keys) or (len(keys) >= 2 and keys[-2] == "hard")
-
-
-def quota_flags(changes: list[ObjectChange]) -> Iterable[Flag]:
-    for c in changes:
-        if c.action != "changed":
-            continue
-        lowered = []
-        for f in c.fields:
-            old, new = quantity(f.old), quantity(f.new)
-            if old is not None and new is not None and new < old and _is_quota(c, f):
-                lowered.append(f"{f.where} {f.old} -> {f.new}")
-        if lowered:
-            yield Flag("medium", c.cluster, c.component, "quota",
-                       f"quota lowered in {c.ident}: {_names(lowered, 4)}; running pods above it keep running, "
-                       "new pods are refused until usage falls below it")
 
 
 def chart_flags(changes: list[ObjectChange], base: Side, head: Side, clusters: dict[str, ClusterModel]) -> Iterable[Flag]:
@@ -364,23 +301,6 @@ def _app_component(app: dict[str, Any]) -> str | None:
     return None
 
 
-def capacity_flags(base: Side, head: Side) -> Iterable[Flag]:
-    """GPU nodes, GPUs and NVMe capacity per cluster, when the inventories differ."""
-    for name in sorted(set(base.clusters) & set(head.clusters)):
-        before, after = _capacity(base.clusters[name]), _capacity(head.clusters[name])
-        if before == after:
-            continue
-        parts = [f"{label} {b:g} -> {a:g}" for label, b, a in zip(("GPU nodes", "GPUs", "NVMe TB"), before, after) if a != b]
-        lower = any(a < b for a, b in zip(after, before))
-        yield Flag("medium" if lower else "low", name, "inventory", "capacity",
-                   ", ".join(parts) + (": work sized for the old capacity may not fit" if lower else ""))
-
-
-def _capacity(cluster: ClusterModel) -> tuple[float, float, float]:
-    nvme_tb = sum(d.size_gb for n in cluster.nodes for d in n.nvme) / 1000
-    return (len(cluster.gpu_nodes), cluster.gpu_count, round(nvme_tb, 1))
-
-
 def _sources(app: dict[str, Any]) -> list[dict[str, Any]]:
     spec = app.get("spec") or {}
     return list(spec.get("sources") or ([spec["source"]] if spec.get("source") else []))
@@ -410,7 +330,10 @@ def all_flags(changes: list[ObjectChange], base: Side, head: Side) -> list[Flag]
     charts = chart_of_values([head, base])
     flags = [
         *prune_flags(changes), *crd_flags(changes), *restart_flags(changes, charts, clusters),
-        *mig_flags(changes), *quota_flags(changes), *queue_flags(changes, Flag), *chart_flags(changes, base, head, clusters),
+        *mig_flags(changes), *quota_flags(changes), *queue_flags(changes), *chart_flags(changes, base, head, clusters),
         *capacity_flags(base, head),
     ]
     return sorted(set(flags), key=lambda f: f.sort_key)
+
+
+__all__ = ["Flag", "all_flags", "quantity"]

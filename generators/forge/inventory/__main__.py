@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from forge.errors import InventoryError
-from forge.inventory import load_inventory
+from forge.fleet import load_plan  # every rule generate applies: this entry point is a CLI, above the fleet stage
 
 
 def main(argv: list[str]) -> int:
@@ -19,7 +19,7 @@ def main(argv: list[str]) -> int:
     failed = 0
     for name in argv:
         try:
-            load_inventory(Path(name), name)
+            load_plan(Path(name), name)
         except InventoryError as exc:
             failed += 1
             for line in exc.lines()[:-1]:

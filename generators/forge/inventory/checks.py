@@ -1,4 +1,9 @@
-"""Rules that span fields of one inventory. Each returns Problems; none stops at the first."""
+"""Rules that span fields of one inventory. Each returns Problems; none stops at the first.
+
+Only rules about the inventory itself live here: rules that need the component registry or the
+derived model (settings blocks, the compute fabric's rails and IP pools, RDMA port roles) run in
+the fleet stage (forge.fleet.rules), which hands them to the loader, so this layer imports
+nothing above itself."""
 from __future__ import annotations
 
 import ipaddress
@@ -6,14 +11,11 @@ import re
 from collections import Counter
 from typing import Any, Iterator
 
-from pydantic import ValidationError
-
 from forge.errors import Problem
 from forge.hardware import GPU_MODELS, MIG_SLICES_COMPUTE, MIG_SLICES_MEMORY, NIC_MODELS, SERVER_MODELS
-from forge.inventory.loader import LoadedInventory, format_path, line_for, problems_from_validation
+from forge.inventory.layouts import mig_layout_named, mig_layout_of
+from forge.inventory.located import LoadedInventory, format_path, line_for
 from forge.inventory.schema import Inventory, MigLayoutGroup
-from forge.model import RDMA_RESOURCE_BY_ROLE, fabric_nics
-from forge.nvipam import node_blocks, possible_ip_count
 
 
 def check_raw(file: str, data: dict[str, Any], lines: dict) -> list[Problem]:
@@ -43,9 +45,6 @@ def check_inventory(loaded: LoadedInventory, data: dict[str, Any]) -> list[Probl
         *_mig_layouts(loaded, inv),
         *_expected_capacity(loaded, inv),
         *_bucket_names(loaded, inv),
-        *_rdma_interface_roles(loaded, inv),
-        *_compute_network(loaded, inv),
-        *_component_settings(loaded, inv, data),
     ]
 
 
@@ -53,14 +52,14 @@ def _node_references(loaded: LoadedInventory, inv: Inventory) -> Iterator[Proble
     layouts = inv.cluster.mig_layouts
     for name, profile in inv.profiles.items():
         if profile.mig_layout and profile.mig_layout not in layouts:
-            yield loaded.problem(("profiles", name, "mig_layout"), _unknown("MIG layout", profile.mig_layout, layouts))
+            yield loaded.problem(("profiles", name, "mig_layout"), unknown("MIG layout", profile.mig_layout, layouts))
     for i, node in enumerate(inv.nodes):
         profile = inv.profiles.get(node.profile)
         if profile is None:
-            yield loaded.problem(("nodes", i, "profile"), _unknown("profile", node.profile, inv.profiles))
+            yield loaded.problem(("nodes", i, "profile"), unknown("profile", node.profile, inv.profiles))
             continue
         if node.mig_layout and node.mig_layout not in layouts:
-            yield loaded.problem(("nodes", i, "mig_layout"), _unknown("MIG layout", node.mig_layout, layouts))
+            yield loaded.problem(("nodes", i, "mig_layout"), unknown("MIG layout", node.mig_layout, layouts))
         has_gpu = profile.gpu is not None
         if ("gpu" in node.roles) != has_gpu:
             said = "has role 'gpu'" if not has_gpu else "lacks role 'gpu'"
@@ -85,6 +84,9 @@ def _profile_capacity(loaded: LoadedInventory, inv: Inventory) -> Iterator[Probl
                 yield loaded.problem(at + ("gpu", "model"), f"{profile.server} takes {', '.join(sorted(server.gpu_models))}, not {profile.gpu.model}")
         if len(profile.nvme) > server.max_nvme:
             yield loaded.problem(at + ("nvme",), f"{len(profile.nvme)} NVMe devices do not fit a {profile.server} (at most {server.max_nvme})")
+        cards = sum(nic.count for nic in profile.nics)
+        if server.pcie_slots is not None and cards > server.pcie_slots:
+            yield loaded.problem(at + ("nics",), f"{cards} NIC/DPU cards do not fit a {profile.server} (at most {server.pcie_slots} PCIe slots)")
         yield from _duplicates(loaded, at + ("nvme",), [d.device for d in profile.nvme], "device", "NVMe device")
         yield from _duplicates(loaded, at + ("nvme",), [d.mount for d in profile.nvme], "mount", "NVMe mount path")
         owner: dict[str, str] = {}  # interface -> the NIC entry that lists it first
@@ -115,8 +117,8 @@ def _mig_layouts(loaded: LoadedInventory, inv: Inventory) -> Iterator[Problem]:
     users: dict[str, dict[str, str]] = {}  # layout -> GPU model -> first node using it
     for node in inv.nodes:
         profile = inv.profiles.get(node.profile)
-        layout = node.mig_layout or (profile.mig_layout if profile else None)
-        if layout and profile and profile.gpu and GPU_MODELS[profile.gpu.model].mig_capable:
+        layout = mig_layout_named(node, profile) if profile and mig_layout_of(node, profile) else None
+        if layout:
             users.setdefault(layout, {}).setdefault(profile.gpu.model, node.name)
     for layout, models in users.items():
         groups = inv.cluster.mig_layouts.get(layout, [])
@@ -192,110 +194,6 @@ def s3_bucket_problem(name: str) -> str | None:
     return None
 
 
-def _rdma_interface_roles(loaded: LoadedInventory, inv: Inventory) -> Iterator[Problem]:
-    """The RDMA device plugin picks ports by interface name across the whole cluster, one resource
-    per role: a name that is, say, a compute port in one profile and a storage port in another
-    would land in both resources."""
-    first: dict[str, tuple[str, str]] = {}  # interface -> (role, profile)
-    for name, profile in inv.profiles.items():
-        for j, nic in enumerate(profile.nics):
-            if not NIC_MODELS[nic.model].rdma or nic.role not in RDMA_RESOURCE_BY_ROLE:
-                continue
-            for k, iface in enumerate(nic.interfaces):
-                role, owner = first.setdefault(iface, (nic.role, name))
-                if role != nic.role and owner != name:  # inside one profile: a duplicate, reported above
-                    yield loaded.problem(("profiles", name, "nics", j, "interfaces", k),
-                                         f"interface '{iface}' is a {nic.role} port here but a {role} port in profile '{owner}'; "
-                                         "the RDMA device plugin selects ports by name across the cluster, so a name keeps one role")
-
-
-def _compute_network(loaded: LoadedInventory, inv: Inventory) -> Iterator[Problem]:
-    """Rails against the fabric nodes' profiles, and each rail's IP pool against its nodes.
-
-    Fabric nodes are those whose profile has compute-role RDMA NICs; every rail runs on all of
-    them (its macvlan network names one master interface), and every compute port of theirs must
-    be on a rail. Without fabric nodes the rails have no node and are not checked against any."""
-    at = ("cluster", "network", "compute")
-    compute = inv.cluster.network.compute
-    fabric = [n for n in inv.nodes if n.profile in inv.profiles and fabric_nics(inv.profiles[n.profile])]
-    by_profile: dict[str, list[str]] = {}
-    for node in fabric:
-        by_profile.setdefault(node.profile, []).append(node.name)
-    if compute is None:
-        for profile_name in by_profile:
-            nic_index = inv.profiles[profile_name].nics.index(fabric_nics(inv.profiles[profile_name])[0])
-            yield loaded.problem(("profiles", profile_name, "nics", nic_index, "role"),
-                                 "compute-role RDMA NICs need the compute fabric's addressing: add cluster.network.compute with one rail per port")
-        return
-    names: dict[str, int] = {}
-    interfaces: dict[str, int] = {}
-    subnets: list[tuple[int, ipaddress.IPv4Network | ipaddress.IPv6Network]] = []
-    for i, rail in enumerate(compute.rails):
-        rail_at = at + ("rails", i)
-        if rail.name in names:
-            yield loaded.problem(rail_at + ("name",), f"rail name '{rail.name}' is already used by rails[{names[rail.name]}]")
-        names.setdefault(rail.name, i)
-        if rail.interface in interfaces:
-            other = interfaces[rail.interface]
-            yield loaded.problem(rail_at + ("interface",),
-                                 f"interface '{rail.interface}' is already used by rails[{other}] ('{compute.rails[other].name}'): each rail needs its own port")
-        interfaces.setdefault(rail.interface, i)
-        net = ipaddress.ip_network(rail.cidr)
-        for j, other_net in subnets:
-            if net.version == other_net.version and net.overlaps(other_net):
-                yield loaded.problem(rail_at + ("cidr",), f"{rail.cidr} overlaps rails[{j}] ('{compute.rails[j].name}', {other_net})")
-        subnets.append((i, net))
-        for profile_name, nodes in by_profile.items():
-            ports = [iface for nic in fabric_nics(inv.profiles[profile_name]) for iface in nic.interfaces]
-            if rail.interface not in ports:
-                more = f" and {len(nodes) - 1} more" if len(nodes) > 1 else ""
-                yield loaded.problem(rail_at + ("interface",),
-                                     f"interface '{rail.interface}' is not defined in profile '{profile_name}' of node {nodes[0]}{more}; "
-                                     f"its compute NIC interfaces are: {', '.join(ports)}")
-        if fabric:
-            blocks = node_blocks(rail.cidr, compute.addresses_per_node)
-            if blocks < len(fabric):
-                yield loaded.problem(rail_at + ("cidr",),
-                                     f"{rail.cidr} is too small for the {len(fabric)} nodes on this rail: its {possible_ip_count(rail.cidr)} usable addresses "
-                                     f"hold {blocks} blocks of {compute.addresses_per_node} (addresses_per_node), one per node; "
-                                     f"{_fitting_prefix(rail.cidr, compute.addresses_per_node, len(fabric))}")
-    for profile_name in by_profile:
-        profile = inv.profiles[profile_name]
-        for j, nic in enumerate(profile.nics):
-            if nic not in fabric_nics(profile):
-                continue
-            for k, iface in enumerate(nic.interfaces):
-                if iface not in interfaces:
-                    yield loaded.problem(("profiles", profile_name, "nics", j, "interfaces", k),
-                                         f"compute interface '{iface}' is on no rail: add it to cluster.network.compute.rails")
-
-
-def _fitting_prefix(cidr: str, block: int, nodes: int) -> str:
-    net = ipaddress.ip_network(cidr)
-    for prefix in range(net.prefixlen - 1, 0, -1):
-        if node_blocks(f"{net.supernet(new_prefix=prefix).network_address}/{prefix}", block) >= nodes:
-            return f"a /{prefix} would do"
-    return "no subnet is large enough"
-
-
-def _component_settings(loaded: LoadedInventory, inv: Inventory, data: dict[str, Any]) -> Iterator[Problem]:
-    from forge.components import COMPONENTS  # the registry; imported late to avoid a cycle
-
-    known = {c.name: c for c in COMPONENTS}
-    for name, settings in inv.components.items():
-        at = ("components", name)
-        component = known.get(name)
-        if component is None:
-            yield loaded.problem(at, _unknown("component", name, known))
-            continue
-        try:
-            validated = component.Settings.model_validate(settings)
-        except ValidationError as exc:
-            yield from problems_from_validation(exc, settings, component.Settings, loaded.file, loaded.lines, at)
-            continue
-        yield from component.check(loaded, validated)  # rules spanning its settings and the rest
-
-
-def _unknown(what: str, value: str, choices: Any) -> str:
+def unknown(what: str, value: str, choices: Any) -> str:
     options = ", ".join(sorted(choices)) or "none defined"
     return f"unknown {what} '{value}' (expected one of: {options})"

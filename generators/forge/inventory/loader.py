@@ -8,46 +8,16 @@ from __future__ import annotations
 
 import types
 import typing
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from pydantic import BaseModel, ValidationError
 import yaml
 
 from forge.errors import InventoryError, Problem
+from forge.inventory.checks import check_inventory, check_raw  # rules that span fields
+from forge.inventory.located import LoadedInventory, Path_, format_path, line_for
 from forge.inventory.schema import Inventory
-
-Path_ = tuple[str | int, ...]
-
-
-@dataclass(frozen=True)
-class LoadedInventory:
-    inventory: Inventory
-    file: str  # as given, relative to the repo when possible: it appears in errors and headers
-    lines: dict[Path_, int]
-
-    def line_of(self, path: Path_) -> int:
-        return line_for(self.lines, path)
-
-    def problem(self, path: Path_, message: str) -> Problem:
-        return Problem(self.file, self.line_of(path), format_path(path), message)
-
-
-def format_path(path: Path_) -> str:
-    out = ""
-    for part in path:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
-
-
-def line_for(lines: dict[Path_, int], path: Path_) -> int:
-    """The line of the deepest part of `path` the document has (a missing key: its parent)."""
-    for end in range(len(path), -1, -1):
-        if path[:end] in lines:
-            return lines[path[:end]]
-    return 1
-
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -187,13 +157,16 @@ def problems_from_validation(exc: ValidationError, data: Any, model: type[BaseMo
     return problems
 
 
-def load_inventory_text(text: str, file: str) -> LoadedInventory:
+# Rules a higher stage hands down (forge.fleet: component settings, the compute fabric), run after
+# this layer's own on a well-shaped inventory, so one InventoryError lists every problem.
+Rules = Callable[[LoadedInventory], list[Problem]]
+
+
+def load_inventory_text(text: str, file: str, rules: Rules | None = None) -> LoadedInventory:
     """Parse and check one inventory; raises InventoryError listing every problem."""
     data, lines = parse_yaml(text, file)
     if not isinstance(data, dict):
         raise InventoryError([Problem(file, 1, "", "expected a mapping with cluster, profiles, nodes")])
-    from forge.inventory.checks import check_inventory, check_raw  # rules that span fields
-
     problems = check_raw(file, data, lines)
     try:
         inventory = Inventory.model_validate(data)
@@ -201,14 +174,16 @@ def load_inventory_text(text: str, file: str) -> LoadedInventory:
         raise InventoryError(problems + problems_from_validation(exc, data, Inventory, file, lines)) from None
     loaded = LoadedInventory(inventory, file, lines)
     problems += check_inventory(loaded, data)
+    if rules is not None:
+        problems += rules(loaded)
     if problems:
         raise InventoryError(problems)
     return loaded
 
 
-def load_inventory(path: Path, display: str | None = None) -> LoadedInventory:
+def load_inventory(path: Path, display: str | None = None, rules: Rules | None = None) -> LoadedInventory:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise InventoryError([Problem(display or str(path), 1, "", f"cannot read: {exc.strerror}")]) from None
-    return load_inventory_text(text, display or str(path))
+    return load_inventory_text(text, display or str(path), rules)

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from forge.hardware import GPU_MODELS, NIC_MODELS, SERVER_MODELS
+from forge.hardware import GPU_MODELS, NIC_MODELS, SERVER_MODELS, unknown_model
 
 _DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 _DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
@@ -24,7 +24,7 @@ class Strict(BaseModel):
 def _one_of(table: Any, what: str):
     def check(value: str) -> str:
         if value not in table:
-            raise ValueError(f"unknown {what} '{value}' (expected one of: {', '.join(sorted(table))})")
+            raise ValueError(unknown_model(what, value, table))
         return value
 
     return AfterValidator(check)

@@ -16,7 +16,9 @@ from ruamel.yaml.comments import CommentedMap
 
 from forge.errors import ForgeError, InventoryError
 from forge.hardware import GPU_MODELS
-from forge.inventory import LoadedInventory, load_inventory_text
+from forge.fleet import load_plan_text
+from forge.inventory import LoadedInventory
+from forge.inventory.layouts import mig_layout_named
 from forge.inventory.loader import parse_yaml
 from forge.inventory.schema import Node
 from forge.nodes.yamltext import NodeText, flow_map, flow_seq, is_flow
@@ -90,7 +92,7 @@ def carried(loaded: LoadedInventory, name: str) -> str:
     nics = ", ".join(f"{n.count} x {n.model} ({n.role})" for n in profile.nics)
     if nics:
         parts.append(f"NICs: {nics}")
-    layout = node.mig_layout or profile.mig_layout
+    layout = mig_layout_named(node, profile)
     if layout:
         parts.append(f"MIG layout {layout}")
     return f"{name} (profile {node.profile}, rack {node.rack}): " + "; ".join(parts)
@@ -100,7 +102,7 @@ def carried(loaded: LoadedInventory, name: str) -> str:
 
 def _load_original(text: str, file: str) -> LoadedInventory:
     try:
-        return load_inventory_text(text, file)
+        return load_plan_text(text, file).loaded  # every rule generate applies, not the shape alone
     except InventoryError as exc:
         raise ForgeError("\n".join([f"{file} is not valid now; fix it before editing it with forge node:",
                                     *map(str, exc.problems)])) from None
@@ -110,7 +112,7 @@ def _finish(doc_text: NodeText, new_text: str, intended: Any, old: LoadedInvento
     """Validate the new text, and prove it holds exactly the intended data."""
     file = doc_text.file
     try:
-        new = load_inventory_text(new_text, file)
+        new = load_plan_text(new_text, file).loaded
     except InventoryError as exc:
         raise ForgeError("\n".join([f"the edit would make {file} invalid, so it was not written "
                                     "(line numbers are those of the edited text):", *map(str, exc.problems)])) from None
@@ -232,39 +234,9 @@ def set_node(text: str, file: str, name: str, profile: str | None = None, rack: 
             _put(node, "mig_layout", mig_layout)
         messages.append(f"{name}.mig_layout: {before} -> {profile_default if mig_layout == NONE else mig_layout}")
     if labels or unlabel:
-        current = node.get("labels")
-        for key in unlabel or []:
-            if not current or key not in current:
-                raise ForgeError(f"--unlabel {key}: node '{name}' has no label {key}")
-            del current[key]
-            messages.append(f"{name}.labels: removed {key}")
-        for key, value in (labels or {}).items():
-            if current is None:
-                current = flow_map({}, False)
-                _put(node, "labels", current)
-            messages.append(f"{name}.labels.{key}: {current.get(key, '(unset)')} -> {value}")
-            current[key] = value
-        if current is not None and not current:
-            del node["labels"]
+        _set_labels(node, name, labels or {}, unlabel or [], messages)
     if taints or untaint:
-        current = node.get("taints")
-        for spec in untaint or []:
-            key, _, effect = spec.partition(":")
-            hits = [t for t in (current or []) if t.get("key") == key and (not effect or t.get("effect") == effect)]
-            if not hits:
-                raise ForgeError(f"--untaint {spec}: node '{name}' has no such taint")
-            for hit in hits:
-                current.remove(hit)
-            messages.append(f"{name}.taints: removed {spec}")
-        for taint in taints or []:
-            if current is None:
-                current = flow_seq([], False)
-                _put(node, "taints", current)
-            style = is_flow(current[0], True) if current else True
-            current.append(flow_map(taint, style))
-            messages.append(f"{name}.taints: added {_taint_text(taint)}")
-        if current is not None and not current:
-            del node["taints"]
+        _set_taints(node, name, taints or [], untaint or [], messages)
 
     data, _ = parse_yaml(text, file)
     data["nodes"][i] = _plain(node)
@@ -283,6 +255,44 @@ def _require(doc: NodeText, name: str, file: str) -> int:
     if i is None:
         raise ForgeError(f"{file}:{doc.doc.lc.key('nodes')[0] + 1}: nodes: no node named '{name}' (nodes: {', '.join(doc.names)})")
     return i
+
+
+def _set_labels(node: Any, name: str, labels: dict[str, str], unlabel: list[str], messages: list[str]) -> None:
+    current = node.get("labels")
+    for key in unlabel:
+        if not current or key not in current:
+            raise ForgeError(f"--unlabel {key}: node '{name}' has no label {key}")
+        del current[key]
+        messages.append(f"{name}.labels: removed {key}")
+    for key, value in labels.items():
+        if current is None:
+            current = flow_map({}, False)
+            _put(node, "labels", current)
+        messages.append(f"{name}.labels.{key}: {current.get(key, '(unset)')} -> {value}")
+        current[key] = value
+    if current is not None and not current:
+        del node["labels"]
+
+
+def _set_taints(node: Any, name: str, taints: list[dict[str, str]], untaint: list[str], messages: list[str]) -> None:
+    current = node.get("taints")
+    for spec in untaint:
+        key, _, effect = spec.partition(":")
+        hits = [t for t in (current or []) if t.get("key") == key and (not effect or t.get("effect") == effect)]
+        if not hits:
+            raise ForgeError(f"--untaint {spec}: node '{name}' has no such taint")
+        for hit in hits:
+            current.remove(hit)
+        messages.append(f"{name}.taints: removed {spec}")
+    for taint in taints:
+        if current is None:
+            current = flow_seq([], False)
+            _put(node, "taints", current)
+        style = is_flow(current[0], True) if current else True
+        current.append(flow_map(taint, style))
+        messages.append(f"{name}.taints: added {_taint_text(taint)}")
+    if current is not None and not current:
+        del node["taints"]
 
 
 def _plain(node: Any) -> Any:

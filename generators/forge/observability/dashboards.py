@@ -50,7 +50,7 @@ def _panel(kind: str, title: str, targets: list[tuple[str, str]], unit: str, x: 
     return panel
 
 
-def fleet_overview(cluster: ClusterModel) -> dict[str, Any]:
+def _overview_panels(cluster: ClusterModel) -> list[dict[str, Any]]:
     # Colour thresholds at the lowest limits among the cluster's GPU models (hardware table).
     models = cluster.gpu_models
     slowdown = min((g.max_temp_c for g in models), default=85)
@@ -99,6 +99,10 @@ def fleet_overview(cluster: ClusterModel) -> dict[str, Any]:
     ]
     for i, panel in enumerate(panels, start=1):
         panel["id"] = i
+    return panels
+
+
+def fleet_overview(cluster: ClusterModel) -> dict[str, Any]:
     return {
         "uid": f"{FLEET_OVERVIEW}-{cluster.name}",
         "title": f"Fleet overview ({cluster.name})",
@@ -118,7 +122,7 @@ def fleet_overview(cluster: ClusterModel) -> dict[str, Any]:
              "multi": True, "includeAll": True, "allValue": ".*", "refresh": 1, "sort": 1,
              "current": {"text": "All", "value": "$__all"}},
         ]},
-        "panels": panels,
+        "panels": _overview_panels(cluster),
     }
 
 

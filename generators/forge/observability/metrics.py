@@ -87,23 +87,21 @@ FS_AVAIL = "node_filesystem_avail_bytes"
 FS_SIZE = "node_filesystem_size_bytes"
 
 # ---- Alluxio (namespace alluxio, release alluxio; Alluxio 2.9 PrometheusMetricsServlet) ---------
+# Where they are scraped (ports, path, pod selector): forge.components.alluxio.SCRAPES.
 # Assumption: the alluxio component enables metrics.PrometheusMetricsServlet; Dropwizard names
 # ("Cluster.BytesReadLocal") come out with dots as underscores, counters without a suffix.
 ALLUXIO_NAMESPACE = "alluxio"
 ALLUXIO_WORKER_POD = "alluxio-worker-.+"  # {{fullname}}-worker with release and chart "alluxio"
 ALLUXIO_HIT_BYTES = ("Cluster_BytesReadLocal", "Cluster_BytesReadDomain", "Cluster_BytesReadAlluxio")
 ALLUXIO_MISS_BYTES = "Cluster_BytesReadUfsAll"
-ALLUXIO_MASTER_WEB_PORT = 19999
-ALLUXIO_WORKER_WEB_PORT = 30000
-ALLUXIO_METRICS_PATH = "/metrics/prometheus/"
 
 # ---- Flyte (namespace flyte, release flyte; flytepropeller's own metric names) -------------------
+# Where they are scraped: forge.components.flyte.SCRAPES.
 FLYTE_NAMESPACE = "flyte"
 FLYTE_PROPELLER_POD = "(flytepropeller|flyte-binary|flyte-flyte-binary).*"
 FLYTE_SYSTEM_ERRORS = "flyte:propeller:all:round:system_error_unlabeled"
 FLYTE_PANICS = "flyte:propeller:all:round:panic_unlabeled"
 FLYTE_ABORT_ERRORS = "flyte:propeller:all:round:abort_error_unlabeled"
-FLYTE_PROPELLER_METRICS_PORT = 10254  # flytepropeller's prof-port (serves /metrics)
 
 # ---- Network Operator --------------------------------------------------------------------------
 # DOCA Telemetry Service, when its NicClusterPolicy enables it: hostNetwork pods labelled

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import yaml
 
-from forge.charts import VERSIONS_FILE, ChartPin
+from forge.versions import VERSIONS_FILE, ChartPin
 from forge.errors import ForgeError
 from forge.folders import swap_in
 from forge.tools import helm_command

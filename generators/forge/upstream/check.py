@@ -1,4 +1,5 @@
-"""`forge validate --hydrated`: check build/hydrated/ (see forge.upstream.hydrate) as a whole.
+"""`forge validate --hydrated`: check build/hydrated/ (see forge.upstream.hydrate) as a whole,
+with the one validation engine (forge.validate.engine) and this mode's plug-ins.
 
 Per cluster:
 * every object against the Kubernetes schemas of the cluster's minor (strict: unknown fields are
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -31,31 +32,26 @@ import yaml
 from ruamel.yaml import YAML
 
 from forge import argocd
-from forge.charts import chart_pins
+from forge.versions import chart_pins
 from forge.components.base import Contains, Expected
 from forge.errors import ForgeError
-from forge.generate import load_clusters
+from forge.fleet import load_fleet
+from forge.model import ClusterModel
 from forge.upstream.chart import load_chart
 from forge.upstream.hydrate import HYDRATED_DIR, Job, hydrated_file, jobs_for, load_hydrated
 from forge.upstream.reads import redundant_keys, unread_keys
 from forge.validate.crd import CrdSchemas
+from forge.validate.engine import Engine, Report, kube_schemas, policies, runtime_crds
 from forge.validate.failure import Failure
-from forge.validate.run import kube_schemas
 from forge.validate.objects import object_id
-from forge.validate.policies import check_policies
-
-
-@dataclass
-class Report:
-    failures: list[Failure] = field(default_factory=list)
-    warnings: list[Failure] = field(default_factory=list)
-    objects: dict[str, int] = field(default_factory=dict)  # per cluster
-    by_crd: dict[str, int] = field(default_factory=dict)  # of which checked against a shipped CRD
-    keys: dict[str, int] = field(default_factory=dict)  # values keys checked per cluster
 
 
 def validate_hydrated(root: Path, only: frozenset[str] | None = None) -> Report:
-    clusters = load_clusters(root)
+    return validate_hydrated_fleet(root, load_fleet(root).clusters, only)
+
+
+def validate_hydrated_fleet(root: Path, clusters: list[ClusterModel], only: frozenset[str] | None = None) -> Report:
+    """The hydrated output of each cluster's components (from `jobs_for`: the engine's one entry)."""
     jobs = jobs_for(root, clusters, chart_pins(root), only)
     report = Report()
     for cluster in clusters:
@@ -64,17 +60,16 @@ def validate_hydrated(root: Path, only: frozenset[str] | None = None) -> Report:
             continue
         others = [p for p in sorted((root / HYDRATED_DIR / cluster.name).glob("*.yaml"))
                   if only and p.stem not in only]
-        _check_cluster(root, cluster.name, cluster.kubernetes_version, mine, report, others)
-    report.failures.sort()
-    report.warnings.sort()
+        _check_cluster(root, cluster, mine, report, others)
+    report.sort()
     return report
 
 
-def _check_cluster(root: Path, cluster: str, version: str, jobs: list[Job], report: Report,
+def _check_cluster(root: Path, cluster: ClusterModel, jobs: list[Job], report: Report,
                    others: Sequence[Path] = ()) -> None:
     loaded: dict[str, list[tuple[dict[str, Any], int]]] = {}
     for job in jobs:
-        path = hydrated_file(root, cluster, job.component.name)
+        path = hydrated_file(root, cluster.name, job.component.name)
         if not path.is_file():
             raise ForgeError(f"{path.relative_to(root)} is missing: run `forge hydrate` first")
         loaded[job.component.name] = load_hydrated(path)
@@ -82,47 +77,55 @@ def _check_cluster(root: Path, cluster: str, version: str, jobs: list[Job], repo
     crds.add_objects(obj for objs in loaded.values() for obj, _ in objs)
     for path in others:  # components not selected: their CRDs only
         crds.add_objects(obj for obj, _ in load_hydrated(path) if obj.get("kind") == "CustomResourceDefinition")
-    runtime_crds = CrdSchemas()  # last resort: CRDs an operator installs itself, as forge describes them
-    for job in jobs:
-        runtime_crds.add_objects(job.component.runtime_crds(job.cluster))
-    kube = kube_schemas(version)
-    project = argocd.app_project(jobs[0].cluster, [j.component for j in jobs], chart_pins(root)) if jobs else None
-    fail = report.failures.append
-    for job in jobs:
-        name = job.component.name
-        rel = (HYDRATED_DIR / cluster / f"{name}.yaml").as_posix()
-        for obj, line in loaded[name]:
-            where = f"{rel}:{line} {object_id(obj)}"
-            problems = kube.validate(obj)
-            if problems is None:
-                problems = crds.validate(obj)
-                if problems is None:
-                    problems = runtime_crds.validate(obj)
-                if problems is not None:
-                    report.by_crd[cluster] = report.by_crd.get(cluster, 0) + 1
-                else:
-                    problems = [("apiVersion", f"no schema for {obj.get('apiVersion')} {obj.get('kind')}: not built into "
-                                               f"Kubernetes {kube.version} and no CRD for it in the cluster's hydrated output")]
-            problems = problems + [p for p in check_policies(obj, required_labels={}) if not _switched_off(obj, p[0])]
-            problems += namespace_problems(obj, project)
-            for path, reason in problems:
-                fail(Failure(cluster, name, where, path, reason))
-        report.objects[cluster] = report.objects.get(cluster, 0) + len(loaded[name])
+    kube = kube_schemas(cluster.kubernetes_version)
+    project = argocd.app_project(cluster, [j.component for j in jobs], chart_pins(root))
 
-        if job.chart_dir is not None:
-            chart = load_chart(job.chart_dir)
-            for rel_values in job.value_files:
-                values, lines = _values_with_lines(root / rel_values)
-                report.keys[cluster] = report.keys.get(cluster, 0) + _count_leaves(values)
-                for key, reason in unread_keys(chart, values):
-                    fail(Failure(cluster, name, f"{rel_values}:{lines.get(key, 1)}", key, reason))
-                for key, reason in redundant_keys(chart, values, job.component.inventory_values):
-                    report.warnings.append(Failure(cluster, name, f"{rel_values}:{lines.get(key, 1)}", key, reason))
+    def no_schema(obj: dict[str, Any]) -> list[tuple[str, str]]:
+        return [("apiVersion", f"no schema for {obj.get('apiVersion')} {obj.get('kind')}: not built into "
+                               f"Kubernetes {kube.version} and no CRD for it in the cluster's hydrated output")]
 
-        for item in job.component.expected_in_hydrated(job.cluster):
+    engine = Engine(kube, [crds, runtime_crds(cluster, [j.component for j in jobs])], no_schema,
+                    [policies({}, skip=_switched_off), lambda obj: namespace_problems(obj, project)])
+    report.count(cluster.name, "objects", 0)
+    for job in jobs:
+        rel = (HYDRATED_DIR / cluster.name / f"{job.component.name}.yaml").as_posix()
+        items = ((obj, f"{rel}:{line} {object_id(obj)}") for obj, line in loaded[job.component.name])
+        engine.check_component(report, cluster.name, job.component.name, items,
+                               [ValuesKeys(root, job), ExpectedObjects(job)])
+
+
+@dataclass
+class ValuesKeys:
+    """Plug-in: our values against the cached chart. A key no template reads fails ("ignored");
+    a key equal to the chart's default warns ("redundant")."""
+
+    root: Path
+    job: Job
+
+    def __call__(self, report: Report, cluster: str, component: str, objects: list[dict[str, Any]]) -> None:
+        if self.job.chart_dir is None:
+            return
+        chart = load_chart(self.job.chart_dir)
+        for rel_values in self.job.value_files:
+            values, lines = _values_with_lines(self.root / rel_values)
+            report.count(cluster, "keys", _count_leaves(values))
+            for key, reason in unread_keys(chart, values):
+                report.failures.append(Failure(cluster, component, f"{rel_values}:{lines.get(key, 1)}", key, reason))
+            for key, reason in redundant_keys(chart, values, self.job.component.inventory_values):
+                report.warnings.append(Failure(cluster, component, f"{rel_values}:{lines.get(key, 1)}", key, reason))
+
+
+@dataclass
+class ExpectedObjects:
+    """Plug-in: the component's `expected_in_hydrated(cluster)`, what the chart's objects carry."""
+
+    job: Job
+
+    def __call__(self, report: Report, cluster: str, component: str, objects: list[dict[str, Any]]) -> None:
+        for item in self.job.component.expected_in_hydrated(self.job.cluster):
             expected = Expected(*item)
-            for path, reason in check_expected([o for o, _ in loaded[name]], expected):
-                fail(Failure(cluster, name, f"{expected.kind}/{expected.name}", path, reason))
+            for path, reason in check_expected(objects, expected):
+                report.failures.append(Failure(cluster, component, f"{expected.kind}/{expected.name}", path, reason))
 
 
 def namespace_problems(obj: dict[str, Any], project: dict[str, Any] | None) -> list[tuple[str, str]]:

@@ -13,7 +13,7 @@ from forge.errors import ForgeError
 def _pins(root: Path, keys: tuple[str, ...]):
     """(chart pins, remote kustomize bases) the KEYS name: keys of charts/versions.yaml or names of
     components deployed from a remote base; no KEYS: all of both."""
-    from forge.charts import VERSIONS_FILE, chart_pins
+    from forge.versions import VERSIONS_FILE, chart_pins
 
     pins = chart_pins(root)
     bases = _remote_bases(root)
@@ -28,12 +28,12 @@ def _pins(root: Path, keys: tuple[str, ...]):
 
 def _remote_bases(root: Path):
     """Component name -> RemoteKey, for every remote base an enabled component of a cluster uses."""
-    from forge.generate import enabled_components, load_clusters
+    from forge.fleet import components_of, load_fleet
     from forge.upstream.remote import RemoteKey
 
     out = {}
-    for cluster in load_clusters(root):
-        for component in enabled_components(cluster):
+    for cluster in load_fleet(root).clusters:
+        for component in components_of(cluster):
             base = component.remote_base(cluster)
             if base is not None:
                 out.setdefault(component.name, RemoteKey.of(component.name, base))
@@ -87,7 +87,7 @@ def pull(root: Path, keys: tuple[str, ...], mirror: Path | None, require_digest:
 def lock(root: Path) -> None:
     """Write charts/lock.yaml: every pin with the sha256 of its cached archive (run after a pull
     you trust; a chart not cached from an archive keeps its recorded digest, or null)."""
-    from forge.charts import chart_pins
+    from forge.versions import chart_pins
     from forge.upstream.cache import lock_digests
     from forge.upstream.lock import LOCK_FILE, write_lock
 
@@ -131,9 +131,9 @@ def validate_hydrated_command(root: Path, components: tuple[str, ...] = ()) -> N
         click.echo(f"FAIL {failure.line()}", err=True)
     for warning in report.warnings:
         click.echo(f"warning: {warning.line()}", err=True)
-    for cluster in sorted(report.objects):
-        click.echo(f"{cluster}: {report.objects[cluster]} objects ({report.by_crd.get(cluster, 0)} against CRDs the charts ship), "
-                   f"{report.keys.get(cluster, 0)} values keys")
+    for cluster, counts in sorted(report.per_cluster.items()):
+        click.echo(f"{cluster}: {counts['objects']} objects ({counts['by_crd']} against CRDs the charts ship), "
+                   f"{counts['keys']} values keys")
     click.echo(f"validated the hydrated output in {time.perf_counter() - started:.2f}s: "
                f"{len(report.failures)} failures, {len(report.warnings)} warnings")
     if report.failures:

@@ -47,11 +47,11 @@ from typing import Any
 import yaml
 
 from forge import argocd
-from forge.charts import VERSIONS_FILE, ChartPin, chart_pins
+from forge.versions import VERSIONS_FILE, ChartPin, chart_pins
 from forge.components import Component
 from forge.errors import ForgeError
-from forge.folders import swap_in
-from forge.generate import enabled_components, load_clusters
+from forge.folders import recover, swap
+from forge.fleet import components_of, load_fleet
 from forge.model import ClusterModel
 from forge.tools import helm_command, kustomize_build_command
 from forge.upstream import remote
@@ -87,7 +87,7 @@ def check_component_names(clusters: list[ClusterModel], only: frozenset[str] | N
     """Refuse a --component that no cluster enables (a typo would otherwise check nothing)."""
     if not only:
         return
-    known = {c.name for cluster in clusters for c in enabled_components(cluster)}
+    known = {c.name for cluster in clusters for c in components_of(cluster)}
     unknown = sorted(only - known)
     if unknown:
         raise ForgeError(f"--component {', '.join(unknown)}: no cluster enables it (enabled: {', '.join(sorted(known))})")
@@ -101,7 +101,7 @@ def jobs_for(root: Path, clusters: list[ClusterModel], pins: dict[str, ChartPin]
     jobs: list[Job] = []
     missing: dict[object, tuple[str, str]] = {}  # pin key or RemoteKey -> (how to fetch, what)
     for cluster in clusters:
-        for component in enabled_components(cluster):
+        for component in components_of(cluster):
             if only and component.name not in only:
                 continue
             pin = pins.get(component.chart) if component.chart else None
@@ -151,7 +151,7 @@ def _repo_path(value_file: str) -> str:
 
 
 def builtin_api_versions(kubernetes_version: str) -> set[str]:
-    from forge.validate.run import kube_schemas  # loads schema indexes: only when hydrating
+    from forge.validate.engine import kube_schemas  # loads schema indexes: only when hydrating
 
     try:
         kinds = kube_schemas(kubernetes_version).kinds()
@@ -232,54 +232,13 @@ def hydrate_all(root: Path, out: Path | None = None, jobs: int | None = None,
                 only: frozenset[str] | None = None) -> dict[str, dict[str, int]]:
     """Hydrate everything (or the components in `only`); returns objects per cluster and component."""
     out = out or root / HYDRATED_DIR
-    clusters = load_clusters(root)
+    clusters = load_fleet(root).clusters
     todo = jobs_for(root, clusters, chart_pins(root), only)
-    helm, kustomize = helm_command(root), kustomize_build_command(root)
-    workers = jobs or os.cpu_count() or 2
-
-    def build(job: Job) -> str:
-        text = _run([*kustomize, str(root / job.overlay)], f"kustomize build {job.overlay}")
-        if job.remote_source is not None and job.remote_tree is not None:
-            where = f"{job.cluster.name}/{job.component.name}"
-            text = remote.build_remote(job.remote_tree, job.remote_source, kustomize, where).rstrip("\n") + "\n---\n" + text
-        return text
-
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        overlay_text = dict(zip(todo, pool.map(build, todo)))
-        charted = [j for j in todo if j.pin]
-        base = {c.name: base_api_versions(c) for c in clusters}
-        if only:  # the other components' CRDs, as a previous run hydrated them
-            for cluster in clusters:
-                for path in sorted((out / cluster.name).glob("*.yaml")):
-                    if path.stem not in only:
-                        base[cluster.name] |= crd_api_versions(path.read_text())
-        for job in todo:
-            base[job.cluster.name] |= crd_api_versions(overlay_text[job])
-            # CRDs the component's operator installs at run time: the cluster serves them too.
-            runtime = job.component.runtime_crds(job.cluster)
-            if runtime:
-                base[job.cluster.name] |= crd_api_versions(yaml.safe_dump_all(runtime))
-        used: dict[Job, set[str]] = {}
-        chart_text: dict[Job, str] = {}
-        want = {j: set(base[j.cluster.name]) for j in charted}
-        for _ in range(_MAX_PASSES):
-            stale = [j for j in charted if used.get(j) != want[j]]
-            if not stale:
-                break
-
-            def render(job: Job) -> str:
-                return _run([*helm, *helm_args(root, job, want[job])],
-                            f"{job.cluster.name}/{job.component.name}: helm template {job.pin.chart} {job.pin.version}")  # type: ignore[union-attr]
-
-            for job, text in zip(stale, pool.map(render, stale)):
-                chart_text[job], used[job] = text, want[job]
-            crds: dict[str, set[str]] = {}
-            for job in charted:
-                crds.setdefault(job.cluster.name, set()).update(crd_api_versions(chart_text[job]))
-            want = {j: base[j.cluster.name] | crds.get(j.cluster.name, set()) for j in charted}
-        else:
-            raise ForgeError("internal: --api-versions did not settle; nothing was hydrated")
-
+    kustomize = kustomize_build_command(root)
+    with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 2) as pool:
+        overlay_text = dict(zip(todo, pool.map(lambda job: _build_overlay(root, job, kustomize), todo)))
+        served = _served_api_versions(clusters, todo, overlay_text, out, only)
+        chart_text, used = _render_charts(root, [j for j in todo if j.pin], served, pool)
     texts: dict[Job, str] = {}
     counts: dict[str, dict[str, int]] = {}
     for job in todo:
@@ -289,22 +248,83 @@ def hydrate_all(root: Path, out: Path | None = None, jobs: int | None = None,
         parts.append(overlay_text[job])
         texts[job] = "".join(parts)
         counts.setdefault(job.cluster.name, {})[job.component.name] = _count(texts[job])
+    _write_hydrated(out, texts, whole=not only)
+    return counts
+
+
+def _build_overlay(root: Path, job: Job, kustomize: list[str]) -> str:
+    """The kustomize part of a component: its overlay, after the remote base it has (if any)."""
+    text = _run([*kustomize, str(root / job.overlay)], f"kustomize build {job.overlay}")
+    if job.remote_source is not None and job.remote_tree is not None:
+        where = f"{job.cluster.name}/{job.component.name}"
+        text = remote.build_remote(job.remote_tree, job.remote_source, kustomize, where).rstrip("\n") + "\n---\n" + text
+    return text
+
+
+def _served_api_versions(clusters: list[ClusterModel], todo: list[Job], overlay_text: dict[Job, str],
+                         out: Path, only: frozenset[str] | None) -> dict[str, set[str]]:
+    """Per cluster, what it serves before any chart is rendered: built-in kinds, Argo CD's, the
+    CRDs of the overlays and of operators' run-time installs, and (with --component) the CRDs of
+    the other components as a previous run hydrated them."""
+    served = {c.name: base_api_versions(c) for c in clusters}
     if only:
-        for job, text in texts.items():  # each file swapped in on its own; the others stay
-            path = out / job.cluster.name / f"{job.component.name}.yaml"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            part = path.with_name(f".{path.name}.new")
-            part.write_text(text, encoding="utf-8")
-            part.replace(path)
-        return counts
+        for cluster in clusters:
+            for path in sorted((out / cluster.name).glob("*.yaml")):
+                if path.stem not in only:
+                    served[cluster.name] |= crd_api_versions(path.read_text())
+    for job in todo:
+        served[job.cluster.name] |= crd_api_versions(overlay_text[job])
+        runtime = job.component.runtime_crds(job.cluster)
+        if runtime:
+            served[job.cluster.name] |= crd_api_versions(yaml.safe_dump_all(runtime))
+    return served
+
+
+def _render_charts(root: Path, charted: list[Job], served: dict[str, set[str]],
+                   pool: ThreadPoolExecutor) -> tuple[dict[Job, str], dict[Job, set[str]]]:
+    """helm template every chart, again while the CRDs the charts ship change what the cluster
+    serves; returns each chart's text and the --api-versions it was rendered with."""
+    helm = helm_command(root)
+    used: dict[Job, set[str]] = {}
+    chart_text: dict[Job, str] = {}
+    want = {j: set(served[j.cluster.name]) for j in charted}
+
+    def render(job: Job) -> str:
+        return _run([*helm, *helm_args(root, job, want[job])],
+                    f"{job.cluster.name}/{job.component.name}: helm template {job.pin.chart} {job.pin.version}")  # type: ignore[union-attr]
+
+    for _ in range(_MAX_PASSES):
+        stale = [j for j in charted if used.get(j) != want[j]]
+        if not stale:
+            return chart_text, used
+        for job, text in zip(stale, pool.map(render, stale)):
+            chart_text[job], used[job] = text, want[job]
+        crds: dict[str, set[str]] = {}
+        for job in charted:
+            crds.setdefault(job.cluster.name, set()).update(crd_api_versions(chart_text[job]))
+        want = {j: served[j.cluster.name] | crds.get(j.cluster.name, set()) for j in charted}
+    raise ForgeError("internal: --api-versions did not settle; nothing was hydrated")
+
+
+def _write_hydrated(out: Path, texts: dict[Job, str], whole: bool) -> None:
+    """Stage every file, then swap in (forge.folders): the whole folder, or with --component
+    only those files (the others stay as a previous run left them)."""
     staging = out.with_name(out.name + ".new")
+    work = out.with_name(f".{out.name}.swap")
+    recover(work)
     shutil.rmtree(staging, ignore_errors=True)
     for job, text in texts.items():
         path = staging / job.cluster.name / f"{job.component.name}.yaml"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
-    swap_in(staging, out)
-    return counts
+    try:
+        if whole:
+            swap(work, [(staging, out)])
+        else:
+            swap(work, [(staging / j.cluster.name / f"{j.component.name}.yaml",
+                         out / j.cluster.name / f"{j.component.name}.yaml") for j in texts])
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def _count(text: str) -> int:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import yaml
 
-from forge.charts import VERSIONS_FILE, ChartPin
+from forge.versions import VERSIONS_FILE, ChartPin
 from forge.errors import ForgeError
 
 LOCK_FILE = Path("charts/lock.yaml")

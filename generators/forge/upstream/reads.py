@@ -46,107 +46,19 @@ And where it can report a key that is read (a false alarm, visible and fixable):
 """
 from __future__ import annotations
 
-import copy
-import json
 import difflib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Any, Iterable, Union
+from typing import Any
 
+from forge.upstream.bindings import (LEAF_FUNCS, NO_INPUT, PASSTHROUGH_FUNCS, ROOT, Binding, Path_, Scope,
+                                     TemplateDict, absolute, lookup_path, union)
 from forge.upstream.chart import Chart
 from forge.upstream.gotmpl import Action, Block, Item, Paren, Pipeline, Tok, parse
+from forge.upstream.redundant import leaves, redundant_keys
 from forge.validate.values import coalesce
 
-Path_ = tuple[str, ...]
-
-
-class _Root:
-    """The root context of a chart's templates (`.` at the top of a template)."""
-
-    def __repr__(self) -> str:
-        return "ROOT"
-
-
-ROOT = _Root()
-
-
-@dataclass(frozen=True)
-class _Dict:
-    """A `dict "k" v ...` built in a template, typically a helper's context
-    (`include "h" (dict "Values" .Values "cfg" .Values.x)`): its fields keep their bindings."""
-
-    items: tuple[tuple[str, Any], ...]
-
-    def get(self, key: str) -> "Binding":
-        return dict(self.items).get(key)
-
-
-# A binding: ROOT, the set of values paths a value may come from, a template-built dict, or None
-# (anything else).
-Binding = Union[_Root, frozenset, _Dict, None]
-_NO_INPUT = object()
-
-# Functions that consume their arguments as scalars (print, compare, test, transform text):
-# a values path reaching them is read, but nothing below it. Any other function may pass a
-# subtree on (toYaml, merge, dict, ...): the path is then read whole.
-LEAF_FUNCS = frozenset("""
-    eq ne lt le gt ge and or not len print printf println quote squote upper lower title untitle
-    trim trimAll trimall trimPrefix trimSuffix trunc abbrev abbrevboth nospace replace repeat substr
-    contains hasPrefix hasSuffix regexMatch mustRegexMatch regexFind regexFindAll regexReplaceAll
-    regexReplaceAllLiteral regexSplit regexQuoteMeta b64enc b64dec b32enc b32dec sha1sum sha256sum
-    sha512sum adler32sum int int64 float64 atoi toString toDecimal add add1 sub mul div mod max min
-    addf add1f subf mulf divf maxf minf ceil floor round empty kindIs kindOf typeIs typeOf typeIsLike
-    semverCompare semver indent nindent cat split splitList splitn join fail snakecase camelcase
-    kebabcase swapcase shuffle wrap wrapWith initials plural urlquery html js has mustHas sortAlpha
-    uniq base dir ext clean isAbs date dateInZone htmlDate htmlDateInZone toDate mustToDate
-    unixEpoch duration durationRound ago now randAlphaNum randAlpha randNumeric randAscii
-    uuidv4 first last mustFirst mustLast splitn compact mustCompact lookup slice
-    """.split())
-# Functions that return one of their arguments as it is: the binding flows on.
-PASSTHROUGH_FUNCS = frozenset({"default", "required", "coalesce", "deepCopy", "mustDeepCopy"})
-
-
-@dataclass
-class _Scope:
-    prefix: Path_  # where this chart's values sit in the top chart's values
-    dot: Binding
-    dollar: Binding
-    vars: dict[str, Binding] = field(default_factory=dict)
-    parent: "_Scope | None" = None
-
-    def child(self, dot: Binding | None = None, keep_dot: bool = True) -> "_Scope":
-        return _Scope(self.prefix, self.dot if keep_dot else dot, self.dollar, {}, self)
-
-    def lookup(self, name: str) -> Binding:
-        s: _Scope | None = self
-        while s is not None:
-            if name in s.vars:
-                return s.vars[name]
-            s = s.parent
-        return None
-
-    def assign(self, name: str, value: Binding) -> None:
-        s: _Scope | None = self
-        while s is not None:
-            if name in s.vars:
-                s.vars[name] = value
-                return
-            s = s.parent
-        self.vars[name] = value
-
-
-def _abs(prefix: Path_, rest: Iterable[str]) -> Path_:
-    rest = tuple(rest)
-    return rest if rest[:1] == ("global",) else prefix + rest
-
-
-def _lookup(values: Any, path: Iterable[str]) -> tuple[bool, Any]:
-    node = values
-    for key in path:
-        if not isinstance(node, dict) or key not in node:
-            return False, None
-        node = node[key]
-    return True, node
+__all__ = ["ReadScan", "unread_keys", "redundant_keys"]
 
 
 @dataclass
@@ -176,7 +88,7 @@ class ReadScan:
         for prefix, c, name, tree in parsed:
             if c.type == "library" or PurePosixPath(name).name.startswith("_"):
                 continue  # helpers only: followed where they are called
-            self._walk(tree, _Scope(prefix, ROOT, ROOT))
+            self._walk(tree, Scope(prefix, ROOT, ROOT))
         self._below = {p[:i] for p in self.reads for i in range(len(p))}
 
     # ---- the chart tree, as Helm enables it ----------------------------------------------------
@@ -192,17 +104,17 @@ class ReadScan:
                 tags = merged.get("tags") if isinstance(merged.get("tags"), dict) else {}
                 tag_values = [tags[t] for t in dep.tags if isinstance(tags.get(t), bool)]
                 for t in dep.tags:
-                    self.reads.setdefault(_abs(prefix, ("tags", t)), False)
+                    self.reads.setdefault(absolute(prefix, ("tags", t)), False)
                 if tag_values:
                     enabled, why = any(tag_values), f"tags {', '.join(dep.tags)} are false"
                 for cond in (dep.condition or "").split(","):
                     cond = cond.strip()
                     if not cond:
                         continue
-                    self.reads.setdefault(_abs(prefix, cond.split(".")), False)
-                    found, value = _lookup(merged, cond.split("."))
+                    self.reads.setdefault(absolute(prefix, cond.split(".")), False)
+                    found, value = lookup_path(merged, cond.split("."))
                     if found and isinstance(value, bool):
-                        enabled, why = value, f"{'.'.join(_abs(prefix, cond.split('.')))} is false"
+                        enabled, why = value, f"{'.'.join(absolute(prefix, cond.split('.')))} is false"
                         break
             here = prefix + (key,)
             if not enabled:
@@ -220,11 +132,11 @@ class ReadScan:
         if isinstance(b, frozenset):
             for p in b:
                 self.reads[p] = self.reads.get(p, False) or whole
-        elif isinstance(b, _Dict) and whole:  # passed on whole: all it holds is
+        elif isinstance(b, TemplateDict) and whole:  # passed on whole: all it holds is
             for _, value in b.items:
                 self._read(value, True)
 
-    def _walk(self, items: list[Item], sc: _Scope) -> None:
+    def _walk(self, items: list[Item], sc: Scope) -> None:
         for item in items:
             if isinstance(item, Action):
                 self._action(item, sc)
@@ -260,13 +172,13 @@ class ReadScan:
                     branch.dot = None
                 self._walk(body, branch)
 
-    def _bind_or_read(self, p: Pipeline, b: Binding, sc: _Scope) -> None:
+    def _bind_or_read(self, p: Pipeline, b: Binding, sc: Scope) -> None:
         if p.decl:
             for name in p.decl:
                 sc.vars[name] = b if len(p.decl) == 1 else None
         self._read(b, False)  # tested for truth (if/with): the value itself is read
 
-    def _action(self, act: Action, sc: _Scope) -> None:
+    def _action(self, act: Action, sc: Scope) -> None:
         if act.keyword == "template":
             ctx = self._eval(act.pipeline, sc) if act.pipeline.commands else None
             self._call(act.name or "", ctx, sc)
@@ -277,13 +189,13 @@ class ReadScan:
         if act.pipeline.decl:
             for name in act.pipeline.decl:
                 if act.pipeline.assign == "=":  # may run or not: either value can reach a use
-                    sc.assign(name, _union(sc.lookup(name), b))
+                    sc.assign(name, union(sc.lookup(name), b))
                 else:
                     sc.vars[name] = b
         else:
             self._read(b, False)  # printed
 
-    def _call(self, name: str, ctx: Binding, sc: _Scope) -> None:
+    def _call(self, name: str, ctx: Binding, sc: Scope) -> None:
         body = self._defines.get(name)
         if body is None:
             self._read(ctx, True)  # a helper nobody defines here: assume it uses all of it
@@ -292,15 +204,15 @@ class ReadScan:
         if key in self._done:
             return
         self._done.add(key)
-        self._walk(body, _Scope(sc.prefix, ctx, ctx))
+        self._walk(body, Scope(sc.prefix, ctx, ctx))
 
-    def _eval(self, p: Pipeline, sc: _Scope) -> Binding:
-        result: Any = _NO_INPUT
+    def _eval(self, p: Pipeline, sc: Scope) -> Binding:
+        result: Any = NO_INPUT
         for cmd in p.commands:
             result = self._command(cmd, sc, result)
-        return None if result is _NO_INPUT else result
+        return None if result is NO_INPUT else result
 
-    def _operand(self, op: Any, sc: _Scope) -> Binding:
+    def _operand(self, op: Any, sc: Scope) -> Binding:
         if isinstance(op, Paren):
             return self._fields(self._eval(op.pipeline, sc), op.fields)
         if not isinstance(op, Tok):
@@ -314,17 +226,17 @@ class ReadScan:
             base = sc.dollar if name == "$" else sc.lookup(name)
             return self._chain(base, rest.split(".") if rest else [], sc)
         if op.kind == "ident":
-            return self._func(op.text, [], sc, _NO_INPUT)  # a function called without arguments
+            return self._func(op.text, [], sc, NO_INPUT)  # a function called without arguments
         return None
 
-    def _chain(self, base: Binding, parts: list[str], sc: _Scope) -> Binding:
+    def _chain(self, base: Binding, parts: list[str], sc: Scope) -> Binding:
         if "Values" in parts:  # .Values, $.Values, $root.Values, .context.Values: a root context
             rest = tuple(parts[parts.index("Values") + 1:])
             if rest[:1] == ("global",) and sc.prefix:
                 # A subchart's globals: the top chart's `global`, merged over what the parent's
                 # values set under `<subchart>.global`; both reach it.
                 return frozenset({rest, sc.prefix + rest})
-            return frozenset({_abs(sc.prefix, rest)})
+            return frozenset({absolute(sc.prefix, rest)})
         return self._fields(base, tuple(parts))
 
     @staticmethod
@@ -333,28 +245,28 @@ class ReadScan:
             return base
         if isinstance(base, frozenset):
             return frozenset(p + parts for p in base)
-        if isinstance(base, _Dict):
+        if isinstance(base, TemplateDict):
             return ReadScan._fields(base.get(parts[0]), parts[1:])
         return None  # .Release.Name, .Chart.Version, a field of a computed value
 
-    def _command(self, cmd: list[Any], sc: _Scope, piped: Any) -> Binding:
+    def _command(self, cmd: list[Any], sc: Scope, piped: Any) -> Binding:
         head, args = cmd[0], cmd[1:]
         if isinstance(head, Tok) and head.kind == "ident":
             if head.text in ("nil", "true", "false"):
                 return None
             return self._func(head.text, args, sc, piped)
         value = self._operand(head, sc)
-        if args or piped is not _NO_INPUT:  # a method call, e.g. .Capabilities.APIVersions.Has "x"
+        if args or piped is not NO_INPUT:  # a method call, e.g. .Capabilities.APIVersions.Has "x"
             for a in args:
                 self._read(self._operand(a, sc), False)
-            if piped is not _NO_INPUT:
+            if piped is not NO_INPUT:
                 self._read(piped, False)
             return None
         return value
 
-    def _func(self, name: str, args: list[Any], sc: _Scope, piped: Any) -> Binding:
+    def _func(self, name: str, args: list[Any], sc: Scope, piped: Any) -> Binding:
         ops: list[tuple[Any, Binding]] = [(a, self._operand(a, sc)) for a in args]
-        if piped is not _NO_INPUT:
+        if piped is not NO_INPUT:
             ops.append((None, piped))
         lits = [op.literal if isinstance(op, Tok) else None for op, _ in ops]
         bindings = [b for _, b in ops]
@@ -387,17 +299,17 @@ class ReadScan:
             else:
                 self._read(bindings[-1], True)
                 found = None
-            return _union(found, bindings[-2])
+            return union(found, bindings[-2])
         if name == "pluck" and ops and lits[0] is not None:
             for b in bindings[1:]:
                 self._read(self._fields(b, (lits[0],)), True)
             return None
         if name == "dict" and len(ops) % 2 == 0 and all(k is not None for k in lits[0::2]):
-            return _Dict(tuple(zip(lits[0::2], bindings[1::2])))  # type: ignore[arg-type]
+            return TemplateDict(tuple(zip(lits[0::2], bindings[1::2])))  # type: ignore[arg-type]
         if name in PASSTHROUGH_FUNCS:
             out: Binding = None
             for b in bindings:
-                out = _union(out, b)
+                out = union(out, b)
             return out
         if name == "tpl" and ops:
             for b in bindings:
@@ -406,13 +318,13 @@ class ReadScan:
             return None
         if name == "ternary" and len(ops) == 3:
             self._read(bindings[2], False)
-            return _union(bindings[0], bindings[1])
+            return union(bindings[0], bindings[1])
         whole = name not in LEAF_FUNCS
         for b in bindings:
             self._read(b, whole)
         return None
 
-    def _tpl(self, source: Binding, ctx: Binding, sc: _Scope) -> None:
+    def _tpl(self, source: Binding, ctx: Binding, sc: Scope) -> None:
         """`tpl P ctx` with P a values path: the string there is a template, run with `.` = ctx."""
         if not isinstance(source, frozenset):
             return
@@ -422,9 +334,9 @@ class ReadScan:
             self._tpl_done.add((path, ctx))
             chart_values = self._merged.get(sc.prefix, {})
             rel = path[len(sc.prefix):] if path[: len(sc.prefix)] == sc.prefix else path
-            found, text = _lookup(chart_values, rel)
+            found, text = lookup_path(chart_values, rel)
             if found and isinstance(text, str) and "{{" in text:
-                self._walk(parse(text), _Scope(sc.prefix, ctx, ctx))
+                self._walk(parse(text), Scope(sc.prefix, ctx, ctx))
 
     # ---- answers ------------------------------------------------------------------------------
 
@@ -450,53 +362,7 @@ class ReadScan:
         return f"ignored: no template of {self.chart.label}{subs} reads it{hint}"
 
 
-def _union(a: Binding, b: Binding) -> Binding:
-    sets = [x for x in (a, b) if isinstance(x, frozenset)]
-    if not sets:
-        return None
-    return frozenset().union(*sets)
-
-
-def leaves(values: Any, path: Path_ = ()) -> Iterable[tuple[Path_, Any]]:
-    """Every key path we set to a value that is not a non-empty map (scalars, lists, {})."""
-    if isinstance(values, dict) and values:
-        for key, value in values.items():
-            yield from leaves(value, path + (str(key),))
-    elif path:
-        yield path, values
-
-
 def unread_keys(chart: Chart, values: dict[str, Any]) -> list[tuple[str, str]]:
     """(dotted key, reason) for every key we set that nothing in the chart reads."""
     scan = ReadScan(chart, values)
     return [(".".join(p), scan.why_unread(p)) for p, _ in leaves(values) if not scan.is_read(p)]
-
-
-def effective_defaults(chart: Chart) -> dict[str, Any]:
-    """The chart's defaults with each subchart's under its key (the parent's overrides on top)."""
-    out = copy.deepcopy(chart.values)
-    for key, sub in chart.subcharts.items():
-        over = out.get(key) if isinstance(out.get(key), dict) else {}
-        out[key] = coalesce(effective_defaults(sub), over)
-    return out
-
-
-def redundant_keys(chart: Chart, values: dict[str, Any], exempt: Iterable[str] = ()) -> list[tuple[str, str]]:
-    """(dotted key, reason) for every key we set to exactly the chart's own default, except the
-    exempt ones (and what is below them): values computed from the inventory."""
-    defaults = effective_defaults(chart)
-    exempt = tuple(exempt)
-    out = []
-    for path, value in leaves(values):
-        dotted = ".".join(path)
-        if any(dotted == e or dotted.startswith(e + ".") for e in exempt):
-            continue
-        found, default = _lookup(defaults, path)
-        if found and value is not None and default == value and type(default) is type(value):
-            out.append((".".join(path), f"redundant: {_show(value)} is already the chart's default"))
-    return out
-
-
-def _show(value: Any) -> str:
-    text = json.dumps(value, default=str)
-    return text if len(text) <= 40 else text[:37] + "..."

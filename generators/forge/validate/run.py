@@ -7,48 +7,27 @@ passed: without an upstream folder it is listed as such; with one it is a failur
 """
 from __future__ import annotations
 
-import functools
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from forge.charts import chart_pins
-from forge.components import COMPONENTS
+from forge.versions import chart_pins
+from forge.components import COMPONENTS, Component
 from forge.emit import labels_for
 from forge.errors import ForgeError
-from forge.generate import enabled_components, load_clusters
+from forge.fleet import components_of, load_fleet
 from forge.model import ClusterModel
 from forge.paths import OVERLAYS_DIR, RENDERED_DIR
 from forge.validate.crd import CrdSchemas
 from forge.validate.crd_index import LazyCrdFolder
+from forge.validate.engine import Engine, Report, kube_schemas, policies, runtime_crds
 from forge.validate.failure import Failure
-from forge.validate.kube import KubeSchemas
 from forge.validate.objects import load_yaml_stream, object_id
-from forge.validate.policies import check_policies, check_values_images
+from forge.validate.policies import check_values_images
 from forge.validate.queues import queue_failures
 from forge.validate.values import check_values
-
-
-@dataclass
-class Report:
-    failures: list[Failure] = field(default_factory=list)
-    unchecked: list[str] = field(default_factory=list)
-    objects: int = 0
-    values_files: int = 0
-    seconds: float = 0.0
-
-    @property
-    def rate(self) -> float:
-        return self.objects / self.seconds if self.seconds else 0.0
-
-
-@functools.cache
-def kube_schemas(version: str) -> KubeSchemas:
-    """One compiled schema set per Kubernetes version, shared by every cluster on it."""
-    return KubeSchemas(version)
 
 
 def upstream_crds(root: Path, upstream: Path | None) -> LazyCrdFolder:
@@ -90,42 +69,28 @@ def rendered_objects(rendered: Path, clusters: list[str]) -> dict[str, dict[str,
     return out
 
 
-def validate_cluster(cluster: ClusterModel, objects: dict[str, list[dict[str, Any]]], base_crds: LazyCrdFolder,
-                     strict_crds: bool, report: Report) -> None:
-    kube = kube_schemas(cluster.kubernetes_version)
+def validate_cluster(cluster: ClusterModel, components: list[Component], objects: dict[str, list[dict[str, Any]]],
+                     base_crds: LazyCrdFolder, strict_crds: bool, report: Report) -> None:
     rendered_crds = CrdSchemas()  # CRDs this cluster's own output ships win over the upstream ones
     for objs in objects.values():
         rendered_crds.add_objects(objs)
-    runtime_crds = CrdSchemas()  # last resort: forge's description of CRDs an operator installs itself
-    for component in enabled_components(cluster):
-        runtime_crds.add_objects(component.runtime_crds(cluster))
-    required = labels_for(cluster.name)
+
+    def no_schema(obj: dict[str, Any]) -> list[tuple[str, str]] | None:
+        if not strict_crds:
+            return None
+        return [("", f"no CRD for {obj.get('apiVersion')} {obj.get('kind')} in the upstream data or the rendered output")]
+
+    engine = Engine(kube_schemas(cluster.kubernetes_version), [rendered_crds, base_crds, runtime_crds(cluster, components)],
+                    no_schema, [policies(labels_for(cluster.name))])
     for component, objs in objects.items():
-        for obj in objs:
-            report.objects += 1
-            oid = object_id(obj)
-            problems = kube.validate(obj)
-            if problems is None:
-                problems = rendered_crds.validate(obj)
-            if problems is None:
-                problems = base_crds.validate(obj)
-            if problems is None:
-                problems = runtime_crds.validate(obj)
-            if problems is None:
-                what = f"{cluster.name} / {component} / {obj.get('apiVersion')} {obj.get('kind')}"
-                if strict_crds:
-                    problems = [("", f"no CRD for {obj.get('apiVersion')} {obj.get('kind')} in the upstream data or the rendered output")]
-                else:
-                    report.unchecked.append(what)
-                    problems = []
-            problems = problems + check_policies(obj, required_labels=required)
-            report.failures += [Failure(cluster.name, component, oid, path, reason) for path, reason in problems]
+        engine.check_component(report, cluster.name, component, ((obj, object_id(obj)) for obj in objs))
     report.failures += queue_failures(cluster, objects)  # Kueue's objects hold only together
 
 
-def validate_values(root: Path, cluster: ClusterModel, upstream: Path | None, report: Report) -> None:
+def validate_values(root: Path, cluster: ClusterModel, components: list[Component], upstream: Path | None,
+                    report: Report) -> None:
     pins = chart_pins(root)
-    for component in enabled_components(cluster):
+    for component in components:
         if not component.chart:
             continue
         rel = Path(OVERLAYS_DIR, cluster.name, component.name, "values.yaml")
@@ -146,14 +111,19 @@ def validate_values(root: Path, cluster: ClusterModel, upstream: Path | None, re
 
 
 def validate_repo(root: Path, upstream: Path | None = None, rendered: Path | None = None) -> Report:
+    return validate_fleet(root, [(p.cluster, list(p.components)) for p in load_fleet(root)], upstream, rendered)
+
+
+def validate_fleet(root: Path, fleet: list[tuple[ClusterModel, list[Component]]], upstream: Path | None = None,
+                   rendered: Path | None = None) -> Report:
+    """The rendered output of each cluster and the components it runs (the engine's one entry)."""
     started = time.perf_counter()
     report = Report()
-    clusters = load_clusters(root)
     base_crds = upstream_crds(root, upstream)
-    objects = rendered_objects(rendered or root / RENDERED_DIR, [c.name for c in clusters])
-    for cluster in clusters:
-        validate_cluster(cluster, objects[cluster.name], base_crds, strict_crds=upstream is not None, report=report)
-        validate_values(root, cluster, upstream, report)
+    objects = rendered_objects(rendered or root / RENDERED_DIR, [c.name for c, _ in fleet])
+    for cluster, components in fleet:
+        validate_cluster(cluster, components, objects[cluster.name], base_crds, strict_crds=upstream is not None, report=report)
+        validate_values(root, cluster, components, upstream, report)
     report.seconds = time.perf_counter() - started
-    report.failures.sort()
+    report.sort()
     return report

@@ -1,0 +1,315 @@
+"""Alluxio (chart 0.6.54, Alluxio 2.9.6): an NVMe read/write cache in front of the cluster's S3
+buckets, with an S3-compatible endpoint so code keeps its s3:// URLs and only changes endpoint.
+
+Layout, all from the inventory:
+- Namespace: the root mount is a read-only local directory; each bucket listed in
+  `components.alluxio.buckets` is mounted at `/<bucket name>` by a PostSync Job, so through the
+  S3 proxy bucket `exa-ml-datasets` is Alluxio path `/exa-ml-datasets` is s3://exa-ml-datasets/.
+  (Alluxio 2.x reads only the root mount from its configuration; nested mounts need the CLI.)
+- Workers: a DaemonSet on every node whose profile has NVMe (label forge.exa.ai/nvme), two tiers:
+  MEM (/dev/shm) = min(memory_tier.fraction x node RAM, memory_tier.max_gib), and SSD = exactly the
+  profile's NVMe mount paths, each with quota floor(size_gb x 10^9 x (1 - ssd_reserve) / 2^30) GiB
+  (vendor decimal GB in, Alluxio's binary "GB" out; the reserve stays free for the filesystem and
+  flash wear levelling).
+- Masters: `masters` (odd, >= 3) with the embedded (Raft) journal on the control-plane nodes, one
+  per node (host network: two masters cannot bind the same host ports) and so one per rack (the
+  check below rejects control-plane nodes sharing a rack). Why the control plane: GPU nodes are
+  drained and rebooted for driver and MIG changes and GPU jobs may pre-empt pods there, each of
+  which would cost a Raft election; the control-plane nodes are stable, already one per rack, and
+  the masters' few GB of heap fit beside the API server.
+- Write policy: CACHE_THROUGH (write to the cache and S3 before returning) or ASYNC_THROUGH (return
+  once cached, upload in the background) -> WRITE_POLICY_PROPERTIES; read policy -> readtype.
+- Credentials: the cluster's S3 Secret, mounted into masters and workers (which talk to S3) at
+  /secrets/s3/ and read by the AWS SDK as a shared-credentials file (its key `credentials`). The
+  chart mounts it into the job master and job workers too, but gives them no environment of
+  their own: they get AWS_CREDENTIAL_PROFILES_FILE through jobMaster.env / jobWorker.env, since
+  ASYNC_THROUGH uploads run as persist jobs on the job workers.
+- Services we add: `alluxio-s3` (the S3 endpoint), and headless metrics Services for scraping.
+
+Chart 0.6.54 cannot set a priorityClassName, affinity or topology spread: hence the host-network
+trick for masters, and the workers run at the default priority (see the report / README).
+"""
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from forge.components.alluxio import layout
+from forge.components.alluxio.layout import (GIB, READ_POLICIES, ROOT_UFS, WRITE_POLICY_PROPERTIES, AlluxioFacts,  # noqa: F401 (re-exported)
+                                             AlluxioSettings, Journal, MemoryTier, SsdDir, TierLayout, memory_tier_gib,
+                                             ssd_quota_gib, tier_layout, tier_levels, tier_options)
+from forge.components.base import WAVE_STORAGE, Component, Contains, Expected, Scrape
+from forge.model import NVME_LABEL, ClusterModel
+from forge import versions
+
+IMAGE = "alluxio"  # images in charts/versions.yaml: the chart's appVersion, pinned so a chart bump cannot change it
+RELEASE = "alluxio"  # the chart's fullnameOverride is `alluxio` too: objects are alluxio-<role>
+SECRET_MOUNT = "s3"  # the chart mounts secrets.<component>.<name>: <dir> at /secrets/<dir>
+CREDENTIALS_FILE = f"/secrets/{SECRET_MOUNT}/credentials"
+PROXY_PORT = 39999  # the chart's proxy.ports.web
+S3_SERVICE = "alluxio-s3"
+S3_PATH = "/api/v1/s3"
+METRICS_PATH = "/metrics/prometheus/"
+MASTER_METRICS_PORTS = {"web": 19999, "job-web": 20002}  # chart defaults master/jobMaster.ports.web
+WORKER_METRICS_PORTS = {"web": 30000, "job-web": 30003}  # chart defaults worker/jobWorker.ports.web
+NAMESPACE = "alluxio"
+APP_LABEL = "alluxio"  # the chart's `app` pod label: its name
+# Where Prometheus scrapes Alluxio (the prometheus component's PodMonitors): the pods carry no
+# named port, so by number; selected by app and role alone, whatever the release.
+SCRAPES = tuple(Scrape(f"forge-{role}", NAMESPACE, {"matchLabels": {"app": APP_LABEL, "role": role}}, ports["web"], METRICS_PATH)
+                for role, ports in (("alluxio-master", MASTER_METRICS_PORTS), ("alluxio-worker", WORKER_METRICS_PORTS)))
+# Worker JVM: fixed heap and direct memory, so the container limit = memory tier + this.
+WORKER_JVM_OPTIONS = ["-Xmx8g", "-XX:MaxDirectMemorySize=8g"]
+WORKER_JVM_GIB = 20  # 8 heap + 8 direct + 4 metaspace, threads, GC
+
+class Alluxio(Component):
+    name = "alluxio"
+    namespace = NAMESPACE
+    sync_wave = WAVE_STORAGE
+    chart = "alluxio"
+    release_name = RELEASE
+    # `secrets` is documented only in comments (values.yaml of 0.6.54); `properties` is Alluxio's
+    # free-form site configuration (the chart's default shows one example key); jobMaster.env and
+    # jobWorker.env are read by the templates (master/statefulset.yaml, worker/daemonset.yaml)
+    # but appear nowhere in values.yaml.
+    declared_values = frozenset({"secrets", "properties", "jobMaster.env", "jobWorker.env"})
+    # Set on purpose although the chart's defaults match: the image the mount Job uses too, and
+    # the journal on a PVC (what journal.storageClass and journal.size mean).
+    inventory_values = frozenset({"image", "imageTag", "journal.volumeType"})
+    Settings = AlluxioSettings
+
+    def enabled(self, cluster: ClusterModel) -> bool:
+        return self.name in cluster.component_settings
+
+    # ---- inventory rules --------------------------------------------------------------------
+
+    def check(self, loaded, settings: AlluxioSettings, given) -> Iterator:
+        inv = loaded.inventory
+        at = ("components", self.name)
+        seen: dict[str, int] = {}
+        for i, key in enumerate(settings.buckets):
+            if key not in inv.cluster.s3.buckets:
+                known = ", ".join(sorted(inv.cluster.s3.buckets)) or "none"
+                yield loaded.problem(at + ("buckets", i), f"'{key}' is not a bucket of cluster.s3.buckets (have: {known})")
+            elif key in seen:
+                yield loaded.problem(at + ("buckets", i), f"bucket '{key}' listed twice (also buckets[{seen[key]}])")
+            seen.setdefault(key, i)
+
+        nvme_profiles = [(name, p) for name, p in inv.profiles.items()
+                         if p.nvme and any(n.profile == name for n in inv.nodes)]
+        if not nvme_profiles:
+            yield loaded.problem(at, "no node's profile has NVMe devices: Alluxio workers cache on them")
+        for name, profile in nvme_profiles:
+            mounts = [d.mount for d in profile.nvme]
+            for j, mount in enumerate(mounts):
+                outer = next((m for m in mounts if m != mount and mount.startswith(m.rstrip("/") + "/")), None)
+                if outer:
+                    yield loaded.problem(("profiles", name, "nvme", j, "mount"),
+                                         f"NVMe mount '{mount}' lies inside mount '{outer}': the cache would count that space twice")
+        if nvme_profiles:
+            first_name, first = nvme_profiles[0]
+            want = [d.mount for d in first.nvme]
+            for name, profile in nvme_profiles[1:]:
+                have = [d.mount for d in profile.nvme]
+                if have != want:
+                    yield loaded.problem(("profiles", name, "nvme"),
+                                         f"NVMe mounts {have} differ from profile '{first_name}' ({want}): the Alluxio workers "
+                                         "are one DaemonSet with one tier layout, so every NVMe profile needs the same mount paths")
+
+        control_plane = [(i, n) for i, n in enumerate(inv.nodes) if "control-plane" in n.roles]
+        if settings.masters > len(control_plane):
+            yield loaded.problem(at + ("masters",), f"{settings.masters} masters need as many control-plane nodes (one master each); the inventory has {len(control_plane)}")
+        racks: dict[str, str] = {}
+        for i, node in control_plane:
+            if node.rack in racks:
+                yield loaded.problem(("nodes", i, "rack"),
+                                     f"control-plane nodes {racks[node.rack]} and {node.name} share rack '{node.rack}': "
+                                     "Alluxio masters run one per control-plane node and must not share a rack")
+            racks.setdefault(node.rack, node.name)
+
+    # ---- output -----------------------------------------------------------------------------
+
+    def derive_facts(self, cluster: ClusterModel) -> AlluxioFacts:
+        return layout.derive_facts(cluster, self.settings(cluster))
+
+    def values(self, cluster: ClusterModel) -> dict[str, Any]:
+        settings: AlluxioSettings = self.settings(cluster)
+        facts: AlluxioFacts = self.facts(cluster)
+        s3 = cluster.settings.s3
+        worker_bytes = facts.layout.memory_bytes + WORKER_JVM_GIB * GIB
+        aws_env = {"AWS_CREDENTIAL_PROFILES_FILE": CREDENTIALS_FILE}
+        workers_where = {"nodeSelector": {NVME_LABEL: "true"}, "tolerations": cluster.nvme_tolerations}
+        return {
+            "image": versions.image(IMAGE).repository,
+            "imageTag": versions.image(IMAGE).tag,
+            # The NVMe mount points are root-owned host directories (hostPath volumes get no
+            # fsGroup): the cache must run as root to write to them.
+            "user": 0,
+            "group": 0,
+            "fsGroup": 0,
+            "properties": dict(facts.properties),
+            "secrets": {"master": {s3.credentials_secret: SECRET_MOUNT}, "worker": {s3.credentials_secret: SECRET_MOUNT}},
+            "master": {
+                "count": settings.masters,
+                "hostNetwork": True,  # one master per node: see the module docstring
+                "nodeSelector": cluster.system_node_selector,
+                "tolerations": cluster.system_tolerations,
+                "env": aws_env,
+            },
+            "jobMaster": {"env": aws_env},
+            "journal": {
+                "type": "EMBEDDED",
+                "volumeType": "persistentVolumeClaim",
+                "storageClass": settings.journal.storage_class,
+                "size": f"{settings.journal.size_gib}Gi",
+            },
+            "worker": {
+                **workers_where,
+                "env": aws_env,
+                "jvmOptions": WORKER_JVM_OPTIONS,
+                # Bytes: the chart also hands the request to Alluxio (ramdisk size), and Alluxio
+                # reads "Gi" differently from Kubernetes; a plain number means the same to both.
+                "resources": {"requests": {"cpu": "4", "memory": str(worker_bytes)},
+                              "limits": {"memory": str(worker_bytes)}},
+            },
+            "jobWorker": {"env": aws_env},
+            "tieredstore": {"levels": tier_levels(facts.layout)},
+            # Clients reach workers over the network (the S3 proxy has no domain-socket mount).
+            "shortCircuit": {"enabled": False},
+            "proxy": {"enabled": True, **workers_where},
+            "metrics": {"enabled": True, "PrometheusMetricsServlet": {"enabled": True}},
+        }
+
+    def expected_in_hydrated(self, cluster: ClusterModel) -> list[Expected]:
+        """What the chart must have made of our values: tiers, masters and journal, the
+        properties, placement, and the S3 credentials by Secret reference in every container
+        that reaches S3."""
+        settings: AlluxioSettings = self.settings(cluster)
+        tiers = self.facts(cluster).layout
+        secret = cluster.settings.s3.credentials_secret
+        config = ("ConfigMap", f"{RELEASE}-config")
+        master, worker, proxy = ("StatefulSet", f"{RELEASE}-master"), ("DaemonSet", f"{RELEASE}-worker"), ("DaemonSet", f"{RELEASE}-proxy")
+        pod = ("spec", "template", "spec")
+        image = versions.image(IMAGE).ref
+        aws_env = {"name": "AWS_CREDENTIAL_PROFILES_FILE", "value": CREDENTIALS_FILE}
+        secret_volume = {"name": f"secret-{secret}-volume", "secret": {"secretName": secret, "defaultMode": 256}}
+        secret_mount = {"name": f"secret-{secret}-volume", "mountPath": f"/secrets/{SECRET_MOUNT}", "readOnly": True}
+        out = [
+            # Every property, and the embedded journal, on every Alluxio process's command line.
+            Expected(*config, ("data", "ALLUXIO_JAVA_OPTS"), Contains(
+                "-Dalluxio.master.journal.type=EMBEDDED",
+                *(f"-D{k}={v}" for k, v in self.facts(cluster).properties.items()))),
+            Expected(*config, ("data", "ALLUXIO_WORKER_JAVA_OPTS"), Contains(*tier_options(tiers), *WORKER_JVM_OPTIONS)),
+            Expected(*master, "spec.replicas", settings.masters),
+            Expected(*master, (*pod, "hostNetwork"), True),
+            Expected(*master, (*pod, "nodeSelector"), cluster.system_node_selector),
+            Expected(*master, (*pod, "tolerations"), cluster.system_tolerations),
+            Expected(*master, ("spec", "volumeClaimTemplates", "metadata.name=alluxio-journal", "spec"),
+                     {"storageClassName": settings.journal.storage_class, "accessModes": ["ReadWriteOnce"],
+                      "resources": {"requests": {"storage": f"{settings.journal.size_gib}Gi"}}}),
+            Expected(*master, (*pod, "volumes"), Contains(secret_volume)),
+            Expected(*worker, (*pod, "nodeSelector"), {NVME_LABEL: "true"}),
+            Expected(*worker, (*pod, "tolerations"), cluster.nvme_tolerations),
+            Expected(*worker, (*pod, "volumes"), Contains(
+                secret_volume,
+                {"name": "mem", "emptyDir": {"medium": "Memory", "sizeLimit": tiers.memory_bytes}},
+                *({"name": f"ssd-{i}", "hostPath": {"path": d.path, "type": "DirectoryOrCreate"}} for i, d in enumerate(tiers.ssd)))),
+            # The S3 proxy (our alluxio-s3 Service selects it) on the cache nodes.
+            Expected(*proxy, (*pod, "nodeSelector"), {NVME_LABEL: "true"}),
+            Expected(*proxy, (*pod, "tolerations"), cluster.nvme_tolerations),
+            Expected(*proxy, (*pod, "containers", "name=alluxio-proxy", "ports"), [{"containerPort": PROXY_PORT, "name": "web"}]),
+        ]
+        for kind_name, containers in ((master, ("alluxio-master", "alluxio-job-master")),
+                                      (worker, ("alluxio-worker", "alluxio-job-worker"))):
+            for name in containers:
+                at = (*pod, "containers", f"name={name}")
+                out += [Expected(*kind_name, (*at, "image"), image),
+                        Expected(*kind_name, (*at, "env"), Contains(aws_env)),
+                        Expected(*kind_name, (*at, "volumeMounts"), Contains(secret_mount))]
+        out.append(Expected(*proxy, (*pod, "containers", "name=alluxio-proxy", "image"), image))
+        return out
+
+    def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
+        return [
+            s3_service(),
+            metrics_service("alluxio-master-metrics", "alluxio-master", MASTER_METRICS_PORTS),
+            metrics_service("alluxio-worker-metrics", "alluxio-worker", WORKER_METRICS_PORTS),
+            mount_job(cluster, list(self.facts(cluster).buckets)),
+        ]
+
+
+def _selector(role: str) -> dict[str, str]:
+    # The chart's pod labels: app is the chart name, release the Helm release.
+    return {"app": APP_LABEL, "release": RELEASE, "role": role}
+
+
+def s3_endpoint(cluster_domain: str = "cluster.local") -> str:
+    """The S3 endpoint other components use (Flyte's storage, task pods)."""
+    return f"http://{S3_SERVICE}.alluxio.svc.{cluster_domain}:{PROXY_PORT}{S3_PATH}"
+
+
+def s3_service() -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": S3_SERVICE},
+        "spec": {
+            "selector": _selector("alluxio-proxy"),
+            "ports": [{"name": "http", "port": PROXY_PORT, "targetPort": PROXY_PORT}],
+            # A proxy runs on every cache node: prefer the caller's own node, fall back to others
+            # (callers off the cache nodes, such as Flyte on the control plane, still get one).
+            "trafficDistribution": "PreferSameNode",
+        },
+    }
+
+
+def metrics_service(name: str, role: str, ports: dict[str, int]) -> dict[str, Any]:
+    """Headless: Prometheus scrapes each pod (path METRICS_PATH), not a load-balanced address."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "annotations": {"forge.exa.ai/metrics-path": METRICS_PATH}},
+        "spec": {
+            "clusterIP": "None",
+            "selector": _selector(role),
+            "ports": [{"name": port_name, "port": port, "targetPort": port} for port_name, port in ports.items()],
+        },
+    }
+
+
+def mount_job(cluster: ClusterModel, buckets: list[str]) -> dict[str, Any]:
+    """After each sync, mount every listed bucket at /<bucket> unless it already is. Idempotent;
+    a bucket removed from the inventory stays mounted until someone unmounts it by hand (an
+    unmount drops its cached data, which a config change should not do silently)."""
+    lines = ["set -eu", "mounted=$(/opt/alluxio/bin/alluxio fs mount | awk '{print $3}')"]
+    for bucket in buckets:
+        lines += [f"if echo \"$mounted\" | grep -qx /{bucket}; then echo '/{bucket} already mounted'; "
+                  f"else /opt/alluxio/bin/alluxio fs mount /{bucket} s3://{bucket}/; fi"]
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": "alluxio-mount-buckets",
+            "annotations": {
+                "argocd.argoproj.io/hook": "PostSync",
+                "argocd.argoproj.io/hook-delete-policy": "BeforeHookCreation",
+            },
+        },
+        "spec": {
+            "backoffLimit": 30,  # the masters may still be electing a leader after a sync
+            "template": {
+                "spec": {
+                    "restartPolicy": "OnFailure",
+                    "nodeSelector": cluster.system_node_selector,
+                    "tolerations": cluster.system_tolerations,
+                    "containers": [{
+                        "name": "mount",
+                        "image": versions.image(IMAGE).ref,
+                        "command": ["/bin/bash", "-c", "\n".join(lines) + "\n"],
+                        # The chart's ConfigMap holds the masters' addresses (ALLUXIO_JAVA_OPTS).
+                        "envFrom": [{"configMapRef": {"name": f"{RELEASE}-config"}}],
+                        "resources": {"requests": {"cpu": "100m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}},
+                    }],
+                },
+            },
+        },
+    }

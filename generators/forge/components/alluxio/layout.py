@@ -1,0 +1,152 @@
+"""Alluxio's settings and what it derives from them and the nodes, once (AlluxioFacts): the tier
+layout of the one worker DaemonSet and the site properties. The component only reads these."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, Field
+
+from forge.inventory.schema import Name, PositiveInt, Strict
+from forge.model import ClusterModel
+
+GIB = 2**30
+ROOT_UFS = "/opt/alluxio/underFSStorage"  # Alluxio's default root, made read-only
+
+# Alluxio properties each write policy sets. The proxy's own write type matters most: S3 clients
+# (Flyte, training code) write through it.
+WRITE_POLICY_PROPERTIES: dict[str, dict[str, str]] = {
+    "CACHE_THROUGH": {
+        "alluxio.user.file.writetype.default": "CACHE_THROUGH",
+        "alluxio.proxy.s3.writetype": "CACHE_THROUGH",
+    },
+    "ASYNC_THROUGH": {
+        "alluxio.user.file.writetype.default": "ASYNC_THROUGH",
+        "alluxio.proxy.s3.writetype": "ASYNC_THROUGH",
+        # Until the upload finishes the cache holds the only copy: keep it on two workers.
+        "alluxio.user.file.replication.durable": "2",
+    },
+}
+READ_POLICIES = ("CACHE", "CACHE_PROMOTE", "NO_CACHE")
+
+
+def _reserve(value: float) -> float:
+    if not 0 <= value <= 0.9:
+        raise ValueError(f"ssd_reserve {value} is outside 0-0.9: it is the fraction of each NVMe device kept free")
+    return value
+
+
+def _masters(value: int) -> int:
+    if value < 3 or value % 2 == 0:
+        raise ValueError(f"{value} masters: the embedded journal needs an odd number, at least 3, to keep a quorum when one fails")
+    return value
+
+
+class MemoryTier(Strict):
+    fraction: Annotated[float, Field(gt=0, le=0.5)]  # of the node's RAM
+    max_gib: PositiveInt  # the cap
+
+
+class Journal(Strict):
+    storage_class: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")]
+    size_gib: PositiveInt = 50
+
+
+class AlluxioSettings(Strict):
+    buckets: Annotated[list[Name], Field(min_length=1)]  # keys of cluster.s3.buckets
+    write_policy: Literal["CACHE_THROUGH", "ASYNC_THROUGH"]
+    read_policy: Literal["CACHE", "CACHE_PROMOTE", "NO_CACHE"] = "CACHE"
+    ssd_reserve: Annotated[float, AfterValidator(_reserve)]
+    memory_tier: MemoryTier
+    masters: Annotated[int, AfterValidator(_masters)] = 3
+    journal: Journal
+    # How stale Alluxio's view of S3 may get (objects written to S3 directly): Alluxio duration.
+    metadata_sync_interval: Annotated[str, Field(pattern=r"^(-1|0|[1-9][0-9]*(ms|s|min|h|d))$")] = "1min"
+
+
+@dataclass(frozen=True)
+class SsdDir:
+    path: str
+    quota_gib: int
+
+
+@dataclass(frozen=True)
+class TierLayout:
+    memory_bytes: int
+    ssd: tuple[SsdDir, ...]
+
+
+def ssd_quota_gib(size_gb: int, reserve: float) -> int:
+    """floor(size_gb x 10^9 x (1 - reserve) / 2^30): decimal vendor GB in, whole GiB out.
+    Decimal(str(...)) keeps 0.1 exactly 0.1."""
+    usable = Decimal(size_gb) * 10**9 * (1 - Decimal(str(reserve)))
+    return int(usable // GIB)
+
+
+def memory_tier_gib(memory_gib: int, tier: MemoryTier) -> int:
+    return min(int(Decimal(memory_gib) * Decimal(str(tier.fraction))), tier.max_gib)
+
+
+def tier_layout(cluster: ClusterModel, settings: AlluxioSettings) -> TierLayout:
+    """One layout for the one worker DaemonSet. The inventory check guarantees every NVMe profile
+    lists the same mount paths; where their devices differ in size, each path gets the smallest
+    quota, so no node is asked for more than its device holds. Likewise the memory tier."""
+    profiles = {n.profile_name: n.profile for n in cluster.nvme_nodes}
+    paths = [d.mount for d in next(iter(profiles.values())).nvme]
+    ssd = tuple(SsdDir(path, min(ssd_quota_gib(d.size_gb, settings.ssd_reserve)
+                                 for p in profiles.values() for d in p.nvme if d.mount == path)) for path in paths)
+    memory = min(memory_tier_gib(p.memory_gib, settings.memory_tier) for p in profiles.values())
+    return TierLayout(memory * GIB, ssd)
+
+
+
+@dataclass(frozen=True)
+class AlluxioFacts:
+    layout: TierLayout
+    properties: dict[str, str]  # Alluxio's site properties, as values.properties holds them
+    buckets: tuple[str, ...]  # S3 bucket names mounted at /<name>, in the inventory's order
+
+
+def derive_facts(cluster: ClusterModel, settings: AlluxioSettings) -> AlluxioFacts:
+    s3 = cluster.settings.s3
+    properties = {
+        "alluxio.master.mount.table.root.ufs": ROOT_UFS,
+        "alluxio.master.mount.table.root.readonly": "true",
+        "alluxio.underfs.s3.endpoint": s3.endpoint,
+        "alluxio.underfs.s3.endpoint.region": s3.region,
+        "alluxio.user.file.readtype.default": settings.read_policy,
+        "alluxio.user.file.metadata.sync.interval": settings.metadata_sync_interval,
+        # S3 clients authenticate to the open-source proxy by access-key name only (no
+        # signature check), so Alluxio's POSIX permissions would guard nothing real, yet
+        # they would refuse writes to S3 mounts (mode 0700, owned by the master's user).
+        # Access to the data is decided by the S3 credentials of the masters and workers.
+        "alluxio.security.authorization.permission.enabled": "false",
+        **WRITE_POLICY_PROPERTIES[settings.write_policy],
+    }
+    return AlluxioFacts(tier_layout(cluster, settings), properties, tuple(s3.buckets[key] for key in settings.buckets))
+
+
+def tier_levels(layout: TierLayout) -> list[dict[str, Any]]:
+    ssd = layout.ssd
+    return [
+        # MEM quota in bytes: it is both the emptyDir's sizeLimit and Alluxio's quota.
+        {"level": 0, "alias": "MEM", "mediumtype": "MEM", "path": "/dev/shm", "type": "emptyDir",
+         "quota": str(layout.memory_bytes), "high": 0.95, "low": 0.7},
+        # One SSD tier over all NVMe mounts: comma-separated, one hostPath volume per path.
+        {"level": 1, "alias": "SSD", "mediumtype": ",".join("SSD" for _ in ssd), "type": "hostPath",
+         "path": ",".join(d.path for d in ssd), "quota": ",".join(f"{d.quota_gib}GB" for d in ssd),
+         "high": 0.95, "low": 0.7},
+    ]
+
+
+def tier_options(layout: TierLayout) -> list[str]:
+    """The Alluxio worker options the chart writes for tier_levels(layout) (its ConfigMap's
+    ALLUXIO_WORKER_JAVA_OPTS): what the workers will actually use."""
+    out = [f"-Dalluxio.worker.tieredstore.levels={len(tier_levels(layout))}"]
+    for level in tier_levels(layout):
+        prefix = f"-Dalluxio.worker.tieredstore.level{level['level']}"
+        out += [f"{prefix}.alias={level['alias']}", f"{prefix}.dirs.mediumtype={level['mediumtype']}",
+                f"{prefix}.dirs.path={level['path']}", f"{prefix}.dirs.quota={level['quota']}",
+                f"{prefix}.watermark.high.ratio={level['high']}", f"{prefix}.watermark.low.ratio={level['low']}"]
+    return out

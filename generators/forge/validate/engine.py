@@ -1,0 +1,131 @@
+"""The one validation engine, for rendered output (`forge validate`, forge.validate.run) and
+hydrated output (`forge validate --hydrated`, forge.upstream.check).
+
+Every object goes the same way:
+1. its schema: the Kubernetes schemas of the cluster's minor (strict: unknown fields are errors),
+   else the CRDs the caller lists in order (the output's own, the upstream data's), else the CRDs
+   operators install at run time (`Component.runtime_crds`); the mode decides what an object none
+   of them knows is (`Engine.no_schema`: a failure, or *unchecked*, never a pass);
+2. the house policies (forge.validate.policies), here and nowhere else;
+3. the mode's object plug-ins (hydrated: the AppProject's namespaces).
+Then each component's plug-ins run over its objects (hydrated: values keys the chart ignores or
+sets to its default, `expected_in_hydrated`).
+"""
+from __future__ import annotations
+
+import functools
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Protocol, Sequence
+
+from forge.components.base import Component
+from forge.model import ClusterModel
+from forge.validate.crd import CrdSchemas
+from forge.validate.failure import Failure
+from forge.validate.kube import KubeSchemas
+from forge.validate.policies import check_policies
+
+Problem = tuple[str, str]  # (field path, reason)
+ObjectCheck = Callable[[dict[str, Any]], list[Problem]]
+
+
+class ComponentCheck(Protocol):
+    def __call__(self, report: Report, cluster: str, component: str, objects: list[dict[str, Any]]) -> None: ...
+
+
+class SchemaSource(Protocol):
+    def validate(self, obj: dict[str, Any]) -> list[Problem] | None: ...
+
+
+@dataclass
+class Report:
+    failures: list[Failure] = field(default_factory=list)
+    warnings: list[Failure] = field(default_factory=list)
+    unchecked: list[str] = field(default_factory=list)
+    # per cluster: "objects", "by_crd" (of which checked against a CRD), "keys" (values keys checked)
+    per_cluster: dict[str, Counter[str]] = field(default_factory=dict)
+    values_files: int = 0
+    seconds: float = 0.0
+
+    def count(self, cluster: str, what: str, n: int = 1) -> None:
+        self.per_cluster.setdefault(cluster, Counter())[what] += n
+
+    @property
+    def objects(self) -> int:
+        return sum(c["objects"] for c in self.per_cluster.values())
+
+    @property
+    def rate(self) -> float:
+        return self.objects / self.seconds if self.seconds else 0.0
+
+    def sort(self) -> None:
+        self.failures.sort()
+        self.warnings.sort()
+
+
+@functools.cache
+def kube_schemas(version: str) -> KubeSchemas:
+    """One compiled schema set per Kubernetes version, shared by every cluster on it."""
+    return KubeSchemas(version)
+
+
+def runtime_crds(cluster: ClusterModel, components: Iterable[Component]) -> CrdSchemas:
+    """The last resort: forge's description of the CRDs an operator installs itself."""
+    schemas = CrdSchemas()
+    for component in components:
+        schemas.add_objects(component.runtime_crds(cluster))
+    return schemas
+
+
+def policies(required_labels: dict[str, str], skip: Callable[[dict[str, Any], str], bool] | None = None) -> ObjectCheck:
+    """The house rules as an object check; `skip(obj, path)` drops a problem the mode excuses."""
+    def check(obj: dict[str, Any]) -> list[Problem]:
+        found = check_policies(obj, required_labels=required_labels)
+        return [p for p in found if not skip(obj, p[0])] if skip else found
+
+    return check
+
+
+@dataclass
+class Engine:
+    """The checks of one cluster's objects (see the module doc)."""
+
+    kube: KubeSchemas
+    crds: Sequence[SchemaSource]  # after the kube schemas, in order; runtime CRDs last
+    no_schema: Callable[[dict[str, Any]], list[Problem] | None]  # None: list the object as unchecked
+    object_checks: Sequence[ObjectCheck] = ()
+
+    def schema_problems(self, obj: dict[str, Any]) -> tuple[list[Problem] | None, bool]:
+        """(problems, checked against a CRD); problems None when no schema knows the object."""
+        problems = self.kube.validate(obj)
+        if problems is not None:
+            return problems, False
+        for source in self.crds:
+            problems = source.validate(obj)
+            if problems is not None:
+                return problems, True
+        return None, False
+
+    def check_object(self, report: Report, cluster: str, component: str, obj: dict[str, Any], where: str) -> None:
+        problems, by_crd = self.schema_problems(obj)
+        if by_crd:
+            report.count(cluster, "by_crd")
+        if problems is None:
+            problems = self.no_schema(obj)
+            if problems is None:
+                report.unchecked.append(f"{cluster} / {component} / {obj.get('apiVersion')} {obj.get('kind')}")
+                problems = []
+        for check in self.object_checks:
+            problems = problems + check(obj)
+        report.count(cluster, "objects")
+        report.failures += [Failure(cluster, component, where, path, reason) for path, reason in problems]
+
+    def check_component(self, report: Report, cluster: str, component: str,
+                        items: Iterable[tuple[dict[str, Any], str]], plugins: Sequence[ComponentCheck] = ()) -> None:
+        """Every object (with where it is, for the failure line), then the component's plug-ins."""
+        objects = []
+        for obj, where in items:
+            self.check_object(report, cluster, component, obj, where)
+            objects.append(obj)
+        for plugin in plugins:
+            plugin(report, cluster, component, objects)

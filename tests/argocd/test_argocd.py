@@ -1,0 +1,99 @@
+"""The Argo CD bootstrap: project boundaries, multi-source Applications, ordering, and the
+component shape every plug-in follows."""
+from __future__ import annotations
+
+import yaml
+
+from forge.argocd import bootstrap_objects
+from forge.versions import chart_pins
+from forge.components import COMPONENTS
+from forge.fleet import components_of as enabled_components
+from forge.fleet import load_plan_text
+from tests.helpers import REPO, inventory_text
+
+
+def h200_bootstrap():
+    cluster = load_plan_text(inventory_text("h200"), "clusters/h200/inventory.yaml").cluster
+    components = enabled_components(cluster)
+    return cluster, components, bootstrap_objects(cluster, components, chart_pins(REPO))
+
+
+def test_app_project_allows_only_this_repo_the_pinned_charts_and_the_cluster():
+    cluster, components, files = h200_bootstrap()
+    spec = files["appproject.yaml"]["spec"]
+    pins = chart_pins(REPO)
+    # charts, plus the git repositories of upstream kustomize bases (training-operator), at pinned tags
+    remotes = {r.repo_url for c in components if (r := c.remote_base(cluster))}
+    assert remotes == {"https://github.com/kubeflow/trainer.git"}
+    assert spec["sourceRepos"] == sorted({"https://github.com/exa-labs/forge.git"} | {pins[c.chart].argocd_repo for c in components if c.chart} | remotes)
+    assert "*" not in spec["sourceRepos"]
+    assert {d["server"] for d in spec["destinations"]} == {"https://kubernetes.default.svc"}
+    # each component's namespaces: its own, plus any its manifests name (Flyte's project namespaces)
+    assert sorted(d["namespace"] for d in spec["destinations"]) == sorted({ns for c in components for ns in c.namespaces(cluster)} | {"argocd"})
+    assert "training-production" in {d["namespace"] for d in spec["destinations"]}
+    kinds = {(k["group"], k["kind"]) for k in spec["clusterResourceWhitelist"]}
+    assert ("", "Namespace") in kinds and ("nfd.k8s-sigs.io", "NodeFeatureRule") in kinds
+    assert ("*", "*") not in kinds
+
+
+def test_component_application_is_multi_source_with_values_from_this_repo():
+    _, _, files = h200_bootstrap()
+    app = files["application-gpu-operator.yaml"]
+    chart, values_ref, overlay = app["spec"]["sources"]
+    assert (chart["chart"], chart["targetRevision"]) == ("gpu-operator", chart_pins(REPO)["gpu-operator"].version)
+    assert chart["helm"]["valueFiles"] == ["$values/overlays/h200/gpu-operator/values.yaml"]
+    assert values_ref == {"repoURL": "https://github.com/exa-labs/forge.git", "targetRevision": "main", "ref": "values"}
+    assert overlay["path"] == "overlays/h200/gpu-operator"
+    assert "ServerSideApply=true" in app["spec"]["syncPolicy"]["syncOptions"]
+    assert "resources-finalizer.argocd.argoproj.io" not in app["metadata"].get("finalizers", [])
+
+
+def test_root_application_manages_the_bootstrap_folder():
+    _, _, files = h200_bootstrap()
+    root = files["root-application.yaml"]
+    assert root["spec"]["source"]["path"] == "clusters/h200/argocd"
+    assert root["spec"]["project"] == files["appproject.yaml"]["metadata"]["name"] == "forge-h200"
+
+
+def test_every_component_has_a_base_with_its_namespace_and_protection():
+    # Each component's namespace is shipped by exactly one base (two Applications owning one
+    # Namespace would fight over it): prometheus-crds, CRDs only, leaves `monitoring` to prometheus.
+    shipped: dict[str, list[str]] = {}
+    for component in COMPONENTS:
+        base = REPO / "base" / component.name
+        assert (base / "kustomization.yaml").is_file(), component.name
+        docs = [yaml.safe_load(p.read_text()) for p in sorted(base.glob("*.yaml")) if p.name != "kustomization.yaml"]
+        namespaces = [d for d in docs if d["kind"] == "Namespace"]
+        assert [n["metadata"]["name"] for n in namespaces] in ([component.namespace], []), component.name
+        for n in namespaces:
+            shipped.setdefault(n["metadata"]["name"], []).append(component.name)
+            ns = n["metadata"]
+            assert ns["labels"]["pod-security.kubernetes.io/enforce"] in {"privileged", "baseline", "restricted"}
+            assert ns["annotations"]["argocd.argoproj.io/sync-options"] == "Prune=false,Delete=false"
+    for component in COMPONENTS:
+        assert len(shipped.get(component.namespace, [])) == 1, (component.name, shipped.get(component.namespace))
+        if component.chart:
+            assert component.chart in chart_pins(REPO), f"{component.name}: chart '{component.chart}' not pinned"
+
+
+def test_exactly_one_node_feature_discovery_per_cluster():
+    """Only the node-feature-discovery component deploys NFD: every chart that bundles one has it off."""
+    for cluster_name in ("a100", "h200"):
+        cluster = load_plan_text(inventory_text(cluster_name), f"clusters/{cluster_name}/inventory.yaml").cluster
+        bundling = {}
+        for component in enabled_components(cluster):
+            values = component.values(cluster) or {}
+            for key in ("nfd", "node-feature-discovery"):
+                if key in values:
+                    bundling[component.name] = values[key]
+        assert "node-feature-discovery" in {c.name for c in enabled_components(cluster)}
+        assert bundling.get("gpu-operator") == {"enabled": False}
+        if "network-operator" in {c.name for c in enabled_components(cluster)}:
+            assert bundling["network-operator"]["enabled"] is False
+        assert all(v.get("enabled") is False for v in bundling.values()), bundling
+
+
+def test_crd_only_application_is_never_pruned_automatically():
+    _, _, files = h200_bootstrap()
+    assert files["application-prometheus-crds.yaml"]["spec"]["syncPolicy"]["automated"] == {"prune": False, "selfHeal": True}
+    assert files["application-gpu-operator.yaml"]["spec"]["syncPolicy"]["automated"] == {"prune": True, "selfHeal": True}

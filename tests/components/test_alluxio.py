@@ -1,0 +1,255 @@
+"""Alluxio: NVMe tier paths and quotas per node profile, memory tier, write/read policy mapping,
+masters, the S3 endpoint, and one rejection per bad input (message and file:line)."""
+from __future__ import annotations
+
+import pytest
+from tests.helpers import (edit, generated, generated_dir, inventory_file, inventory_text, line_of, model,
+                                only_problem, problems_of, rendered)
+
+from forge.components.alluxio import (WRITE_POLICY_PROPERTIES, Alluxio, AlluxioSettings, ssd_quota_gib, tier_layout,
+                                      tier_levels)
+
+GIB = 2**30
+
+
+def values(cluster: str) -> dict:
+    return generated(f"overlays/{cluster}/alluxio/values.yaml")
+
+
+def settings(cluster: str, text: str | None = None) -> AlluxioSettings:
+    return Alluxio().settings(model(cluster, text))
+
+
+# ---- tiers ----------------------------------------------------------------------------------------
+
+def test_ssd_quota_formula():
+    # floor(size_gb * 10^9 * (1 - reserve) / 2^30)
+    assert ssd_quota_gib(3200, 0.1) == 2682  # 2.88e12 B = 2682.2 GiB
+    assert ssd_quota_gib(3840, 0.1) == 3218  # 3.456e12 B = 3218.6 GiB
+    assert ssd_quota_gib(3200, 0) == 2980  # 3.2e12 B = 2980.2 GiB
+    assert ssd_quota_gib(1000, 0.9) == 93  # 1e11 B = 93.1 GiB: 0.9 kept exact (no 0.8999... float)
+
+
+@pytest.mark.parametrize("cluster, mounts, quota", [
+    ("h200", ["/mnt/nvme0", "/mnt/nvme1", "/mnt/nvme2", "/mnt/nvme3"], "2682GB"),  # 4 x 3200 GB
+    ("a100", ["/mnt/nvme0", "/mnt/nvme1"], "3218GB"),  # 2 x 3840 GB
+])
+def test_ssd_tier_uses_exactly_the_profile_mounts(cluster, mounts, quota):
+    m = model(cluster)
+    profile_mounts = {tuple(d.mount for d in n.nvme) for n in m.nvme_nodes}
+    assert profile_mounts == {tuple(mounts)}  # the inventory's own NVMe list
+    ssd = values(cluster)["tieredstore"]["levels"][1]
+    assert ssd["alias"] == "SSD" and ssd["type"] == "hostPath"
+    assert ssd["path"].split(",") == mounts
+    assert ssd["mediumtype"].split(",") == ["SSD"] * len(mounts)
+    assert ssd["quota"].split(",") == [quota] * len(mounts)
+
+
+@pytest.mark.parametrize("cluster, gib", [
+    ("h200", 64),  # 2048 GiB x 0.05 = 102 GiB, capped at 64
+    ("a100", 51),  # 1024 GiB x 0.05 = 51.2 GiB, under the cap
+])
+def test_memory_tier_from_node_ram_within_cap(cluster, gib):
+    mem = values(cluster)["tieredstore"]["levels"][0]
+    assert (mem["alias"], mem["path"], mem["type"]) == ("MEM", "/dev/shm", "emptyDir")
+    assert mem["quota"] == str(gib * GIB)
+    worker = values(cluster)["worker"]["resources"]
+    assert worker["limits"]["memory"] == str((gib + 20) * GIB)  # tier + the worker JVM's 20 GiB
+
+
+TWO_PROFILES = """  control-plane:
+    server: generic-1u"""
+# A second GPU profile with the same mount paths but smaller devices, used by one node.
+SMALL_PROFILE = """  sr680a-h200-small:
+    server: lenovo-sr680a-v3
+    cpu_threads: 192
+    memory_gib: 1024
+    gpu: {model: H200-141GB, count: 8, nvlink: 4}
+    nvme:
+      - {device: /dev/nvme0n1, size_gb: 1600, mount: /mnt/nvme0}
+      - {device: /dev/nvme1n1, size_gb: 1600, mount: /mnt/nvme1}
+      - {device: /dev/nvme2n1, size_gb: 1600, mount: /mnt/nvme2}
+      - {device: /dev/nvme3n1, size_gb: %s, mount: /mnt/nvme3}
+"""
+
+
+def _with_small_profile(last_size: str = "1600", mounts_changed: bool = False) -> str:
+    profile = SMALL_PROFILE % last_size
+    if mounts_changed:
+        profile = profile.replace("mount: /mnt/nvme3}", "mount: /mnt/nvme9}")
+    text = edit(inventory_text("h200"), TWO_PROFILES, profile + TWO_PROFILES)
+    return edit(text, "  - name: h200-gpu-18\n    profile: sr680a-h200\n", "  - name: h200-gpu-18\n    profile: sr680a-h200-small\n")
+
+
+def test_tier_takes_the_smaller_device_per_path_across_profiles():
+    text = _with_small_profile()
+    m = model("h200", text)
+    layout = tier_layout(m, Alluxio().settings(m))
+    assert [(d.path, d.quota_gib) for d in layout.ssd] == [(f"/mnt/nvme{i}", 1341) for i in range(4)]  # 1600 GB
+    assert layout.memory_bytes == 51 * GIB  # 1024 GiB x 0.05 on the small profile, below its 64 cap
+    levels = tier_levels(layout)
+    assert levels[1]["quota"] == "1341GB,1341GB,1341GB,1341GB"
+
+
+def test_workers_run_on_the_nvme_nodes_only():
+    for cluster in ("h200", "a100"):
+        m = model(cluster)
+        v = values(cluster)
+        assert v["worker"]["nodeSelector"] == {"forge.exa.ai/nvme": "true"}
+        assert v["proxy"]["nodeSelector"] == {"forge.exa.ai/nvme": "true"}
+        assert {n.name for n in m.nvme_nodes} == {n.name for n in m.gpu_nodes}  # in these fleets
+        assert all(n.labels.get("forge.exa.ai/nvme") == "true" for n in m.nvme_nodes)
+        assert not any("forge.exa.ai/nvme" in n.labels for n in m.nodes if not n.nvme)
+        assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in v["worker"]["tolerations"]
+
+
+# ---- policies ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("policy", ["CACHE_THROUGH", "ASYNC_THROUGH"])
+def test_write_policy_mapping(policy):
+    props = WRITE_POLICY_PROPERTIES[policy]
+    assert props["alluxio.user.file.writetype.default"] == policy
+    assert props["alluxio.proxy.s3.writetype"] == policy  # S3 clients write through the proxy
+    # Only the asynchronous policy keeps a second cached copy until the upload is done.
+    assert props.get("alluxio.user.file.replication.durable") == ("2" if policy == "ASYNC_THROUGH" else None)
+
+
+@pytest.mark.parametrize("cluster, policy", [("h200", "CACHE_THROUGH"), ("a100", "ASYNC_THROUGH")])
+def test_write_and_read_policy_per_cluster_from_the_inventory(cluster, policy):
+    s = settings(cluster)
+    assert s.write_policy == policy
+    props = values(cluster)["properties"]
+    for key, value in WRITE_POLICY_PROPERTIES[policy].items():
+        assert props[key] == value
+    assert props["alluxio.user.file.readtype.default"] == s.read_policy == "CACHE"
+
+
+def test_changing_the_policy_in_the_inventory_changes_the_values():
+    text = edit(inventory_text("h200"), "write_policy: CACHE_THROUGH", "write_policy: ASYNC_THROUGH")
+    text = edit(text, "read_policy: CACHE ", "read_policy: NO_CACHE ")
+    v = Alluxio().values(model("h200", text))
+    assert v["properties"]["alluxio.proxy.s3.writetype"] == "ASYNC_THROUGH"
+    assert v["properties"]["alluxio.user.file.readtype.default"] == "NO_CACHE"
+
+
+# ---- under-store, credentials, masters, endpoint ------------------------------------------------------
+
+@pytest.mark.parametrize("cluster", ["h200", "a100"])
+def test_s3_under_store_and_credentials_by_reference(cluster):
+    m = model(cluster)
+    v = values(cluster)
+    assert v["properties"]["alluxio.underfs.s3.endpoint"] == m.settings.s3.endpoint
+    assert v["properties"]["alluxio.underfs.s3.endpoint.region"] == m.settings.s3.region
+    secret = m.settings.s3.credentials_secret
+    assert v["secrets"] == {"master": {secret: "s3"}, "worker": {secret: "s3"}}
+    assert v["master"]["env"]["AWS_CREDENTIAL_PROFILES_FILE"] == "/secrets/s3/credentials"
+    dumped = str(v).lower()
+    assert "aws_secret_access_key" not in dumped and "secretkey" not in dumped and "accesskeyid" not in dumped
+    # Each listed bucket is mounted at /<bucket name> after every sync.
+    job = next(o for o in generated_dir(f"overlays/{cluster}/alluxio") if o["kind"] == "Job")
+    script = job["spec"]["template"]["spec"]["containers"][0]["command"][2]
+    for key in settings(cluster).buckets:
+        bucket = m.settings.s3.buckets[key]
+        assert f"fs mount /{bucket} s3://{bucket}/" in script
+    assert m.settings.s3.buckets["loki"] not in script
+
+
+@pytest.mark.parametrize("cluster", ["h200", "a100"])
+def test_masters_embedded_journal_one_per_control_plane_rack(cluster):
+    m = model(cluster)
+    v = values(cluster)
+    assert v["journal"]["type"] == "EMBEDDED"
+    assert v["master"]["count"] == 3 and v["master"]["count"] % 2 == 1
+    assert v["master"]["nodeSelector"] == {"node-role.kubernetes.io/control-plane": ""}
+    assert v["master"]["hostNetwork"] is True  # one master per node (host ports), so one per rack
+    racks = [n.rack for n in m.control_plane_nodes]
+    assert len(set(racks)) == len(racks) >= v["master"]["count"]
+
+
+def test_s3_endpoint_service_selects_the_proxies():
+    objs = rendered("h200", "alluxio")
+    svc = next(o for o in objs if o["kind"] == "Service" and o["metadata"]["name"] == "alluxio-s3")
+    assert svc["spec"]["selector"] == {"app": "alluxio", "release": "alluxio", "role": "alluxio-proxy"}
+    assert svc["spec"]["ports"][0]["port"] == 39999
+    assert values("h200")["proxy"]["enabled"] is True
+
+
+# ---- rejections -------------------------------------------------------------------------------------------
+
+def test_rejects_reserve_outside_0_to_0_9():
+    text = edit(inventory_text("h200"), "ssd_reserve: 0.1", "ssd_reserve: 0.95")
+    p = only_problem(problems_of("h200", text), "components.alluxio.ssd_reserve")
+    assert (p.file, p.line) == (inventory_file("h200"), line_of(text, "ssd_reserve: 0.95"))
+    assert "ssd_reserve 0.95 is outside 0-0.9" in p.message
+    text = edit(inventory_text("h200"), "ssd_reserve: 0.1", "ssd_reserve: -0.1")
+    assert "outside 0-0.9" in only_problem(problems_of("h200", text), "components.alluxio.ssd_reserve").message
+
+
+def test_rejects_an_nvme_mount_referenced_twice():
+    text = edit(inventory_text("h200"), "size_gb: 3200, mount: /mnt/nvme1}", "size_gb: 3200, mount: /mnt/nvme0}")
+    p = only_problem(problems_of("h200", text), "profiles.sr680a-h200.nvme[1].mount")
+    assert p.message == "NVMe mount path '/mnt/nvme0' listed twice (also at nvme[0])"
+    assert (p.file, p.line) == (inventory_file("h200"), line_of(text, "/dev/nvme1n1"))
+
+
+def test_rejects_an_nvme_mount_inside_another():
+    text = edit(inventory_text("a100"), "mount: /mnt/nvme1}", "mount: /mnt/nvme0/cache}")
+    p = only_problem(problems_of("a100", text), "profiles.as-4124go-a100.nvme[1].mount")
+    assert p.message == "NVMe mount '/mnt/nvme0/cache' lies inside mount '/mnt/nvme0': the cache would count that space twice"
+    assert p.line == line_of(text, "/mnt/nvme0/cache")
+
+
+def test_rejects_a_bucket_name_s3_would_refuse():
+    text = edit(inventory_text("h200"), "datasets: exa-ml-datasets", "datasets: Exa_ML_Datasets")
+    p = only_problem(problems_of("h200", text), "cluster.s3.buckets.datasets")
+    assert p.message == ("bucket name 'Exa_ML_Datasets' may hold only lower-case letters, digits, dots and hyphens, "
+                         "and must start and end with a letter or digit")
+    assert (p.file, p.line) == (inventory_file("h200"), line_of(text, "Exa_ML_Datasets"))
+    text = edit(inventory_text("a100"), "flyte: exa-flyte-a100", "flyte: 10.0.0.1")
+    p = only_problem(problems_of("a100", text), "cluster.s3.buckets.flyte")
+    assert p.message == "bucket name '10.0.0.1' must not be formatted as an IP address"
+    assert p.line == line_of(text, "flyte: 10.0.0.1")
+
+
+def test_rejects_a_bucket_key_the_cluster_does_not_have():
+    text = edit(inventory_text("h200"), "buckets: [datasets, checkpoints, flyte]", "buckets: [datasets, checkpionts, flyte]")
+    p = only_problem(problems_of("h200", text), "components.alluxio.buckets[1]")
+    assert p.message == "'checkpionts' is not a bucket of cluster.s3.buckets (have: checkpoints, datasets, flyte, loki)"
+    assert p.line == line_of(text, "checkpionts")
+
+
+def test_rejects_an_even_number_of_masters():
+    text = edit(inventory_text("h200"), "masters: 3 ", "masters: 2 ")
+    p = only_problem(problems_of("h200", text), "components.alluxio.masters")
+    assert p.message == "2 masters: the embedded journal needs an odd number, at least 3, to keep a quorum when one fails"
+    assert p.line == line_of(text, "masters: 2")
+
+
+def test_rejects_more_masters_than_control_plane_nodes():
+    text = edit(inventory_text("a100"), "masters: 3 ", "masters: 5 ")
+    p = only_problem(problems_of("a100", text), "components.alluxio.masters")
+    assert p.message == "5 masters need as many control-plane nodes (one master each); the inventory has 3"
+    assert p.line == line_of(text, "masters: 5")
+
+
+def test_rejects_control_plane_nodes_sharing_a_rack():
+    text = edit(inventory_text("h200"), "  - name: h200-cp-02\n    profile: control-plane\n    rack: h200-r02",
+                "  - name: h200-cp-02\n    profile: control-plane\n    rack: h200-r01")
+    p = only_problem(problems_of("h200", text), "nodes[1].rack")
+    assert p.message == ("control-plane nodes h200-cp-01 and h200-cp-02 share rack 'h200-r01': "
+                         "Alluxio masters run one per control-plane node and must not share a rack")
+    assert p.line == line_of(text, "rack: h200-r01", nth=2)
+
+
+def test_rejects_nvme_profiles_with_different_mounts():
+    text = _with_small_profile(mounts_changed=True)
+    p = only_problem(problems_of("h200", text), "profiles.sr680a-h200-small.nvme")
+    assert "differ from profile 'sr680a-h200'" in p.message and "one tier layout" in p.message
+    assert p.line == line_of(text, "sr680a-h200-small:") + 5  # its `nvme:` key
+
+
+def test_rejects_a_memory_fraction_over_half():
+    text = edit(inventory_text("h200"), "{fraction: 0.05, max_gib: 64}", "{fraction: 0.6, max_gib: 64}")
+    p = only_problem(problems_of("h200", text), "components.alluxio.memory_tier.fraction")
+    assert p.message == "input should be less than or equal to 0.5"
+    assert p.line == line_of(text, "fraction: 0.6")
