@@ -59,3 +59,25 @@ def test_node_gpus_mixed_layout_over_some_gpus():
     gpus, slices = node_gpus(node, m.settings.mig_layouts, "mixed")
     assert gpus == {GPU: 4, "nvidia.com/mig-1g.10gb": 28}
     assert slices == {"nvidia.com/mig-1g.10gb": ("1g.10gb", 1)}
+
+
+def test_mig_lab_fixture_every_layout_counted_and_never_more_than_24_gpus():
+    """tests/fixtures mig-lab (mixed strategy): one node all 1g.10gb, one cut into halves and small
+    slices with GPUs 6-7 whole, one whole."""
+    from forge.fleet import load_plan
+
+    from tests.helpers import REPO
+
+    path = REPO / "tests/fixtures/clusters/mig-lab/inventory.yaml"
+    m = load_plan(path, "tests/fixtures/clusters/mig-lab/inventory.yaml").cluster
+    assert m.mig_strategy == "mixed"
+    cap = capacity(m)
+    assert {p.flavor: p.resources for p in cap.pools} == {
+        "a100-80gb": {"cpu": 96, "memory": 1024, GPU: 8},
+        "a100-80gb-all-1g": {"cpu": 96, "memory": 1024, "nvidia.com/mig-1g.10gb": 56},
+        "a100-80gb-halves-and-smalls": {"cpu": 96, "memory": 1024, GPU: 2, "nvidia.com/mig-1g.10gb": 6,
+                                        "nvidia.com/mig-2g.20gb": 4, "nvidia.com/mig-3g.40gb": 8},
+    }
+    assert cap.total(GPU) == cap.whole_gpus == 10  # 8 + GPUs 6 and 7 of ml-gpu-02
+    # 10 whole + 56/7 + (6 x 1 + 4 x 2 + 8 x 3)/7 = 10 + 8 + 38/7: the cut GPUs' slices leave compute idle
+    assert sum(p.gpu_equivalents() for p in cap.pools) == 18 + Fraction(38, 7) <= 24
