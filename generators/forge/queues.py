@@ -4,7 +4,8 @@ ResourceQuota ceilings and `forge queues` all read it.
 
 For project p, flavor f and resource r (capacity C = C[f][r], integers rounded down):
 - nominal   N = floor(C x share / 100), share = the project's `share_percent` in components.flyte,
-  or its override for that flavor (components.kueue.projects.<p>.flavor_shares.<f>);
+  or its override for that flavor, named by the flavor or by its MIG layout
+  (components.kueue.projects.<p>.flavor_shares.<flavor or layout>);
 - borrowing B = floor((C - N) x borrowing% / 100): of what the other projects hold, how much p
   may use while they leave it idle (100: all of it);
 - lending   L = floor(N x lending% / 100): how much of its own quota p lends while idle (it takes
@@ -18,7 +19,7 @@ from typing import Annotated, Iterable
 
 from pydantic import Field
 
-from forge.capacity import Capacity
+from forge.capacity import Capacity, Pool
 from forge.inventory.schema import Name, PositiveInt, Strict
 
 Percent = Annotated[int, Field(ge=0, le=100)]
@@ -34,7 +35,8 @@ class ProjectQueue(Strict):
     borrowing_limit_percent: Percent | None = None
     lending_limit_percent: Percent | None = None
     # Share of one flavor (GPU pool) instead of the project's share_percent: e.g. most MIG slices
-    # for the interactive project. Every flavor's shares must still add up to at most 100.
+    # for the interactive project. Keyed by the flavor, or by a MIG layout (every pool cut that
+    # way: stays valid when the GPU model changes). Every flavor's shares must add up to <= 100.
     flavor_shares: dict[Name, Percent] = {}
 
 
@@ -73,9 +75,15 @@ class ProjectQuotas:
         return sum(q[resource].reach for q in self.flavors.values() if resource in q)
 
 
-def share_of(project: str, share: int, flavor: str, settings: KueueSettings) -> int:
+def share_key(pool: Pool, shares: dict[str, int]) -> str | None:
+    """Which key of a flavor_shares block applies to `pool`: its flavor, else its MIG layout."""
+    return next((k for k in (pool.flavor, pool.mig_layout) if k is not None and k in shares), None)
+
+
+def share_of(project: str, share: int, pool: Pool, settings: KueueSettings) -> int:
     override = settings.projects.get(project)
-    return override.flavor_shares.get(flavor, share) if override else share
+    key = share_key(pool, override.flavor_shares) if override else None
+    return override.flavor_shares[key] if override and key else share
 
 
 def project_quotas(cap: Capacity, projects: Iterable[tuple[str, int]], settings: KueueSettings) -> list[ProjectQuotas]:
@@ -87,7 +95,7 @@ def project_quotas(cap: Capacity, projects: Iterable[tuple[str, int]], settings:
         lend = settings.lending_limit_percent if own.lending_limit_percent is None else own.lending_limit_percent
         flavors: dict[str, dict[str, Quota]] = {}
         for pool in cap.pools:
-            pct = share_of(project, share, pool.flavor, settings)
+            pct = share_of(project, share, pool, settings)
             flavors[pool.flavor] = {}
             for resource, amount in pool.resources.items():
                 nominal = amount * pct // 100

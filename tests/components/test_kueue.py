@@ -167,22 +167,23 @@ def test_values_match_the_chart_and_objects_the_crds(cluster):
 # ---- rejections (inventory) and cross-object checks (rendered output) ----------------------------------
 
 def test_rejects_flavor_shares_over_capacity():
-    text = edit(inventory_text("h200"), "research: {flavor_shares: {h200-141gb-all-1g: 40}}", "research: {flavor_shares: {h200-141gb-all-1g: 70}}")
-    p = only_problem(problems_of("h200", text), "components.kueue.projects.research.flavor_shares.h200-141gb-all-1g")
+    text = edit(inventory_text("h200"), "research: {flavor_shares: {all-1g: 40}}", "research: {flavor_shares: {all-1g: 70}}")
+    p = only_problem(problems_of("h200", text), "components.kueue.projects.research.flavor_shares.all-1g")
     assert p.message.startswith("nominal quotas of flavor 'h200-141gb-all-1g' exceed its capacity (cpu 496 > 384, memory 5324Gi > 4096Gi, "
                                 "nvidia.com/gpu 144 > 112, ")
     assert p.message.endswith("its shares add up to 130%")
-    assert p.line == line_of(text, "h200-141gb-all-1g: 70")
+    assert p.line == line_of(text, "all-1g: 70")
 
 
 def test_rejects_unknown_flavor_and_project():
-    text = edit(inventory_text("a100"), "research: {flavor_shares: {a100-80gb-half-1g: 40}}", "reserch: {flavor_shares: {a100-80gb-half-2g: 40}}")
+    text = edit(inventory_text("a100"), "research: {flavor_shares: {half-1g: 40}}", "reserch: {flavor_shares: {half-2g: 40}}")
     problems = problems_of("a100", text)
     p = only_problem(problems, "components.kueue.projects.reserch")
     assert p.message == "unknown Flyte project 'reserch' (expected one of: training, finetune, embeddings, research)"
     assert p.line == line_of(text, "reserch:")
-    p = only_problem(problems, "components.kueue.projects.reserch.flavor_shares.a100-80gb-half-2g")
-    assert p.message == "no GPU pool 'a100-80gb-half-2g' on this cluster (its pools: a100-80gb, a100-80gb-half-1g): drop or rename this share"
+    p = only_problem(problems, "components.kueue.projects.reserch.flavor_shares.half-2g")
+    assert p.message == ("no GPU pool nor MIG layout in use 'half-2g' on this cluster (pools: a100-80gb, a100-80gb-half-1g; "
+                         "layouts: half-1g): drop or rename this share")
 
 
 def test_rejects_a_workload_priority_class_without_priority_class():
@@ -225,3 +226,12 @@ def test_cross_object_checks_fire_on_broken_renders():
     assert "h200 / kueue / WorkloadPriorityClass/interactive / value / 1 differs from PriorityClass 'interactive' (50000)" in lines
     assert ("h200 / kueue / ResourceFlavor/h200-141gb / spec.topologyName / node h200-gpu-01 lacks the Topology's "
             "level label(s) forge.exa.ai/row") in lines
+
+
+def test_flavor_shares_by_flavor_name_or_by_mig_layout_agree():
+    by_layout = Kueue().facts(model("h200")).quotas
+    text = edit(inventory_text("h200"), "{flavor_shares: {all-1g:", "{flavor_shares: {h200-141gb-all-1g:", count=2)
+    by_flavor = Kueue().facts(model("h200", text)).quotas
+    assert by_flavor == by_layout
+    assert by_flavor[3].flavors["h200-141gb-all-1g"][GPU].nominal == 44  # research: 40 % of 112 slices
+    assert by_flavor[3].flavors["h200-141gb"][GPU].nominal == 12  # its share_percent (10 %) elsewhere

@@ -2,7 +2,7 @@
 
 - Kueue's queues are Flyte's projects: components.flyte must exist, and every project named under
   components.kueue.projects must be one of its projects;
-- every flavor named in a flavor_shares block is a GPU pool of the cluster;
+- every key of a flavor_shares block names a GPU pool (flavor) of the cluster or a MIG layout in use;
 - nominal quotas never exceed capacity: per flavor and resource, the projects' nominal quotas add
   up to at most what the pool has (reported at the overrides that push a flavor over; without
   overrides Flyte's check keeps the project shares within 100 %);
@@ -19,7 +19,7 @@ from forge.capacity import Capacity, capacity, quantity
 from forge.components.scheduling import priority_class_names
 from forge.errors import Problem
 from forge.model import LABEL_DOMAIN, derive
-from forge.queues import KueueSettings, project_quotas
+from forge.queues import KueueSettings, project_quotas, share_key, share_of
 
 FLYTE = "flyte"  # the component whose projects Kueue's queues are
 SCHEDULING = "scheduling"
@@ -61,10 +61,12 @@ def _capacity(loaded) -> Capacity | None:
 def _quotas(loaded, settings: KueueSettings, cap: Capacity, shares: dict) -> Iterator[Problem]:
     at = ("components", "kueue", "projects")
     flavors = [p.flavor for p in cap.pools]
+    layouts = sorted({p.mig_layout for p in cap.pools if p.mig_layout})
     for project, spec in settings.projects.items():
-        for flavor in spec.flavor_shares:
-            if flavor not in flavors:
-                yield loaded.problem(at + (project, "flavor_shares", flavor), f"no GPU pool '{flavor}' on this cluster (its pools: {', '.join(flavors)}): drop or rename this share")
+        for key in spec.flavor_shares:
+            if key not in flavors and key not in layouts:
+                yield loaded.problem(at + (project, "flavor_shares", key), f"no GPU pool nor MIG layout in use '{key}' on this cluster "
+                                     f"(pools: {', '.join(flavors)}; layouts: {', '.join(layouts) or 'none'}): drop or rename this share")
     valid = list(shares.items())
     quotas = project_quotas(cap, valid, settings)
     for pool in cap.pools:
@@ -72,14 +74,14 @@ def _quotas(loaded, settings: KueueSettings, cap: Capacity, shares: dict) -> Ite
         over = [o for o in over if o[1] > o[2]]
         if not over:
             continue
-        overrides = [p for p, spec in settings.projects.items() if pool.flavor in spec.flavor_shares]
+        overrides = [(p, key) for p, spec in settings.projects.items() if (key := share_key(pool, spec.flavor_shares))]
         if not overrides:
             continue  # Flyte's own check reports its project shares adding up to over 100 %
-        total = sum(settings.projects[p].flavor_shares.get(pool.flavor, s) if p in settings.projects else s for p, s in valid)
+        total = sum(share_of(p, s, pool, settings) for p, s in valid)
         detail = ", ".join(f"{r} {quantity(r, got)} > {quantity(r, n)}" for r, got, n in over)
         message = f"nominal quotas of flavor '{pool.flavor}' exceed its capacity ({detail}): its shares add up to {total}%"
-        for project in overrides:
-            yield loaded.problem(at + (project, "flavor_shares", pool.flavor), message)
+        for project, key in overrides:
+            yield loaded.problem(at + (project, "flavor_shares", key), message)
 
 
 def _racks(loaded) -> Iterator[Problem]:
