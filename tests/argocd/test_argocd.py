@@ -25,7 +25,7 @@ def test_app_project_allows_only_this_repo_the_pinned_charts_and_the_cluster():
     # charts, plus the git repositories of upstream kustomize bases (training-operator), at pinned tags
     remotes = {r.repo_url for c in components if (r := c.remote_base(cluster))}
     assert remotes == {"https://github.com/kubeflow/trainer.git"}
-    assert spec["sourceRepos"] == sorted({"https://github.com/exa-labs/forge.git"} | {pins[c.chart].repo for c in components if c.chart} | remotes)
+    assert spec["sourceRepos"] == sorted({"https://github.com/exa-labs/forge.git"} | {pins[c.chart].argocd_repo for c in components if c.chart} | remotes)
     assert "*" not in spec["sourceRepos"]
     assert {d["server"] for d in spec["destinations"]} == {"https://kubernetes.default.svc"}
     # each component's namespaces: its own, plus any its manifests name (Flyte's project namespaces)
