@@ -96,4 +96,9 @@ def test_exactly_one_node_feature_discovery_per_cluster():
 def test_crd_only_application_is_never_pruned_automatically():
     _, _, files = h200_bootstrap()
     assert files["application-prometheus-crds.yaml"]["spec"]["syncPolicy"]["automated"] == {"prune": False, "selfHeal": True}
-    assert files["application-gpu-operator.yaml"]["spec"]["syncPolicy"]["automated"] == {"prune": True, "selfHeal": True}
+    # Operators whose charts ship CRDs that values cannot annotate Prune=false never prune automatically either
+    # (forge.validate.cluster_policies); the rest keep pruning.
+    for name in ("gpu-operator", "network-operator", "node-feature-discovery", "kuberay-operator", "flyte"):
+        assert files[f"application-{name}.yaml"]["spec"]["syncPolicy"]["automated"] == {"prune": False, "selfHeal": True}, name
+    for name in ("training-operator", "prometheus", "loki", "alluxio", "alloy", "scheduling"):
+        assert files[f"application-{name}.yaml"]["spec"]["syncPolicy"]["automated"] == {"prune": True, "selfHeal": True}, name

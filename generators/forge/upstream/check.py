@@ -41,6 +41,8 @@ from forge.upstream.chart import load_chart
 from forge.upstream.hydrate import HYDRATED_DIR, Job, hydrated_file, jobs_for, load_hydrated
 from forge.upstream.reads import redundant_keys, unread_keys
 from forge.validate.crd import CrdSchemas
+from forge.emit import labels_for
+from forge.validate.cluster_policies import cluster_plugins
 from forge.validate.engine import Engine, Report, kube_schemas, policies, runtime_crds
 from forge.validate.failure import Failure
 from forge.validate.objects import object_id
@@ -87,11 +89,16 @@ def _check_cluster(root: Path, cluster: ClusterModel, jobs: list[Job], report: R
     engine = Engine(kube, [crds, runtime_crds(cluster, [j.component for j in jobs])], no_schema,
                     [policies({}, skip=_switched_off), lambda obj: namespace_problems(obj, project)])
     report.count(cluster.name, "objects", 0)
+    pins = chart_pins(root)
+    components = [j.component for j in jobs]
+    apps = {c.name: argocd.component_application(cluster, c, pins.get(c.chart or "")) for c in components}
+    cluster_checks = cluster_plugins({n: [o for o, _ in objs] for n, objs in loaded.items()}, apps, components,
+                                     labels_for(cluster.name))
     for job in jobs:
         rel = (HYDRATED_DIR / cluster.name / f"{job.component.name}.yaml").as_posix()
         items = ((obj, f"{rel}:{line} {object_id(obj)}") for obj, line in loaded[job.component.name])
         engine.check_component(report, cluster.name, job.component.name, items,
-                               [ValuesKeys(root, job), ExpectedObjects(job)])
+                               [ValuesKeys(root, job), ExpectedObjects(job), *cluster_checks])
 
 
 @dataclass
