@@ -70,8 +70,6 @@ class TrainingOperator(Component):
             Expected(*deployment, (*pod, "tolerations"), cluster.system_tolerations),
             Expected(*deployment, (*pod, "containers", f"name={DEPLOYMENT}", "image"), versions.image(IMAGE).ref),
             Expected("Namespace", NAMESPACE, ("metadata", "labels", "pod-security.kubernetes.io/enforce"), "baseline"),
-            *(Expected("CustomResourceDefinition", f"{kind}.kubeflow.org", ("metadata", "annotations", SYNC_OPTIONS), NO_PRUNE)
-              for kind in ("pytorchjobs", "mpijobs")),
         ]
 
 
