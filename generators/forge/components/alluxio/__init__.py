@@ -75,7 +75,7 @@ class Alluxio(Component):
     # but appear nowhere in values.yaml.
     declared_values = frozenset({"secrets", "properties", "jobMaster.env", "jobWorker.env"})
     priority_exception = (
-        "alluxio chart 0.6.54 has no priorityClassName value for any pod, and Argo CD renders the chart "
+        "the pinned alluxio chart has no priorityClassName value for any pod, and Argo CD renders the chart "
         "itself (no kustomize patch reaches chart objects without --enable-helm in argocd-cm, which this "
         "repo does not manage): masters, workers and proxies run at the global default class")
     # Set on purpose although the chart's defaults match: the image the mount Job uses too, and

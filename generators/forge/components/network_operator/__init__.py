@@ -99,7 +99,7 @@ class NetworkOperator(Component):
     )
     Settings = Settings
     priority_exception = (
-        "network-operator chart 26.4.1 has no priorityClassName value for the operator's or the maintenance "
+        "the pinned network-operator chart has no priorityClassName value for the operator's or the maintenance "
         "operator's Deployment (the DaemonSets the operator creates are not in Git); Argo CD renders the chart "
         "itself, so no patch reaches them")
     # Only Argo CD's automated pruning is off: the chart's CRDs (NicClusterPolicy, the maintenance
