@@ -4,6 +4,7 @@ set that violates it, on the same set fixed, and on what the repo ships."""
 from __future__ import annotations
 
 import copy
+from types import SimpleNamespace
 from pathlib import Path
 
 import pytest
@@ -199,3 +200,13 @@ def test_priority_exceptions_are_reviewed_and_reasoned():
     excepted = {c.name: c.priority_exception for c in COMPONENTS if c.priority_exception}
     assert set(excepted) == {"alluxio", "network-operator"}
     assert all("no priorityClassName value" in reason for reason in excepted.values())
+
+
+def test_workload_classes_count_from_components_not_selected():
+    """`forge validate --hydrated --component X` still knows the classes scheduling ships."""
+    components = [SimpleNamespace(name="prometheus", namespace="monitoring", priority_exception="")]
+    [floor_plugin, _] = cluster_plugins({"prometheus": [], "": CLASSES}, {}, components, OURS)
+    pod = workload("Deployment", "grafana", "monitoring", "default-training")
+    assert "(highest 100000)" in run(floor_plugin, "prometheus", [pod]).failures[0].reason
+    [floor_plugin, _] = cluster_plugins({"prometheus": []}, {}, components, OURS)
+    assert "neither a system class nor one the cluster defines" in run(floor_plugin, "prometheus", [pod]).failures[0].reason

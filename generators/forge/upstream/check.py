@@ -77,8 +77,10 @@ def _check_cluster(root: Path, cluster: ClusterModel, jobs: list[Job], report: R
         loaded[job.component.name] = load_hydrated(path)
     crds = CrdSchemas()
     crds.add_objects(obj for objs in loaded.values() for obj, _ in objs)
-    for path in others:  # components not selected: their CRDs only
-        crds.add_objects(obj for obj, _ in load_hydrated(path) if obj.get("kind") == "CustomResourceDefinition")
+    unselected: list[dict[str, Any]] = []  # components not selected: their CRDs and PriorityClasses only
+    for path in others:
+        unselected += [obj for obj, _ in load_hydrated(path) if obj.get("kind") in ("CustomResourceDefinition", "PriorityClass")]
+    crds.add_objects(obj for obj in unselected if obj.get("kind") == "CustomResourceDefinition")
     kube = kube_schemas(cluster.kubernetes_version)
     project = argocd.app_project(cluster, [j.component for j in jobs], chart_pins(root))
 
@@ -92,8 +94,9 @@ def _check_cluster(root: Path, cluster: ClusterModel, jobs: list[Job], report: R
     pins = chart_pins(root)
     components = [j.component for j in jobs]
     apps = {c.name: argocd.component_application(cluster, c, pins.get(c.chart or "")) for c in components}
-    cluster_checks = cluster_plugins({n: [o for o, _ in objs] for n, objs in loaded.items()}, apps, components,
-                                     labels_for(cluster.name))
+    # The workload classes come from every component's output, selected or not (scheduling's).
+    everything = {**{n: [o for o, _ in objs] for n, objs in loaded.items()}, "": unselected}
+    cluster_checks = cluster_plugins(everything, apps, components, labels_for(cluster.name))
     for job in jobs:
         rel = (HYDRATED_DIR / cluster.name / f"{job.component.name}.yaml").as_posix()
         items = ((obj, f"{rel}:{line} {object_id(obj)}") for obj, line in loaded[job.component.name])
