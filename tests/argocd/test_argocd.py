@@ -115,6 +115,11 @@ IGNORED = {
         {"group": "admissionregistration.k8s.io", "kind": "ValidatingWebhookConfiguration",
          "name": "prometheus-kube-prometheus-admission", "jqPathExpressions": PROMETHEUS_WEBHOOK_FIELDS},
     ],
+    # ESO's cert-controller writes (and renews) the CA of both of its ValidatingWebhookConfigurations
+    "external-secrets": [
+        {"group": "admissionregistration.k8s.io", "kind": "ValidatingWebhookConfiguration",
+         "jqPathExpressions": [".webhooks[]?.clientConfig.caBundle"]},
+    ],
     # the training-operator writes its own serving certificate and the webhook's CA
     "training-operator": [
         {"group": "", "kind": "Secret", "name": "training-operator-webhook-cert", "namespace": "kubeflow", "jsonPointers": ["/data"]},
@@ -130,7 +135,7 @@ def test_applications_ignore_exactly_the_fields_hooks_and_controllers_rewrite():
     a controller rewrites; their Applications ignore nothing."""
     _, components, files = h200_bootstrap()
     assert {"gpu-operator", "network-operator", "node-feature-discovery", "kuberay-operator", "loki", "alluxio",
-            "flyte", "prometheus", "training-operator"} <= {c.name for c in components}
+            "flyte", "prometheus", "training-operator", "external-secrets"} <= {c.name for c in components}
     for component in components:
         spec = files[f"application-{component.name}.yaml"]["spec"]
         want = IGNORED.get(component.name)
