@@ -147,6 +147,16 @@ def _patched(obj: dict, patches) -> dict:
     return out
 
 
+def _annotated(obj: dict, component, model) -> dict:
+    """A chart that annotates its CRDs from values (external-secrets' `crds.annotations`), as it renders them."""
+    extra = ((component.values(model) or {}).get("crds") or {}).get("annotations")
+    if not extra:
+        return obj
+    out = copy.deepcopy(obj)
+    out["metadata"].setdefault("annotations", {}).update(extra)
+    return out
+
+
 @needs_upstream
 @pytest.mark.parametrize("cluster", CLUSTERS)
 def test_every_crd_the_charts_and_sources_ship_sits_where_nothing_prunes_it(cluster, upstream: Path):
@@ -158,8 +168,8 @@ def test_every_crd_the_charts_and_sources_ship_sits_where_nothing_prunes_it(clus
     files = bootstrap_objects(model, components, pins)
     apps = {c.name: files[f"application-{c.name}.yaml"] for c in components}
     raw = {c.name: _upstream_crds(upstream, c, model, pins) for c in components}
-    shipped = {c.name: [_patched(o, c.remote_base(model).patches) if c.remote_base(model) else o for o in raw[c.name]]
-               for c in components}
+    shipped = {c.name: [_annotated(_patched(o, c.remote_base(model).patches) if c.remote_base(model) else o, c, model)
+                        for o in raw[c.name]] for c in components}
     assert sum(len(v) for v in shipped.values()) > 30
     report = Report()
     for name, objs in shipped.items():
@@ -172,7 +182,8 @@ def test_every_crd_the_charts_and_sources_ship_sits_where_nothing_prunes_it(clus
     report = Report()
     for name, objs in raw.items():
         CrdPrune(before)(report, cluster, name, objs)
-    want = {"gpu-operator", "node-feature-discovery", "kuberay-operator", "training-operator", "prometheus-crds", "flyte"}
+    want = {"gpu-operator", "node-feature-discovery", "kuberay-operator", "training-operator", "prometheus-crds", "flyte",
+            "external-secrets"}
     assert want | ({"network-operator"} if "network-operator" in apps else set()) == {f.component for f in report.failures}
 
 
