@@ -92,6 +92,8 @@ def test_first_mellanox_nic_brings_the_network_operator_and_its_driver(repo, kus
         ("argocd", "changed", "AppProject argocd/forge-a100 (argoproj.io)"),
         ("argocd", "added", "Application argocd/a100-network-operator (argoproj.io)"),
         ("network-operator", "added", "Helm values of network-operator"),
+        # the Maintenance Operator's limits: DOCA/OFED upgrades share the GPU driver upgrades' knob
+        ("network-operator", "added", "MaintenanceOperatorConfig nvidia-network-operator/default (maintenance.nvidia.com)"),
         ("network-operator", "added", "Namespace nvidia-network-operator"),
         ("network-operator", "added", "NicClusterPolicy nic-cluster-policy (mellanox.com)"),
     ]

@@ -76,6 +76,9 @@ def test_validate_reports_one_line_per_failure(repo_inputs: Path, upstream: Path
     fails = sorted(line for line in result.output.splitlines() if line.startswith("FAIL "))
     assert fails == [
         "FAIL h200 / gpu-operator / Pod/gpu-operator/debug / spec.containers[0].image / image 'busybox:latest' uses the 'latest' tag",
+        "FAIL h200 / gpu-operator / Pod/gpu-operator/debug / spec.priorityClassName / no priorityClassName in infrastructure "
+        "namespace 'gpu-operator': its pods get the global default class, pre-emptible by workload classes up to "
+        "urgent-finetune (100000); name system-cluster-critical or system-node-critical",
         "FAIL h200 / gpu-operator / Secret/gpu-operator/s3 / data / Secret carries credentials in Git; reference them (e.g. ExternalSecret) instead",
         "FAIL h200 / gpu-operator / overlays/h200/gpu-operator/values.yaml / mig.stratgey / unknown key 'stratgey' (did you mean 'strategy'? chart default has: strategy)",
         "FAIL h200 / node-feature-discovery / NodeFeatureRule/forge-node-h200-gpu-01 / spec.rules[0].matchFeaturez / unknown field",

@@ -174,6 +174,9 @@ class Component:
     Settings: ClassVar[type[BaseModel]] = NoSettings
     # Argo CD ignoreDifferences entries: fields a controller owns at runtime (webhook certificates).
     ignore_differences: ClassVar[tuple[dict[str, Any], ...]] = ()
+    # Why the pods its chart renders cannot name a PriorityClass above every workload class (no
+    # values key for it), or "" (forge.validate.cluster_policies checks them).
+    priority_exception: ClassVar[str] = ""
 
     def enabled(self, cluster: ClusterModel) -> bool:
         return True

@@ -7,10 +7,18 @@ from typing import Any
 import yaml
 
 from forge.components.base import WAVE_GPU, Component, Expected
+from forge.components.driver_upgrades import UpgradeSettings, chart_upgrade_policy, upgrade_policy
+from forge.inventory.schema import Strict
 from forge.model import MIG_DISABLED, ClusterModel
 from forge.observability.metrics import DCGM_CONFIG_NAME, NODE_RELABELING, dcgm_metrics_csv
 
 MIG_CONFIG_NAME = "forge-mig-parted-config"
+
+
+class Settings(Strict):
+    # Driver upgrades: one node at a time by default, drained after its training pods finish
+    # (forge.components.driver_upgrades; the Network Operator's NIC driver upgrades use the same knob).
+    upgrade: UpgradeSettings = UpgradeSettings()
 
 
 @dataclass(frozen=True)
@@ -42,7 +50,14 @@ class GpuOperator(Component):
     # The chart documents these only in comments under migManager.config (values.yaml of v26.7.0).
     declared_values = frozenset({"migManager.config.name", "migManager.config.create", "migManager.config.data",
                                  "dcgmExporter.config.name", "dcgmExporter.config.create", "dcgmExporter.config.data"})
-    inventory_values = frozenset({"driver.version", "driver.rdma.enabled", "mig.strategy", "daemonsets.tolerations"})
+    inventory_values = frozenset({"driver.version", "driver.rdma.enabled", "mig.strategy", "daemonsets.tolerations",
+                                  *(f"driver.upgradePolicy.{key}" for key in ("autoUpgrade", "maxParallelUpgrades",
+                                    "gpuPodDeletion.force", "drain.force", "drain.podSelector"))})
+    Settings = Settings
+    # Only Argo CD's automated pruning is off (see forge.validate.cluster_policies): the chart's CRDs
+    # (ClusterPolicy, NVIDIADriver) cannot be annotated Prune=false from values, and a chart release
+    # that dropped one would delete the cluster's ClusterPolicy and with it every GPU operand.
+    prune = False
 
     def enabled(self, cluster: ClusterModel) -> bool:
         return bool(cluster.gpu_nodes)
@@ -62,6 +77,8 @@ class GpuOperator(Component):
                 # compute-role NICs that can do it. Its DOCA/OFED driver is the Network Operator's
                 # container when that component deploys one, else the host's.
                 "rdma": {"enabled": cluster.gpudirect_rdma, "useHostMofed": cluster.gpudirect_rdma and not cluster.ofed_driver},
+                # A version bump in Git reloads drivers node by node, never under a training job.
+                "upgradePolicy": chart_upgrade_policy(self.settings(cluster).upgrade),
             },
             "mig": {"strategy": cluster.mig_strategy},
             "migManager": {
@@ -88,6 +105,8 @@ class GpuOperator(Component):
             Expected(*policy, "spec.driver.version", cluster.driver_version),
             Expected(*policy, "spec.driver.rdma.enabled", cluster.gpudirect_rdma),
             Expected(*policy, "spec.driver.rdma.useHostMofed", False),
+            *(Expected(*policy, f"spec.driver.upgradePolicy.{key}", value)
+              for key, value in upgrade_policy(self.settings(cluster).upgrade).items()),
             Expected(*policy, "spec.mig.strategy", cluster.mig_strategy),
             Expected(*policy, "spec.migManager.config.name", MIG_CONFIG_NAME),
             Expected(*policy, "spec.migManager.config.default", MIG_DISABLED),

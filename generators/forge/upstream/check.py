@@ -36,6 +36,7 @@ from ruamel.yaml import YAML
 from forge import argocd
 from forge.versions import chart_pins
 from forge.components.base import Contains, Expected
+from forge.emit import labels_for
 from forge.errors import ForgeError
 from forge.fleet import load_fleet
 from forge.model import ClusterModel
@@ -43,6 +44,7 @@ from forge.upstream.chart import load_chart
 from forge.upstream.hydrate import HYDRATED_DIR, Job, hydrated_file, jobs_for, load_hydrated
 from forge.upstream.reads import redundant_keys, unread_keys
 from forge.validate.cluster_checks import admission_failures
+from forge.validate.cluster_policies import cluster_plugins
 from forge.validate.crd import CrdSchemas
 from forge.validate.engine import Engine, Report, kube_schemas, missing_runtime_data, policies, runtime_crds, runtime_kinds
 from forge.validate.failure import Failure
@@ -81,8 +83,10 @@ def _check_cluster(root: Path, cluster: ClusterModel, jobs: list[Job], report: R
         loaded[job.component.name] = load_hydrated(path)
     crds = CrdSchemas()
     crds.add_objects(obj for objs in loaded.values() for obj, _ in objs)
-    for path in others:  # components not selected: their CRDs only
-        crds.add_objects(obj for obj, _ in load_hydrated(path) if obj.get("kind") == "CustomResourceDefinition")
+    unselected: list[dict[str, Any]] = []  # components not selected: their CRDs and PriorityClasses only
+    for path in others:
+        unselected += [obj for obj, _ in load_hydrated(path) if obj.get("kind") in ("CustomResourceDefinition", "PriorityClass")]
+    crds.add_objects(obj for obj in unselected if obj.get("kind") == "CustomResourceDefinition")
     kube = kube_schemas(cluster.kubernetes_version)
     project = argocd.app_project(cluster, [j.component for j in jobs], chart_pins(root))
 
@@ -98,11 +102,17 @@ def _check_cluster(root: Path, cluster: ClusterModel, jobs: list[Job], report: R
     engine = Engine(kube, [crds, runtime_crds(components, upstream)], no_schema,
                     [policies({}, skip=_switched_off), lambda obj: namespace_problems(obj, project)])
     report.count(cluster.name, "objects", 0)
+    pins = chart_pins(root)
+    components = [j.component for j in jobs]
+    apps = {c.name: argocd.component_application(cluster, c, pins.get(c.chart or "")) for c in components}
+    # The workload classes come from every component's output, selected or not (scheduling's).
+    everything = {**{n: [o for o, _ in objs] for n, objs in loaded.items()}, "": unselected}
+    cluster_checks = cluster_plugins(everything, apps, components, labels_for(cluster.name))
     for job in jobs:
         rel = (HYDRATED_DIR / cluster.name / f"{job.component.name}.yaml").as_posix()
         items = ((obj, f"{rel}:{line} {object_id(obj)}") for obj, line in loaded[job.component.name])
         engine.check_component(report, cluster.name, job.component.name, items,
-                               [ValuesKeys(root, job), ExpectedObjects(job)])
+                               [ValuesKeys(root, job), ExpectedObjects(job), *cluster_checks])
     # Pod Security and Secret references over the whole hydrated cluster (forge.validate.admission)
     at = {(name, object_id(o)): f"{(HYDRATED_DIR / cluster.name / f'{name}.yaml').as_posix()}:{line}"
           for name, objs in loaded.items() for o, line in objs}

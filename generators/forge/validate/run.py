@@ -14,6 +14,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from forge.argocd import app_name
 from forge.versions import chart_pins
 from forge.components import COMPONENTS, Component
 from forge.emit import labels_for
@@ -24,6 +25,7 @@ from forge.paths import OVERLAYS_DIR, RENDERED_DIR
 from forge.validate.cluster_checks import admission_failures
 from forge.validate.crd import CrdSchemas
 from forge.validate.crd_index import LazyCrdFolder
+from forge.validate.cluster_policies import cluster_plugins
 from forge.validate.engine import Engine, Report, kube_schemas, missing_runtime_data, policies, runtime_crds
 from forge.validate.failure import Failure
 from forge.validate.objects import load_yaml_stream, object_id
@@ -86,8 +88,12 @@ def validate_cluster(cluster: ClusterModel, components: list[Component], objects
 
     engine = Engine(kube_schemas(cluster.kubernetes_version), [rendered_crds, base_crds, runtime_crds(components, upstream)],
                     no_schema, [policies(labels_for(cluster.name))])
+    # The Applications as rendered from the bootstrap: what Argo CD will be told to prune.
+    apps = {o["metadata"]["name"]: o for o in objects.get("argocd", []) if o.get("kind") == "Application"}
+    plugins = cluster_plugins(objects, {c.name: apps.get(app_name(cluster, c.name)) for c in components}, components,
+                              labels_for(cluster.name))
     for component, objs in objects.items():
-        engine.check_component(report, cluster.name, component, ((obj, object_id(obj)) for obj in objs))
+        engine.check_component(report, cluster.name, component, ((obj, object_id(obj)) for obj in objs), plugins)
     report.failures += queue_failures(cluster, objects)  # Kueue's objects hold only together
 
 

@@ -27,7 +27,8 @@ Layout, all from the inventory:
 - Services we add: `alluxio-s3` (the S3 endpoint), and headless metrics Services for scraping.
 
 Chart 0.6.54 cannot set a priorityClassName, affinity or topology spread: hence the host-network
-trick for masters, and the workers run at the default priority (see the report / README).
+trick for masters, and masters, workers and proxies run at the global default class (a reviewed
+priority exception: `Alluxio.priority_exception`).
 """
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ from forge.components.alluxio.layout import (GIB, READ_POLICIES, ROOT_UFS, WRITE
                                              AlluxioSettings, Journal, MemoryTier, SsdDir, TierLayout, memory_tier_gib,
                                              ssd_quota_gib, tier_layout, tier_levels, tier_options)
 from forge.components.base import WAVE_STORAGE, Component, Contains, Expected, Scrape
+from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL
 from forge.model import NVME_LABEL, ClusterModel
 from forge import versions
 from forge.secrets import SecretUse
@@ -73,6 +75,10 @@ class Alluxio(Component):
     # jobWorker.env are read by the templates (master/statefulset.yaml, worker/daemonset.yaml)
     # but appear nowhere in values.yaml.
     declared_values = frozenset({"secrets", "properties", "jobMaster.env", "jobWorker.env"})
+    priority_exception = (
+        "the pinned alluxio chart has no priorityClassName value for any pod, and Argo CD renders the chart "
+        "itself (no kustomize patch reaches chart objects without --enable-helm in argocd-cm, which this "
+        "repo does not manage): masters, workers and proxies run at the global default class")
     # Set on purpose although the chart's defaults match: the image the mount Job uses too, and
     # the journal on a PVC (what journal.storageClass and journal.size mean).
     inventory_values = frozenset({"image", "imageTag", "journal.volumeType"})
@@ -303,6 +309,7 @@ def mount_job(cluster: ClusterModel, buckets: list[str]) -> dict[str, Any]:
             "template": {
                 "spec": {
                     "restartPolicy": "OnFailure",
+                    "priorityClassName": SYSTEM_CLUSTER_CRITICAL,
                     "nodeSelector": cluster.system_node_selector,
                     "tolerations": cluster.system_tolerations,
                     "containers": [{

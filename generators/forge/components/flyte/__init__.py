@@ -70,6 +70,10 @@ class Flyte(Component):
     chart = "flyte-binary"
     release_name = RELEASE
     server_side_apply = True  # the FlyteWorkflow CRD (configuration.propeller.createCRDs: false) is large
+    # Only Argo CD's automated pruning is off: the chart's FlyteWorkflow CRD cannot be annotated
+    # Prune=false from values (commonAnnotations would annotate every object), and deleting it deletes
+    # every running workflow (see forge.validate.cluster_policies).
+    prune = False
     cluster_kinds = (
         ("apiextensions.k8s.io", "CustomResourceDefinition"),
         ("rbac.authorization.k8s.io", "ClusterRole"),

@@ -29,6 +29,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from forge.components.base import WAVE_NETWORK, Component, RuntimeCrds, custom_resource
+from forge.components.driver_upgrades import gpu_upgrade_settings, maintenance_operator_config, upgrade_policy
 from forge.inventory.schema import Name
 from forge.components.network_operator import nvipam
 from forge.components.network_operator.ipoib import INFINIBAND, ipoib_network, ipoib_rails, nccl_env
@@ -102,6 +103,13 @@ class NetworkOperator(Component):
         ("mellanox.com", "IPoIBNetwork"),
     )
     Settings = Settings
+    priority_exception = (
+        "the pinned network-operator chart has no priorityClassName value for the operator's or the maintenance "
+        "operator's Deployment (the DaemonSets the operator creates are not in Git); Argo CD renders the chart "
+        "itself, so no patch reaches them")
+    # Only Argo CD's automated pruning is off: the chart's CRDs (NicClusterPolicy, the maintenance
+    # operator's) cannot be annotated Prune=false from values (see forge.validate.cluster_policies).
+    prune = False
 
     def enabled(self, cluster: ClusterModel) -> bool:
         return cluster.ofed_driver or bool(cluster.rdma_resources)
@@ -122,13 +130,20 @@ class NetworkOperator(Component):
             # network-class PCI devices by vendor (pci-15b3.present), so no rules from here either.
             "nfd": {"enabled": False, "deployNodeFeatureRules": False},
             "sriovNetworkOperator": {"enabled": False},  # shared RDMA + macvlan/IPoIB, no SR-IOV VFs
-            "maintenanceOperator": {"enabled": False},  # driver upgrades drain through upgradePolicy
-            "operator": {"nodeSelector": cluster.system_node_selector, "tolerations": cluster.system_tolerations},
+            **maintenance_values(cluster),
+            "operator": {
+                "nodeSelector": cluster.system_node_selector, "tolerations": cluster.system_tolerations,
+                # DOCA/OFED upgrades ask the Maintenance Operator for the node (NodeMaintenance), so
+                # they count against the same limit as GPU driver upgrades (driver_upgrades).
+                **({"maintenanceOperator": {"useRequestor": True}} if cluster.ofed_driver else {}),
+            },
         }
 
     def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
         settings: Settings = self.settings(cluster)
         objs = [custom_resource(nic_cluster_policy(cluster, settings, self.facts(cluster)))]
+        if cluster.ofed_driver:
+            objs.append(custom_resource(maintenance_operator_config(gpu_upgrade_settings(cluster), NAMESPACE)))
         for rail in cluster.rails:
             network = ipoib_network(rail, settings.network_namespace) if rail.link_type == INFINIBAND else macvlan_network(rail, settings)
             objs.append(custom_resource(network))
@@ -143,11 +158,30 @@ class NetworkOperator(Component):
         return [example_script(), example_pytorchjob(cluster, self.settings(cluster), nodes[0])]
 
 
+def maintenance_values(cluster: ClusterModel) -> dict[str, Any]:
+    """The NVIDIA Maintenance Operator (subchart) when the DOCA/OFED driver runs: it grants the
+    driver upgrades' NodeMaintenance requests within the MaintenanceOperatorConfig's limits."""
+    if not cluster.ofed_driver:
+        return {"maintenanceOperator": {"enabled": False}}
+    return {
+        "maintenanceOperator": {"enabled": True},
+        "maintenance-operator-chart": {"operator": {
+            "nodeSelector": cluster.system_node_selector, "tolerations": cluster.system_tolerations,
+            # Its webhook only validates NodeMaintenance objects, which only the Network Operator's
+            # upgrade controller creates; serving it needs cert-manager (not in these clusters) or a
+            # certificate Secret made by hand. Off, as the parent chart's default, said on purpose.
+            "admissionController": {"enable": False},
+        }},
+    }
+
+
 # ---- NicClusterPolicy ---------------------------------------------------------------------------
 
-def max_parallel_upgrades(nodes: int, percent: int) -> int:
-    """Driver upgrades at once: percent of the driver's nodes, rounded down, at least one."""
-    return max(1, math.floor(nodes * percent / 100))
+def max_parallel_upgrades(nodes: int, percent: int, limit: int | None = None) -> int:
+    """Driver upgrades at once: percent of the driver's nodes, rounded down, at least one, and
+    never more than `limit` (the GPU nodes a driver upgrade may take out at once)."""
+    count = max(1, math.floor(nodes * percent / 100))
+    return min(count, limit) if limit else count
 
 
 def rdma_plugin_config(cluster: ClusterModel) -> PluginConfig:
@@ -190,7 +224,10 @@ def nic_cluster_policy(cluster: ClusterModel, settings: Settings, facts: Network
             **_image("ofedDriver"),
             "upgradePolicy": {
                 "autoUpgrade": True,
-                "maxParallelUpgrades": max_parallel_upgrades(len(cluster.ofed_nodes), settings.upgrade_max_unavailable_percent),
+                "maxParallelUpgrades": max_parallel_upgrades(len(cluster.ofed_nodes), settings.upgrade_max_unavailable_percent,
+                                                             gpu_upgrade_settings(cluster).max_parallel),
+                # Training pods on the node finish first, as for GPU driver upgrades (driver_upgrades).
+                "waitForCompletion": upgrade_policy(gpu_upgrade_settings(cluster))["waitForCompletion"],
                 "drain": {
                     "enable": True,
                     "force": False,  # a pod no controller owns blocks the drain rather than being lost
