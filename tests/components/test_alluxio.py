@@ -253,3 +253,28 @@ def test_rejects_a_memory_fraction_over_half():
     p = only_problem(problems_of("h200", text), "components.alluxio.memory_tier.fraction")
     assert p.message == "input should be less than or equal to 0.5"
     assert p.line == line_of(text, "fraction: 0.6")
+
+
+@pytest.mark.parametrize("given, meant", [("sync", "CACHE_THROUGH"), ("async", "ASYNC_THROUGH"),
+                                          ("Async", "ASYNC_THROUGH"), ("cache_through", "CACHE_THROUGH")])
+def test_rejects_the_other_write_policy_spelling_and_names_the_right_one(given, meant):
+    # One vocabulary (Alluxio's write types) in schema, README and errors.
+    text = edit(inventory_text("h200"), "write_policy: CACHE_THROUGH", f"write_policy: {given}")
+    p = only_problem(problems_of("h200", text), "components.alluxio.write_policy")
+    assert (p.file, p.line) == (inventory_file("h200"), line_of(text, f"write_policy: {given}"))
+    assert p.message == (f"write_policy '{given}': write policies use Alluxio's write types; did you mean {meant}? "
+                         "(expected one of: CACHE_THROUGH, ASYNC_THROUGH)")
+
+
+def test_readme_and_schema_name_the_same_write_policies():
+    from typing import get_args
+
+    from tests.helpers import REPO
+    readme = (REPO / "README.md").read_text()
+    section = readme[readme.index("### alluxio"):]
+    section = section[:section.index("\n### ", 5)]
+    literal = get_args(AlluxioSettings.model_fields["write_policy"].annotation)
+    assert set(literal) == set(WRITE_POLICY_PROPERTIES) == {"CACHE_THROUGH", "ASYNC_THROUGH"}
+    for policy in literal:
+        assert f"`{policy}`" in section
+    assert "`sync` ->" not in section and "sync|async" not in section

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, BeforeValidator, Field
 
 from forge.inventory.schema import Name, PositiveInt, Strict
 from forge.model import ClusterModel
@@ -29,11 +29,26 @@ WRITE_POLICY_PROPERTIES: dict[str, dict[str, str]] = {
     },
 }
 READ_POLICIES = ("CACHE", "CACHE_PROMOTE", "NO_CACHE")
+# One vocabulary for the write policy, in the inventory, the README and the errors: Alluxio's own
+# write types, the words its documentation, properties and logs use. The informal names (the seed
+# document's "sync"/"async") are refused with the write type they mean.
+WRITE_POLICY_ALIASES = {"sync": "CACHE_THROUGH", "async": "ASYNC_THROUGH"}
 
 
 def _reserve(value: float) -> float:
     if not 0 <= value <= 0.9:
         raise ValueError(f"ssd_reserve {value} is outside 0-0.9: it is the fraction of each NVMe device kept free")
+    return value
+
+
+def _write_policy(value: object) -> object:
+    if not isinstance(value, str) or value in WRITE_POLICY_PROPERTIES:
+        return value
+    word = value.strip()
+    meant = WRITE_POLICY_ALIASES.get(word.lower()) or (word.upper() if word.upper() in WRITE_POLICY_PROPERTIES else None)
+    if meant:
+        raise ValueError(f"write_policy '{value}': write policies use Alluxio's write types; did you mean {meant}? "
+                         f"(expected one of: {', '.join(WRITE_POLICY_PROPERTIES)})")
     return value
 
 
@@ -55,7 +70,7 @@ class Journal(Strict):
 
 class AlluxioSettings(Strict):
     buckets: Annotated[list[Name], Field(min_length=1)]  # keys of cluster.s3.buckets
-    write_policy: Literal["CACHE_THROUGH", "ASYNC_THROUGH"]
+    write_policy: Annotated[Literal["CACHE_THROUGH", "ASYNC_THROUGH"], BeforeValidator(_write_policy)]
     read_policy: Literal["CACHE", "CACHE_PROMOTE", "NO_CACHE"] = "CACHE"
     ssd_reserve: Annotated[float, AfterValidator(_reserve)]
     memory_tier: MemoryTier
