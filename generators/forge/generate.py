@@ -9,6 +9,7 @@ from pathlib import Path
 
 from forge import argocd, emit
 from forge.components import Component
+from forge.components.base import extra_values_file
 from forge.errors import ForgeError
 from forge.fleet import Fleet, load_fleet
 from forge.model import ClusterModel
@@ -54,6 +55,8 @@ def _component_files(root: Path, tree: Tree, cluster: ClusterModel, component: C
     values = component.values(cluster)
     if values is not None:
         tree.add(folder / "values.yaml", emit.yaml_file(generator, cluster.source, [values]))
+    for release, extra in component.extra_releases(cluster).items():
+        tree.add(folder / extra_values_file(release), emit.yaml_file(generator, cluster.source, [extra]))
     resources = [Path("../../..", base).as_posix()]
     for obj in component.manifests(cluster):
         meta = obj["metadata"]

@@ -188,6 +188,12 @@ class Component:
     def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
         return []
 
+    def extra_releases(self, cluster: ClusterModel) -> dict[str, dict[str, Any]]:
+        """More releases of the component's pinned chart, release name -> values: each one more
+        chart source of the same Application (Argo CD renders each with its own values file,
+        `values-<release>.yaml` beside `values.yaml`). Alluxio's worker pools use it."""
+        return {}
+
     def runtime_crds(self, cluster: ClusterModel) -> list[dict[str, Any]]:
         """CRDs of kinds `manifests()` uses that the component's operator installs itself at run
         time (so neither the chart nor the upstream data has them), as forge describes them.
@@ -212,6 +218,11 @@ class Component:
     @property
     def module(self) -> str:
         return type(self).__module__
+
+
+def extra_values_file(release: str) -> str:
+    """The values file of one more release of a component's chart (Component.extra_releases)."""
+    return f"values-{release}.yaml"
 
 
 def custom_resource(obj: dict[str, Any]) -> dict[str, Any]:

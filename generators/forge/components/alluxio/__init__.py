@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from forge.components.alluxio import layout
+from forge.components.alluxio import layout, pools
 from forge.components.alluxio.layout import (GIB, READ_POLICIES, ROOT_UFS, WRITE_POLICY_PROPERTIES, AlluxioFacts,  # noqa: F401 (re-exported)
                                              AlluxioSettings, Journal, MemoryTier, SsdDir, TierLayout, memory_tier_gib,
                                              ssd_quota_gib, tier_layout, tier_levels, tier_options)
@@ -105,16 +105,6 @@ class Alluxio(Component):
                 if outer:
                     yield loaded.problem(("profiles", name, "nvme", j, "mount"),
                                          f"NVMe mount '{mount}' lies inside mount '{outer}': the cache would count that space twice")
-        if nvme_profiles:
-            first_name, first = nvme_profiles[0]
-            want = [d.mount for d in first.nvme]
-            for name, profile in nvme_profiles[1:]:
-                have = [d.mount for d in profile.nvme]
-                if have != want:
-                    yield loaded.problem(("profiles", name, "nvme"),
-                                         f"NVMe mounts {have} differ from profile '{first_name}' ({want}): the Alluxio workers "
-                                         "are one DaemonSet with one tier layout, so every NVMe profile needs the same mount paths")
-
         control_plane = [(i, n) for i, n in enumerate(inv.nodes) if "control-plane" in n.roles]
         if settings.masters > len(control_plane):
             yield loaded.problem(at + ("masters",), f"{settings.masters} masters need as many control-plane nodes (one master each); the inventory has {len(control_plane)}")
@@ -129,15 +119,14 @@ class Alluxio(Component):
     # ---- output -----------------------------------------------------------------------------
 
     def derive_facts(self, cluster: ClusterModel) -> AlluxioFacts:
-        return layout.derive_facts(cluster, self.settings(cluster))
+        return layout.derive_facts(cluster, self.settings(cluster), RELEASE)
 
     def values(self, cluster: ClusterModel) -> dict[str, Any]:
         settings: AlluxioSettings = self.settings(cluster)
         facts: AlluxioFacts = self.facts(cluster)
         s3 = cluster.settings.s3
-        worker_bytes = facts.layout.memory_bytes + WORKER_JVM_GIB * GIB
         aws_env = {"AWS_CREDENTIAL_PROFILES_FILE": CREDENTIALS_FILE}
-        workers_where = {"nodeSelector": {NVME_LABEL: "true"}, "tolerations": cluster.nvme_tolerations}
+        proxies_where = {"nodeSelector": {NVME_LABEL: "true"}, "tolerations": cluster.nvme_tolerations}
         return {
             "image": versions.image(IMAGE).repository,
             "imageTag": versions.image(IMAGE).tag,
@@ -162,22 +151,23 @@ class Alluxio(Component):
                 "storageClass": settings.journal.storage_class,
                 "size": f"{settings.journal.size_gib}Gi",
             },
-            "worker": {
-                **workers_where,
-                "env": aws_env,
-                "jvmOptions": WORKER_JVM_OPTIONS,
-                # Bytes: the chart also hands the request to Alluxio (ramdisk size), and Alluxio
-                # reads "Gi" differently from Kubernetes; a plain number means the same to both.
-                "resources": {"requests": {"cpu": "4", "memory": str(worker_bytes)},
-                              "limits": {"memory": str(worker_bytes)}},
-            },
+            "worker": _worker(cluster, facts.pools[0]),
             "jobWorker": {"env": aws_env},
             "tieredstore": {"levels": tier_levels(facts.layout)},
             # Clients reach workers over the network (the S3 proxy has no domain-socket mount).
             "shortCircuit": {"enabled": False},
-            "proxy": {"enabled": True, **workers_where},
+            "proxy": {"enabled": True, **proxies_where},
             "metrics": {"enabled": True, "PrometheusMetricsServlet": {"enabled": True}},
         }
+
+    def extra_releases(self, cluster: ClusterModel) -> dict[str, dict[str, Any]]:
+        """Worker-only releases, one per further pool, when NVMe profiles differ (pools.py)."""
+        facts: AlluxioFacts = self.facts(cluster)
+        if not facts.extra_pools:
+            return {}
+        main, masters = self.values(cluster), self.settings(cluster).masters
+        return {pool.release: pools.pool_values(main, pool, _worker(cluster, pool), tier_levels(pool.layout), RELEASE, masters)
+                for pool in facts.extra_pools}
 
     def expected_in_hydrated(self, cluster: ClusterModel) -> list[Expected]:
         """What the chart must have made of our values: tiers, masters and journal, the
@@ -207,8 +197,8 @@ class Alluxio(Component):
                      {"storageClassName": settings.journal.storage_class, "accessModes": ["ReadWriteOnce"],
                       "resources": {"requests": {"storage": f"{settings.journal.size_gib}Gi"}}}),
             Expected(*master, (*pod, "volumes"), Contains(secret_volume)),
-            Expected(*worker, (*pod, "nodeSelector"), {NVME_LABEL: "true"}),
-            Expected(*worker, (*pod, "tolerations"), cluster.nvme_tolerations),
+            Expected(*worker, (*pod, "nodeSelector"), pools.worker_selector(self.facts(cluster).pools[0])),
+            Expected(*worker, (*pod, "tolerations"), pools.worker_tolerations(cluster, self.facts(cluster).pools[0])),
             Expected(*worker, (*pod, "volumes"), Contains(
                 secret_volume,
                 {"name": "mem", "emptyDir": {"medium": "Memory", "sizeLimit": tiers.memory_bytes}},
@@ -226,6 +216,14 @@ class Alluxio(Component):
                         Expected(*kind_name, (*at, "env"), Contains(aws_env)),
                         Expected(*kind_name, (*at, "volumeMounts"), Contains(secret_mount))]
         out.append(Expected(*proxy, (*pod, "containers", "name=alluxio-proxy", "image"), image))
+        for pool in self.facts(cluster).extra_pools:  # worker-only releases: their tiers, nodes, masters
+            pool_worker = ("DaemonSet", f"{pool.release}-worker")
+            out += [Expected("ConfigMap", f"{pool.release}-config", ("data", "ALLUXIO_WORKER_JAVA_OPTS"), Contains(*tier_options(pool.layout))),
+                    Expected("ConfigMap", f"{pool.release}-config", ("data", "ALLUXIO_JAVA_OPTS"), Contains(
+                        *(f"-D{k}={v}" for k, v in pools.master_addresses(RELEASE, settings.masters).items()))),
+                    Expected(*pool_worker, (*pod, "nodeSelector"), pools.worker_selector(pool)),
+                    Expected(*pool_worker, (*pod, "tolerations"), pools.worker_tolerations(cluster, pool)),
+                    Expected(*pool_worker, (*pod, "containers", "name=alluxio-worker", "image"), image)]
         return out
 
     def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
@@ -235,6 +233,21 @@ class Alluxio(Component):
             metrics_service("alluxio-worker-metrics", "alluxio-worker", WORKER_METRICS_PORTS),
             mount_job(cluster, list(self.facts(cluster).buckets)),
         ]
+
+
+def _worker(cluster: ClusterModel, pool: layout.WorkerPool) -> dict[str, Any]:
+    """The worker block of the release serving `pool`: where it runs and its memory."""
+    worker_bytes = pool.layout.memory_bytes + WORKER_JVM_GIB * GIB
+    return {
+        "nodeSelector": pools.worker_selector(pool),
+        "tolerations": pools.worker_tolerations(cluster, pool),
+        "env": {"AWS_CREDENTIAL_PROFILES_FILE": CREDENTIALS_FILE},
+        "jvmOptions": WORKER_JVM_OPTIONS,
+        # Bytes: the chart also hands the request to Alluxio (ramdisk size), and Alluxio
+        # reads "Gi" differently from Kubernetes; a plain number means the same to both.
+        "resources": {"requests": {"cpu": "4", "memory": str(worker_bytes)},
+                      "limits": {"memory": str(worker_bytes)}},
+    }
 
 
 def _selector(role: str) -> dict[str, str]:

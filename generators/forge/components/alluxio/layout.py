@@ -103,27 +103,58 @@ def memory_tier_gib(memory_gib: int, tier: MemoryTier) -> int:
     return min(int(Decimal(memory_gib) * Decimal(str(tier.fraction))), tier.max_gib)
 
 
-def tier_layout(cluster: ClusterModel, settings: AlluxioSettings) -> TierLayout:
-    """One layout for the one worker DaemonSet. The inventory check guarantees every NVMe profile
-    lists the same mount paths; where their devices differ in size, each path gets the smallest
-    quota, so no node is asked for more than its device holds. Likewise the memory tier."""
-    profiles = {n.profile_name: n.profile for n in cluster.nvme_nodes}
-    paths = [d.mount for d in next(iter(profiles.values())).nvme]
-    ssd = tuple(SsdDir(path, min(ssd_quota_gib(d.size_gb, settings.ssd_reserve)
-                                 for p in profiles.values() for d in p.nvme if d.mount == path)) for path in paths)
-    memory = min(memory_tier_gib(p.memory_gib, settings.memory_tier) for p in profiles.values())
-    return TierLayout(memory * GIB, ssd)
+def profile_layout(profile, settings: AlluxioSettings) -> TierLayout:
+    """One node profile's tiers: every NVMe mount at its own device's size, and its memory tier."""
+    ssd = tuple(SsdDir(d.mount, ssd_quota_gib(d.size_gb, settings.ssd_reserve)) for d in profile.nvme)
+    return TierLayout(memory_tier_gib(profile.memory_gib, settings.memory_tier) * GIB, ssd)
 
+
+@dataclass(frozen=True)
+class WorkerPool:
+    """The Alluxio workers of the nodes of one profile, with that profile's tier layout. On a
+    cluster whose NVMe profiles all have one layout there is one pool for every NVMe node."""
+
+    profile: str | None  # None: every NVMe node (one layout for all)
+    release: str  # the Helm release whose worker DaemonSet serves the pool
+    layout: TierLayout
+    nodes: tuple[str, ...]
+
+
+def worker_pools(cluster: ClusterModel, settings: AlluxioSettings, release: str) -> tuple[WorkerPool, ...]:
+    """Workers by tier layout. The chart has one worker DaemonSet with one tier layout, so a
+    cluster whose NVMe profiles differ (paths, sizes, RAM) gets one pool per profile, in inventory
+    order: the first is served by the main release (`release`), each other one by a release of
+    its own with the masters off (`<release>-<profile>`), so every drive is used at its size."""
+    profiles: dict[str, list[str]] = {}
+    for node in cluster.nvme_nodes:
+        profiles.setdefault(node.profile_name, []).append(node.name)
+    layouts = {name: profile_layout(next(n.profile for n in cluster.nvme_nodes if n.profile_name == name), settings)
+               for name in profiles}
+    if len(set(layouts.values())) <= 1:
+        return tuple(WorkerPool(None, release, layout, tuple(n.name for n in cluster.nvme_nodes)) for layout in set(layouts.values()))
+    return tuple(WorkerPool(name, release if i == 0 else f"{release}-{name}", layouts[name], tuple(nodes))
+                 for i, (name, nodes) in enumerate(profiles.items()))
+
+
+def tier_layout(cluster: ClusterModel, settings: AlluxioSettings, release: str = "alluxio") -> TierLayout:
+    """The main release's tier layout (its pool's: every NVMe node's when they share one)."""
+    return worker_pools(cluster, settings, release)[0].layout
 
 
 @dataclass(frozen=True)
 class AlluxioFacts:
-    layout: TierLayout
+    layout: TierLayout  # the main release's workers (pools[0])
     properties: dict[str, str]  # Alluxio's site properties, as values.properties holds them
     buckets: tuple[str, ...]  # S3 bucket names mounted at /<name>, in the inventory's order
+    pools: tuple[WorkerPool, ...] = ()  # worker pools; more than one when NVMe profiles differ
+
+    @property
+    def extra_pools(self) -> tuple[WorkerPool, ...]:
+        """The pools served by worker-only releases of their own."""
+        return self.pools[1:]
 
 
-def derive_facts(cluster: ClusterModel, settings: AlluxioSettings) -> AlluxioFacts:
+def derive_facts(cluster: ClusterModel, settings: AlluxioSettings, release: str) -> AlluxioFacts:
     s3 = cluster.settings.s3
     properties = {
         "alluxio.master.mount.table.root.ufs": ROOT_UFS,
@@ -139,7 +170,8 @@ def derive_facts(cluster: ClusterModel, settings: AlluxioSettings) -> AlluxioFac
         "alluxio.security.authorization.permission.enabled": "false",
         **WRITE_POLICY_PROPERTIES[settings.write_policy],
     }
-    return AlluxioFacts(tier_layout(cluster, settings), properties, tuple(s3.buckets[key] for key in settings.buckets))
+    pools = worker_pools(cluster, settings, release)
+    return AlluxioFacts(pools[0].layout, properties, tuple(s3.buckets[key] for key in settings.buckets), pools)
 
 
 def tier_levels(layout: TierLayout) -> list[dict[str, Any]]:
