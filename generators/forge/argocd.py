@@ -89,7 +89,9 @@ def component_application(cluster: ClusterModel, component: Component, pin: Char
         })
         sources.append({"repoURL": git.repo_url, "targetRevision": git.revision, "ref": "values"})
         sources += [{"repoURL": pin.repo, "chart": pin.chart, "targetRevision": pin.version,
-                     "helm": {"releaseName": release, "valueFiles": [f"$values/{overlay}/{extra_values_file(release)}"]}}
+                     # The chart's CRDs come with the main release: one owner per CRD.
+                     "helm": {"releaseName": release, "valueFiles": [f"$values/{overlay}/{extra_values_file(release)}"],
+                              "skipCrds": True}}
                     for release in component.extra_releases(cluster)]
     remote = component.remote_base(cluster)
     if remote:

@@ -203,7 +203,9 @@ def helm_args(root: Path, job: Job, api_versions: set[str], release: str | None 
     """`helm template` of the job's chart: its main release, or one of its extra releases."""
     assert job.chart_dir is not None
     args = ["template", release or job.release, str(job.chart_dir), "--namespace", job.namespace,
-            "--kube-version", job.cluster.kubernetes_version, "--include-crds"]
+            "--kube-version", job.cluster.kubernetes_version]
+    if release is None:  # extra releases skip the chart's CRDs (skipCrds in their Application source)
+        args.append("--include-crds")
     for rel in job.value_files if value_files is None else value_files:
         args += ["-f", str(root / rel)]
     for api in sorted(api_versions):
@@ -227,7 +229,7 @@ def _header(job: Job, api_count: int) -> str:
                      f"{job.namespace} --kube-version {job.cluster.kubernetes_version} --include-crds {files} "
                      f"--api-versions ({api_count} group/versions and kinds)")
         for release, value_files in job.extra_releases:
-            lines.append(f"# + helm template {release} (same chart and options) {' '.join(f'-f {f}' for f in value_files)}")
+            lines.append(f"# + helm template {release} (same chart and options, without its CRDs) {' '.join(f'-f {f}' for f in value_files)}")
     if job.remote_source is not None:
         src = job.remote_source
         lines.append(f"# + kustomize build {src['path']} of {src['repoURL']} at {src['targetRevision']} "

@@ -42,6 +42,7 @@ from forge.model import NVME_LABEL, ClusterModel
 from forge import versions
 
 IMAGE = "alluxio"  # images in charts/versions.yaml: the chart's appVersion, pinned so a chart bump cannot change it
+HELM_RELEASE_MAX = 53  # Helm's limit on release names
 RELEASE = "alluxio"  # the chart's fullnameOverride is `alluxio` too: objects are alluxio-<role>
 SECRET_MOUNT = "s3"  # the chart mounts secrets.<component>.<name>: <dir> at /secrets/<dir>
 CREDENTIALS_FILE = f"/secrets/{SECRET_MOUNT}/credentials"
@@ -105,6 +106,10 @@ class Alluxio(Component):
                 if outer:
                     yield loaded.problem(("profiles", name, "nvme", j, "mount"),
                                          f"NVMe mount '{mount}' lies inside mount '{outer}': the cache would count that space twice")
+            # A profile may get a worker pool release of its own (pools.py): Helm caps release names.
+            if len(nvme_profiles) > 1 and len(f"{RELEASE}-{name}") > HELM_RELEASE_MAX:
+                yield loaded.problem(("profiles", name), f"profile name '{name}' is too long for its Alluxio worker release "
+                                     f"'{RELEASE}-{name}' (Helm allows {HELM_RELEASE_MAX} characters): shorten it")
         control_plane = [(i, n) for i, n in enumerate(inv.nodes) if "control-plane" in n.roles]
         if settings.masters > len(control_plane):
             yield loaded.problem(at + ("masters",), f"{settings.masters} masters need as many control-plane nodes (one master each); the inventory has {len(control_plane)}")
