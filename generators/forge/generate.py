@@ -54,7 +54,10 @@ def _component_files(root: Path, tree: Tree, cluster: ClusterModel, component: C
     generator = component.module
     values = component.values(cluster)
     if values is not None:
-        tree.add(folder / "values.yaml", emit.yaml_file(generator, cluster.source, [values]))
+        text = emit.yaml_file(generator, cluster.source, [values])
+        notes = "".join(f"# {line}\n" for line in component.values_notes(cluster))
+        header = emit.header(generator, cluster.source)
+        tree.add(folder / "values.yaml", header + notes + text.removeprefix(header))
     for release, extra in component.extra_releases(cluster).items():
         tree.add(folder / extra_values_file(release), emit.yaml_file(generator, cluster.source, [extra]))
     resources = [Path("../../..", base).as_posix()]

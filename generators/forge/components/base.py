@@ -188,6 +188,11 @@ class Component:
     def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
         return []
 
+    def values_notes(self, cluster: ClusterModel) -> list[str]:
+        """Lines for a comment under the header of values.yaml: why a value is what it is, where
+        the reader of the generated file needs it (the driver branch of a mixed cluster)."""
+        return []
+
     def extra_releases(self, cluster: ClusterModel) -> dict[str, dict[str, Any]]:
         """More releases of the component's pinned chart, release name -> values: each one more
         chart source of the same Application (Argo CD renders each with its own values file,

@@ -91,3 +91,19 @@ def nvidia_driver(cluster: ClusterModel, pool: DriverPool, upgrade_policy: dict[
         },
         "spec": spec,
     }
+
+
+def driver_notes(cluster: ClusterModel, pools: tuple[DriverPool, ...]) -> list[str]:
+    """What the gpu-operator values say about the driver on a cluster with several GPU models:
+    which branch serves which GPUs. Nothing for one GPU model (the shipped fleets)."""
+    models = cluster.gpu_models
+    if len(models) < 2:
+        return []
+    if pools:
+        return ["GPU drivers per pool (NVIDIADriver CRs in this folder): the GPU generations here need different",
+                "branches (charts/versions.yaml gpu_drivers):",
+                *(f"  {p.name}: {p.version} for {p.architecture} (profile {p.profile})" for p in pools)]
+    archs = sorted({m.architecture for m in models})
+    version = DRIVER_BY_ARCHITECTURE[archs[0]]
+    return [f"One driver branch serves every GPU of this cluster: {version} (charts/versions.yaml gpu_drivers: "
+            f"{', '.join(archs)}) for {', '.join(m.key for m in models)}."]

@@ -60,6 +60,9 @@ class GpuOperator(Component):
             values["driver"] = {"nvidiaDriverCRD": {"enabled": True, "deployDefaultCR": False}}
         return values
 
+    def values_notes(self, cluster: ClusterModel) -> list[str]:
+        return gpu_drivers.driver_notes(cluster, self.facts(cluster).driver_pools)
+
     def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
         policy = self._values(cluster)["driver"].get("upgradePolicy")
         return [custom_resource(gpu_drivers.nvidia_driver(cluster, pool, policy)) for pool in self.facts(cluster).driver_pools]
