@@ -184,3 +184,14 @@ def test_third_fleet_of_a_new_vendor_with_mig_on_some_nodes(fleet: Path):
     assert not list((fleet / "overlays/h100-xe9680/alluxio").glob("values-*.yaml"))
     ssd = overlay(fleet, "h100-xe9680", "alluxio")["tieredstore"]["levels"][1]
     assert ssd["path"] == ",".join(f"/mnt/nvme{i}" for i in range(8))
+
+
+def test_readme_guide_points_at_the_example_fleets():
+    readme = (REPO / "README.md").read_text()
+    guide = readme[readme.index("\n## Adding a fleet\n"):]
+    guide = guide[:guide.index("\n## ", 5)]
+    for name in ADDED:
+        assert f"`{name}`" in guide
+        assert (FIXTURES / name / "inventory.yaml").is_file()
+    assert "tests/fixtures/clusters/h100-xe9680/inventory.yaml" in guide
+    assert not (REPO / "clusters" / "h100-xe9680").exists()  # never synced by Argo CD
