@@ -10,7 +10,8 @@ Layout, all from the inventory:
   MEM (/dev/shm) = min(memory_tier.fraction x node RAM, memory_tier.max_gib), and SSD = exactly the
   profile's NVMe mount paths, each with quota floor(size_gb x 10^9 x (1 - ssd_reserve) / 2^30) GiB
   (vendor decimal GB in, Alluxio's binary "GB" out; the reserve stays free for the filesystem and
-  flash wear levelling).
+  flash wear levelling). Where NVMe profiles differ, each further profile's workers are a
+  worker-only release of the chart with that profile's tiers (pools.py).
 - Masters: `masters` (odd, >= 3) with the embedded (Raft) journal on the control-plane nodes, one
   per node (host network: two masters cannot bind the same host ports) and so one per rack (the
   check below rejects control-plane nodes sharing a rack). Why the control plane: GPU nodes are

@@ -1,5 +1,6 @@
-"""Alluxio's settings and what it derives from them and the nodes, once (AlluxioFacts): the tier
-layout of the one worker DaemonSet and the site properties. The component only reads these."""
+"""Alluxio's settings and what it derives from them and the nodes, once (AlluxioFacts): the worker
+pools with their tier layouts (one pool unless NVMe profiles differ) and the site properties. The
+component only reads these."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -122,16 +123,16 @@ class WorkerPool:
 
 def worker_pools(cluster: ClusterModel, settings: AlluxioSettings, release: str) -> tuple[WorkerPool, ...]:
     """Workers by tier layout. The chart has one worker DaemonSet with one tier layout, so a
-    cluster whose NVMe profiles differ (paths, sizes, RAM) gets one pool per profile, in inventory
-    order: the first is served by the main release (`release`), each other one by a release of
+    cluster whose NVMe profiles differ (paths, sizes, RAM) gets one pool per profile, in the order
+    of their first node: the first is served by the main release (`release`), each other one by a release of
     its own with the masters off (`<release>-<profile>`), so every drive is used at its size."""
     profiles: dict[str, list[str]] = {}
     for node in cluster.nvme_nodes:
         profiles.setdefault(node.profile_name, []).append(node.name)
     layouts = {name: profile_layout(next(n.profile for n in cluster.nvme_nodes if n.profile_name == name), settings)
                for name in profiles}
-    if len(set(layouts.values())) <= 1:
-        return tuple(WorkerPool(None, release, layout, tuple(n.name for n in cluster.nvme_nodes)) for layout in set(layouts.values()))
+    if len(set(layouts.values())) == 1:  # one layout (every shipped fleet): one release on every NVMe node
+        return (WorkerPool(None, release, next(iter(layouts.values())), tuple(n.name for n in cluster.nvme_nodes)),)
     return tuple(WorkerPool(name, release if i == 0 else f"{release}-{name}", layouts[name], tuple(nodes))
                  for i, (name, nodes) in enumerate(profiles.items()))
 
