@@ -11,7 +11,7 @@ from forge.components.base import extra_values_file
 from tests.helpers import forge
 from tests.upstream.conftest import GOOD_VALUES, Widget
 
-EXTRA = {**GOOD_VALUES, "replicas": 1, "config": {"pool": "second"}}
+EXTRA = {**GOOD_VALUES, "replicas": 3, "config": {"pool": "second"}}
 
 
 class PooledWidget(Widget):
@@ -44,5 +44,22 @@ def test_each_chart_source_is_rendered_with_its_release_and_values(widget_repo: 
                      "Service/wdg-sidecar", "Widget/main", "Widget/main"]
     by_name = {f"{o['kind']}/{o['metadata']['name']}": o for o in objs}
     assert yaml.safe_load(by_name["ConfigMap/wdg-pool-config"]["data"]["config.yaml"]) == {"pool": "second"}
-    assert by_name["Deployment/wdg-pool-widget"]["spec"]["replicas"] == 1
+    assert by_name["Deployment/wdg-pool-widget"]["spec"]["replicas"] == 3
     assert by_name["Deployment/wdg-widget"]["spec"]["replicas"] == 2
+
+
+def test_validate_hydrated_checks_the_values_of_every_release(widget_repo: Path, mirror: Path, monkeypatch):
+    class Careless(PooledWidget):
+        def extra_releases(self, cluster) -> dict:
+            return {"wdg-pool": {**EXTRA, "notesOnly": "read by no template"}}
+
+    monkeypatch.setattr("forge.fleet.COMPONENTS", (Careless(),))
+    assert forge(widget_repo, "generate").exit_code == 0
+    assert forge(widget_repo, "charts", "pull", "--from", str(mirror), "widget").exit_code == 0
+    assert forge(widget_repo, "hydrate").exit_code == 0
+    result = forge(widget_repo, "validate", "--hydrated")
+    assert result.exit_code == 1
+    vf = "overlays/a100/widget/values-wdg-pool.yaml"
+    line = next(i for i, text in enumerate((widget_repo / vf).read_text().splitlines(), 1) if text.startswith("notesOnly:"))
+    assert result.stderr.splitlines() == [
+        f"FAIL a100 / widget / {vf}:{line} / notesOnly / ignored: no template of widget 1.2.3 or its subcharts reads it"]
