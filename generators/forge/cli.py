@@ -84,7 +84,7 @@ def validate(root: Path, upstream: Path | None, hydrated: bool, components: tupl
     if hydrated:
         from forge.upstream.cli import validate_hydrated_command
 
-        return validate_hydrated_command(root, components)
+        return validate_hydrated_command(root, components, upstream or None)
     if components:
         from forge.errors import ForgeError
 

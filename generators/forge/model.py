@@ -89,6 +89,8 @@ class RdmaResource:
     interfaces: tuple[str, ...]
     nic_models: tuple[str, ...]
     nodes: tuple[str, ...]
+    link_type: str = "ethernet"  # one per role (forge.inventory.links): the plugin's linkTypes selector
+    hcas: tuple[str, ...] = ()  # RDMA device names, where the inventory lists them
 
     @property
     def resource(self) -> str:
@@ -107,6 +109,7 @@ class RailModel:
     addresses_per_node: int
     nodes: tuple[str, ...]
     profiles: tuple[str, ...]
+    link_type: str = "ethernet"  # infiniband: an IPoIB network on an ib* interface, never macvlan
 
 
 @dataclass(frozen=True)
@@ -209,6 +212,8 @@ class ClusterModel:
                 interfaces=tuple(dict.fromkeys(i for _, s, _ in found for i in s.interfaces)),  # inventory order
                 nic_models=tuple(sorted({m.key for _, _, m in found})),
                 nodes=tuple(sorted({n.name for n, _, _ in found})),
+                link_type=found[0][1].link_type,
+                hcas=tuple(dict.fromkeys(h for _, s, _ in found for h in s.hcas)),
             ))
         return tuple(out)
 
@@ -229,8 +234,15 @@ class ClusterModel:
             return ()
         nodes = tuple(n.name for n in self.fabric_nodes)
         profiles = tuple(sorted({n.profile_name for n in self.fabric_nodes}))
-        return tuple(RailModel(r.name, r.interface, r.cidr, compute.mtu, compute.addresses_per_node, nodes, profiles)
+        link = self.fabric_link_type
+        return tuple(RailModel(r.name, r.interface, r.cidr, compute.mtu, compute.addresses_per_node, nodes, profiles, link)
                      for r in compute.rails)
+
+    @property
+    def fabric_link_type(self) -> str:
+        """ethernet (RoCE) or infiniband: one for the whole compute fabric (forge.inventory.links)."""
+        resource = self.rdma_resource("compute")
+        return resource.link_type if resource else "ethernet"
 
     def tolerations_for(self, nodes) -> list[dict[str, str]]:
         """Tolerations for a DaemonSet that must run on these nodes, from their taints."""

@@ -96,7 +96,8 @@ def test_first_mellanox_nic_brings_the_network_operator_and_its_driver(repo, kus
         ("network-operator", "added", "NicClusterPolicy nic-cluster-policy (mellanox.com)"),
     ]
     project = next(c.new for c in report.changes if str(c.ident) == "AppProject argocd/forge-a100 (argoproj.io)")["spec"]
-    added = [("clusterResourceWhitelist", {"group": "mellanox.com", "kind": "MacvlanNetwork"}),
+    added = [("clusterResourceWhitelist", {"group": "mellanox.com", "kind": "IPoIBNetwork"}),
+             ("clusterResourceWhitelist", {"group": "mellanox.com", "kind": "MacvlanNetwork"}),
              ("clusterResourceWhitelist", {"group": "mellanox.com", "kind": "NicClusterPolicy"}),
              ("destinations", {"namespace": "nvidia-network-operator", "server": "https://kubernetes.default.svc"})]
     # Only the new entries, each at its place in the new list (other components' entries may sit between).

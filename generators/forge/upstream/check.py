@@ -4,8 +4,10 @@ with the one validation engine (forge.validate.engine) and this mode's plug-ins.
 Per cluster:
 * every object against the Kubernetes schemas of the cluster's minor (strict: unknown fields are
   errors), or else against the CRDs found in the cluster's hydrated output — the charts ship
-  their own, so no schema folder is needed — or, last, against the CRDs an operator installs at
-  run time (`Component.runtime_crds`); an object none of them knows is a failure, never a pass;
+  their own, so no schema folder is needed — or, last, against the CRDs an operator applies at
+  run time, from the upstream data folder its component names (`Component.runtime_crd_data`;
+  without --upstream those objects are unchecked); any other object none of them knows is a
+  failure, never a pass;
 * the pipeline's house rules (forge.validate.policies: pinned images, no Secret data, Pod
   Security level on Namespaces). The required forge labels are not asked of chart output: the
   overlay's kustomization labels only its own objects, and `forge validate` checks those;
@@ -42,16 +44,17 @@ from forge.upstream.hydrate import HYDRATED_DIR, Job, hydrated_file, jobs_for, l
 from forge.upstream.reads import redundant_keys, unread_keys
 from forge.validate.cluster_checks import admission_failures
 from forge.validate.crd import CrdSchemas
-from forge.validate.engine import Engine, Report, kube_schemas, policies, runtime_crds
+from forge.validate.engine import Engine, Report, kube_schemas, missing_runtime_data, policies, runtime_crds, runtime_kinds
 from forge.validate.failure import Failure
 from forge.validate.objects import object_id
 
 
-def validate_hydrated(root: Path, only: frozenset[str] | None = None) -> Report:
-    return validate_hydrated_fleet(root, load_fleet(root).clusters, only)
+def validate_hydrated(root: Path, only: frozenset[str] | None = None, upstream: Path | None = None) -> Report:
+    return validate_hydrated_fleet(root, load_fleet(root).clusters, only, upstream)
 
 
-def validate_hydrated_fleet(root: Path, clusters: list[ClusterModel], only: frozenset[str] | None = None) -> Report:
+def validate_hydrated_fleet(root: Path, clusters: list[ClusterModel], only: frozenset[str] | None = None,
+                            upstream: Path | None = None) -> Report:
     """The hydrated output of each cluster's components (from `jobs_for`: the engine's one entry)."""
     jobs = jobs_for(root, clusters, chart_pins(root), only)
     report = Report()
@@ -61,13 +64,15 @@ def validate_hydrated_fleet(root: Path, clusters: list[ClusterModel], only: froz
             continue
         others = [p for p in sorted((root / HYDRATED_DIR / cluster.name).glob("*.yaml"))
                   if only and p.stem not in only]
-        _check_cluster(root, cluster, mine, report, others)
+        _check_cluster(root, cluster, mine, report, others, upstream)
+        if upstream:
+            report.failures += missing_runtime_data(cluster.name, [j.component for j in mine], upstream)
     report.sort()
     return report
 
 
 def _check_cluster(root: Path, cluster: ClusterModel, jobs: list[Job], report: Report,
-                   others: Sequence[Path] = ()) -> None:
+                   others: Sequence[Path] = (), upstream: Path | None = None) -> None:
     loaded: dict[str, list[tuple[dict[str, Any], int]]] = {}
     for job in jobs:
         path = hydrated_file(root, cluster.name, job.component.name)
@@ -81,11 +86,16 @@ def _check_cluster(root: Path, cluster: ClusterModel, jobs: list[Job], report: R
     kube = kube_schemas(cluster.kubernetes_version)
     project = argocd.app_project(cluster, [j.component for j in jobs], chart_pins(root))
 
-    def no_schema(obj: dict[str, Any]) -> list[tuple[str, str]]:
+    components = [j.component for j in jobs]
+    unchecked = runtime_kinds(components) if upstream is None else set()
+
+    def no_schema(obj: dict[str, Any]) -> list[tuple[str, str]] | None:
+        if (obj.get("apiVersion"), obj.get("kind")) in unchecked:
+            return None  # a CRD the operator applies at run time, and no upstream data to check it
         return [("apiVersion", f"no schema for {obj.get('apiVersion')} {obj.get('kind')}: not built into "
                                f"Kubernetes {kube.version} and no CRD for it in the cluster's hydrated output")]
 
-    engine = Engine(kube, [crds, runtime_crds(cluster, [j.component for j in jobs])], no_schema,
+    engine = Engine(kube, [crds, runtime_crds(components, upstream)], no_schema,
                     [policies({}, skip=_switched_off), lambda obj: namespace_problems(obj, project)])
     report.count(cluster.name, "objects", 0)
     for job in jobs:

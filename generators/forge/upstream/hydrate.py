@@ -16,7 +16,7 @@ function writes clusters/<cluster>/argocd/), so they cannot drift apart:
 group/version/Kind. Offline we list the cluster's steady state: the built-in kinds of its
 Kubernetes minor (from kubernetes-validate's schemas; alpha versions left out, they are off by
 default), Argo CD's own CRDs when Argo CD runs in the cluster, the CRDs operators install at run
-time (`Component.runtime_crds`), and every CRD the cluster's components ship. Those CRDs come out of the rendering itself: everything is rendered once, the
+time (`Component.runtime_crd_data`), and every CRD the cluster's components ship. Those CRDs come out of the rendering itself: everything is rendered once, the
 CRDs are collected, and whatever was rendered without one of them is rendered again (charts ask
 `.Capabilities.APIVersions.Has "monitoring.coreos.com/v1"` before creating a ServiceMonitor).
 On a first sync Argo CD may still miss a CRD that another Application installs later; the
@@ -284,9 +284,9 @@ def _served_api_versions(clusters: list[ClusterModel], todo: list[Job], overlay_
                     served[cluster.name] |= crd_api_versions(path.read_text())
     for job in todo:
         served[job.cluster.name] |= crd_api_versions(overlay_text[job])
-        runtime = job.component.runtime_crds(job.cluster)
-        if runtime:
-            served[job.cluster.name] |= crd_api_versions(yaml.safe_dump_all(runtime))
+        # CRDs the component's operator applies at run time: the cluster serves them too.
+        for runtime in job.component.runtime_crd_data():
+            served[job.cluster.name] |= runtime.api_versions()
     return served
 
 

@@ -1,8 +1,9 @@
 """`forge validate`: every rendered object, every values file, every policy; one line per failure.
 
 Objects are checked against the cluster's Kubernetes version (built-in kinds) or against the
-CRDs we know: those in the upstream data folder (--upstream / FORGE_UPSTREAM) and those in the
-rendered output itself. A custom resource with no CRD to check it against is *unchecked*, never
+CRDs we know: those in the upstream data folder (--upstream / FORGE_UPSTREAM; CRDs an operator
+applies at run time from the folder its component names, `Component.runtime_crd_data`) and those
+in the rendered output itself. A custom resource with no CRD to check it against is *unchecked*, never
 passed: without an upstream folder it is listed as such; with one it is a failure.
 """
 from __future__ import annotations
@@ -24,7 +25,7 @@ from forge.paths import OVERLAYS_DIR, RENDERED_DIR
 from forge.validate.cluster_checks import admission_failures
 from forge.validate.crd import CrdSchemas
 from forge.validate.crd_index import LazyCrdFolder
-from forge.validate.engine import Engine, Report, kube_schemas, policies, runtime_crds
+from forge.validate.engine import Engine, Report, kube_schemas, missing_runtime_data, policies, runtime_crds
 from forge.validate.failure import Failure
 from forge.validate.objects import load_yaml_stream, object_id
 from forge.validate.policies import check_values_images
@@ -38,6 +39,8 @@ def upstream_crds(root: Path, upstream: Path | None) -> LazyCrdFolder:
         return LazyCrdFolder([])
     pins = chart_pins(root)
     owners = {group: upstream / pins[c.chart].data_dir_name for c in COMPONENTS if c.chart for group in c.crd_groups}
+    # CRDs an operator applies at run time: from the data folder of the release that applies them.
+    owners |= {r.group: upstream / r.data_dir for c in COMPONENTS for r in c.runtime_crd_data()}
     return LazyCrdFolder(sorted(upstream.glob("*/crds")), owners)
 
 
@@ -71,17 +74,17 @@ def rendered_objects(rendered: Path, clusters: list[str]) -> dict[str, dict[str,
 
 
 def validate_cluster(cluster: ClusterModel, components: list[Component], objects: dict[str, list[dict[str, Any]]],
-                     base_crds: LazyCrdFolder, strict_crds: bool, report: Report) -> None:
+                     base_crds: LazyCrdFolder, upstream: Path | None, report: Report) -> None:
     rendered_crds = CrdSchemas()  # CRDs this cluster's own output ships win over the upstream ones
     for objs in objects.values():
         rendered_crds.add_objects(objs)
 
     def no_schema(obj: dict[str, Any]) -> list[tuple[str, str]] | None:
-        if not strict_crds:
+        if upstream is None:
             return None
         return [("", f"no CRD for {obj.get('apiVersion')} {obj.get('kind')} in the upstream data or the rendered output")]
 
-    engine = Engine(kube_schemas(cluster.kubernetes_version), [rendered_crds, base_crds, runtime_crds(cluster, components)],
+    engine = Engine(kube_schemas(cluster.kubernetes_version), [rendered_crds, base_crds, runtime_crds(components, upstream)],
                     no_schema, [policies(labels_for(cluster.name))])
     for component, objs in objects.items():
         engine.check_component(report, cluster.name, component, ((obj, object_id(obj)) for obj in objs))
@@ -128,8 +131,10 @@ def validate_fleet(root: Path, fleet: list[tuple[ClusterModel, list[Component]]]
     base_crds = upstream_crds(root, upstream)
     objects = rendered_objects(rendered or root / RENDERED_DIR, [c.name for c, _ in fleet])
     for cluster, components in fleet:
-        validate_cluster(cluster, components, objects[cluster.name], base_crds, strict_crds=upstream is not None, report=report)
+        validate_cluster(cluster, components, objects[cluster.name], base_crds, upstream, report)
         validate_values(root, cluster, components, upstream, report)
+        if upstream:
+            report.failures += missing_runtime_data(cluster.name, components, upstream)
         report.failures += admission_failures(root, cluster, components, objects[cluster.name])
     report.seconds = time.perf_counter() - started
     report.sort()
