@@ -6,7 +6,7 @@ real kustomize, validate (against the upstream chart data and CRDs when FORGE_UP
   pool gets its own driver branch (an NVIDIADriver per GPU profile), its own Alluxio tier layout
   (a worker-only chart release for the second pool), GPUDirect RDMA only where its NICs do it.
 - `h100-xe9680`: the README's "Adding a fleet" example, Dell XE9680 servers with 8 x H100, a
-  ConnectX-7 per GPU for the rails and MIG on some nodes.
+  ConnectX-7 per GPU in InfiniBand mode for the rails (IPoIB) and MIG on some nodes.
 """
 from __future__ import annotations
 
@@ -184,6 +184,25 @@ def test_third_fleet_of_a_new_vendor_with_mig_on_some_nodes(fleet: Path):
     assert not list((fleet / "overlays/h100-xe9680/alluxio").glob("values-*.yaml"))
     ssd = overlay(fleet, "h100-xe9680", "alluxio")["tieredstore"]["levels"][1]
     assert ssd["path"] == ",".join(f"/mnt/nvme{i}" for i in range(8))
+
+
+def test_third_fleet_rails_are_ipoib_networks_and_never_macvlan_on_ib_interfaces(fleet: Path):
+    objs = rendered(fleet, "h100-xe9680", "network-operator")
+    rails = load_fleet(fleet).plan("h100-xe9680").cluster.rails
+    networks = [o for o in objs if o["kind"] == "IPoIBNetwork"]
+    assert sorted((n["metadata"]["name"], n["spec"]["master"]) for n in networks) == sorted((r.name, r.interface) for r in rails)
+    assert len(networks) == 8 and all(n["spec"]["master"].startswith("ib") for n in networks)
+    assert not [o for o in objs if o["kind"] == "MacvlanNetwork"]
+    # nor anywhere else in the cluster's output: macvlan cannot sit on an IPoIB device
+    every = [o for path in (fleet / "build/rendered/h100-xe9680").glob("*.yaml") for o in yaml.safe_load_all(path.read_text()) if o]
+    assert not [o for o in every if o["kind"] == "MacvlanNetwork" and o["spec"]["master"].startswith("ib")]
+    assert sorted(o["metadata"]["name"] for o in objs if o["kind"] == "IPPool") == sorted(r.name for r in rails)
+    # The compute fabric's RDMA resource selects InfiniBand ports only; GPUDirect RDMA stays on.
+    policy = next(o for o in objs if o["kind"] == "NicClusterPolicy")
+    config = yaml.safe_load(policy["spec"]["rdmaSharedDevicePlugin"]["config"])
+    compute = next(c for c in config["configList"] if c["resourceName"] == "rdma_network")
+    assert compute["selectors"]["linkTypes"] == ["infiniband"]
+    assert overlay(fleet, "h100-xe9680", "gpu-operator")["driver"]["rdma"]["enabled"] is True
 
 
 def test_readme_guide_points_at_the_example_fleets():
