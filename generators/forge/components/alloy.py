@@ -14,6 +14,7 @@ from typing import Any
 from forge.components import network
 from forge.components.base import WAVE_OBSERVABILITY, Component, custom_resource
 from forge.components.loki import PUSH_URL
+from forge.components.scheduling import SYSTEM_NODE_CRITICAL
 from forge.model import ClusterModel
 from forge.observability import alloy
 
@@ -31,4 +32,5 @@ class Alloy(Component):
         return (network.scrape([alloy.HTTP_PORT]),)
 
     def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
-        return [*alloy.manifests(cluster, self.namespace, PUSH_URL), custom_resource(alloy.pod_monitor(self.namespace))]
+        return [*alloy.manifests(cluster, self.namespace, PUSH_URL, SYSTEM_NODE_CRITICAL),
+                custom_resource(alloy.pod_monitor(self.namespace))]
