@@ -76,6 +76,7 @@ def test_webhooks_are_open_to_the_api_server_from_any_source():
     assert ports(policies("h200", "flyte")[("flyte", "allow-api-server-webhook")]) == {flyte.WEBHOOK_PORT}
     assert ports(policies("h200", "prometheus")[("monitoring", "allow-api-server-webhook")]) == {10250}
     assert ports(policies("h200", "external-secrets")[("external-secrets", "allow-api-server-webhook")]) == {10250}
+    assert ports(policies("h200", "kueue")[("kueue-system", "allow-api-server-webhook")]) == {9443}  # admits every job
     # Components without a webhook open nothing to every source.
     assert ("loki", "allow-api-server-webhook") not in policies("h200", "loki")
 

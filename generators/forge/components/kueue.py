@@ -27,6 +27,7 @@ from typing import Any, Iterator
 import yaml
 
 from forge.capacity import Capacity, capacity, quantity
+from forge.components import network
 from forge.components.base import WAVE_KUEUE, Component, Contains, Expected, custom_resource
 from forge.components.kueue_checks import FLYTE, RACK_LABEL, check_kueue
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL, PriorityClassSpec, Scheduling
@@ -46,6 +47,8 @@ FRAMEWORKS = (
 )
 # Kueue's internal certificate management writes these at run time: Argo CD must leave them be.
 WEBHOOK_SECRET = "kueue-webhook-server-cert"
+WEBHOOK_PORT = 9443  # its admission and CRD conversion webhooks: the API server calls them for every job
+METRICS_PORT = 8443
 
 
 def manager_config(settings: KueueSettings) -> dict[str, Any]:
@@ -55,8 +58,8 @@ def manager_config(settings: KueueSettings) -> dict[str, Any]:
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
         "health": {"healthProbeBindAddress": ":8081"},
-        "metrics": {"bindAddress": ":8443"},
-        "webhook": {"port": 9443},
+        "metrics": {"bindAddress": f":{METRICS_PORT}"},
+        "webhook": {"port": WEBHOOK_PORT},
         "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
         "controller": {"groupKindConcurrency": {
             "Job.batch": 5, "Pod": 5, "Workload.kueue.x-k8s.io": 10, "LocalQueue.kueue.x-k8s.io": 5,
@@ -132,6 +135,9 @@ class Kueue(Component):
         mapped = classes if s.priority_classes is None else [c for c in classes if c.name in s.priority_classes]
         return KueueFacts(cap, tuple(project_quotas(cap, [(p.name, p.share_percent) for p in flyte.projects], s)),
                           tuple(mapped), {p.name: policy.get(p.priority_class, True) for p in flyte.projects})
+
+    def ingress(self, cluster: ClusterModel) -> tuple[network.Allow, ...]:
+        return (network.webhook([WEBHOOK_PORT]), network.scrape([METRICS_PORT]))
 
     def values(self, cluster: ClusterModel) -> dict[str, Any]:
         s: KueueSettings = self.settings(cluster)
