@@ -37,7 +37,7 @@ def app_project(cluster: ClusterModel, components: list[Component], pins: dict[s
     server = argo.destination.server
     namespaces = sorted({ns for c in components for ns in c.namespaces(cluster)} | {argo.namespace})
     kinds = sorted({k for c in components for k in c.cluster_kinds} | set(_ALWAYS_CLUSTER_KINDS))
-    repos = sorted({cluster.settings.git.repo_url} | {pins[c.chart].repo for c in components if c.chart}
+    repos = sorted({cluster.settings.git.repo_url} | {pins[c.chart].argocd_repo for c in components if c.chart}
                    | {r.repo_url for c in components if (r := c.remote_base(cluster))})
     return {
         "apiVersion": "argoproj.io/v1alpha1",
@@ -83,7 +83,7 @@ def component_application(cluster: ClusterModel, component: Component, pin: Char
     sources: list[dict[str, Any]] = []
     if pin:
         sources.append({
-            "repoURL": pin.repo, "chart": pin.chart, "targetRevision": pin.version,
+            "repoURL": pin.argocd_repo, "chart": pin.chart, "targetRevision": pin.version,
             "helm": {"releaseName": component.release,
                      "valueFiles": [f"$values/{overlay}/values.yaml"]},
         })

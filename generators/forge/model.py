@@ -62,6 +62,8 @@ class NodeModel:
     def labels(self) -> dict[str, str]:
         """Every label forge puts on this node, in a stable order."""
         labels = {f"{LABEL_DOMAIN}/rack": self.rack, f"{LABEL_DOMAIN}/profile": self.profile_name}
+        if self.gpu:  # what Kueue's ResourceFlavors select GPU pools by (forge.capacity)
+            labels[f"{LABEL_DOMAIN}/gpu-model"] = self.gpu.key
         labels.update({f"{LABEL_DOMAIN}/role.{role}": "true" for role in sorted(self.roles)})
         if self.profile.nvme:
             labels[NVME_LABEL] = "true"

@@ -150,8 +150,8 @@ def test_rendered_manifests_are_valid_kubernetes_and_follow_house_rules(cluster)
         for obj in rendered(cluster, component):
             name = f"{component}: {obj['kind']}/{obj['metadata']['name']}"
             problems = kube.validate(obj)
-            if problems is None:  # not a built-in kind: ExternalSecrets only (checked against ESO's CRD in tests/components/test_secrets_and_access.py)
-                assert obj["apiVersion"] == "external-secrets.io/v1", name
+            if problems is None:  # not a built-in kind: ExternalSecrets (checked against ESO's CRD in tests/components/test_secrets_and_access.py) and Flyte's LocalQueues (against Kueue's CRD in tests/components/test_kueue.py)
+                assert (obj["apiVersion"], obj["kind"]) in {("external-secrets.io/v1", obj["kind"]), ("kueue.x-k8s.io/v1beta2", "LocalQueue")}, name
                 continue
             assert problems == [], name
             assert check_policies(obj, required_labels=labels_for(cluster)) == [], name

@@ -354,11 +354,12 @@ spec:
 
 def test_objects_outside_the_app_projects_namespaces_are_reported(clusters):
     """What kube-prometheus-stack did before Prometheus listed kube-system: its control-plane
-    Services there would have made Argo CD refuse the whole `prometheus` Application."""
+    Services there would have made Argo CD refuse the whole `prometheus` Application. (Kueue lists
+    kube-system too, for its visibility API's RoleBinding: left out here with Prometheus.)"""
     from forge.upstream.check import namespace_problems
 
     cluster = clusters["a100"]
-    others = [c for c in enabled_components(cluster) if c.name != "prometheus"]
+    others = [c for c in enabled_components(cluster) if c.name not in ("prometheus", "kueue")]
     service = {"kind": "Service", "metadata": {"name": "prometheus-kube-prometheus-kube-scheduler", "namespace": "kube-system"}}
     without = argocd.app_project(cluster, others, chart_pins(REPO))
     assert namespace_problems(service, without) == [(

@@ -30,6 +30,7 @@ from forge.validate.engine import Engine, Report, kube_schemas, missing_runtime_
 from forge.validate.failure import Failure
 from forge.validate.objects import load_yaml_stream, object_id
 from forge.validate.policies import check_values_images
+from forge.validate.queues import queue_failures
 from forge.validate.values import check_values
 
 
@@ -93,6 +94,7 @@ def validate_cluster(cluster: ClusterModel, components: list[Component], objects
                               labels_for(cluster.name))
     for component, objs in objects.items():
         engine.check_component(report, cluster.name, component, ((obj, object_id(obj)) for obj in objs), plugins)
+    report.failures += queue_failures(cluster, objects)  # Kueue's objects hold only together
 
 
 def validate_values(root: Path, cluster: ClusterModel, components: list[Component], upstream: Path | None,
