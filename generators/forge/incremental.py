@@ -15,6 +15,7 @@ fleet stage, so messages and their order are exactly those of `load_fleet`.
 """
 from __future__ import annotations
 
+import inspect
 import os
 import shutil
 from concurrent.futures import ProcessPoolExecutor
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from forge.cache import GlobalInputs, State, digest, signature
+from forge.cache import PACKAGE_DIR, GlobalInputs, State, digest, signature
 from forge.errors import ForgeError, InventoryError
 from forge.fleet import inventory_paths, load_fleet, load_plan, rules
 from forge.folders import swap, write_error
@@ -136,7 +137,9 @@ def write_clusters(root: Path, built: dict[str, dict[str, str]], names: set[str]
             changed = _stage_cluster(root, new, files)
             if changed or _files_on_disk(root, name) != set(files):
                 written += changed
-                pairs += [(new / folder, root / folder) for folder in cluster_folders(name)]
+                # A folder the cluster no longer fills (no component left) goes.
+                pairs += [(new / folder if (new / folder).is_dir() else None, root / folder)
+                          for folder in cluster_folders(name) if (new / folder).is_dir() or (root / folder).exists()]
         pairs += [(None, path) for path in _retired(root, names)]
         if pairs:
             swap(staging, pairs)
@@ -159,16 +162,32 @@ def _check_fleet(problem_found: bool, names: dict[str, list[str]], root: Path) -
         raise ForgeError("internal: the incremental generate saw a problem the fleet stage did not")
 
 
+def registry_key() -> str:
+    """The component registry's part of every key. Components from outside forge's package (a
+    test narrowing forge.fleet.COMPONENTS to its own) are code the key cannot see: a key never
+    seen again, so nothing is served from the cache while they are in use."""
+    from forge import fleet
+
+    files = [Path(inspect.getfile(type(c))).resolve() for c in fleet.COMPONENTS]
+    if not all(f.is_relative_to(PACKAGE_DIR) for f in files):
+        return os.urandom(16).hex()
+    return digest(*(f"{c.name}={type(c).__module__}.{type(c).__qualname__}" for c in fleet.COMPONENTS))
+
+
+def cluster_keys(root: Path, paths: list[Path]) -> dict[str, str]:
+    shared = digest(GlobalInputs(root).generate, registry_key())
+    return {p.parent.name: digest(shared, p.parent.name, p.read_bytes()) for p in paths}
+
+
 def generate(root: Path, jobs: int | None = None, progress: Progress | None = None) -> Outcome:
     recover_interrupted(root)
     state_file = State(root, "generate")
     state = state_file.load()
-    inputs = GlobalInputs(root)
     paths = inventory_paths(root)
     if not paths:
         load_fleet(root)  # says there is no inventory
     entries: dict[str, dict] = state.get("clusters", {})
-    keys = {p.parent.name: digest(inputs.generate, p.parent.name, p.read_bytes()) for p in paths}
+    keys = cluster_keys(root, paths)
     stale = [p for p in paths if not _fresh(root, entries.get(p.parent.name), keys[p.parent.name])]
     fresh = len(paths) - len(stale)
     results = build_clusters(root, stale, jobs or os.cpu_count() or 1,

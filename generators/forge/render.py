@@ -79,11 +79,12 @@ def _fresh(out: Path, cluster: str, wanted: dict[Target, str], state: dict) -> b
 
 
 def render_all(root: Path, out: Path | None = None, jobs: int | None = None, progress: Progress | None = None,
-               store: Path | None = None) -> dict[str, int]:
+               store: Path | None = None, keep: bool = True) -> dict[str, int]:
     """Render what changed; returns objects per cluster. Clusters whose render keys and files are
     as the last render left them are not touched; the others are rendered (from the content store
     .cache/forge/render/ when their key was rendered before, else by kustomize, a cluster per job)
-    and swapped in together, with folders of clusters that are gone, in one journaled swap."""
+    and swapped in together, with folders of clusters that are gone, in one journaled swap.
+    `keep` False: read the store, never add to it (forge diff, when the user has no cache)."""
     out = out or root / RENDERED_DIR
     store = store or root / CACHE_DIR / "render"
     command = kustomize_build_command(root)
@@ -95,7 +96,7 @@ def render_all(root: Path, out: Path | None = None, jobs: int | None = None, pro
     state_file = out.with_name(f".{out.name}.state.json")
     state = _load(state_file)
     stale = [c for c, wanted in by_cluster.items() if not _fresh(out, c, wanted, state)]
-    texts = _render_stale(root, {c: by_cluster[c] for c in stale}, command, store, jobs,
+    texts = _render_stale(root, {c: by_cluster[c] for c in stale}, command, store if keep else None, store, jobs,
                           _offset(progress, len(by_cluster) - len(stale), len(by_cluster)))
     _swap_clusters(out, texts, set(by_cluster))
     for cluster in stale:
@@ -114,7 +115,7 @@ def _offset(progress: Progress | None, fresh: int, total: int) -> Progress | Non
     return None
 
 
-def _render_stale(root: Path, wanted: dict[str, dict[Target, str]], command: list[str], store: Path,
+def _render_stale(root: Path, wanted: dict[str, dict[Target, str]], command: list[str], keep: Path | None, store: Path,
                   jobs: int | None, progress: Progress | None) -> dict[str, dict[Target, str]]:
     texts: dict[str, dict[Target, str]] = {c: {} for c in wanted}
     pending: dict[str, list[Target]] = {}
@@ -133,7 +134,8 @@ def _render_stale(root: Path, wanted: dict[str, dict[Target, str]], command: lis
         for future in futures:
             for target, text in future.result().items():
                 texts[target.cluster][target] = text
-                _store(store, wanted[target.cluster][target], text)
+                if keep:
+                    _store(keep, wanted[target.cluster][target], text)
             done += 1
             if progress:
                 progress(done, len(wanted))

@@ -41,7 +41,7 @@ def compare_sides(ref: str, base: Side, head: Side) -> Report:
         new = {ident: head.values[(cluster, component)]} if (cluster, component) in head.values else {}
         changes += compare(cluster, component, old, new)
     changes.sort(key=lambda c: c.sort_key)
-    clusters = sorted({k[0] for k in (*base.objects, *head.objects)})
+    clusters = sorted({k[0] for k in (*base.objects, *head.objects)} | base.names | head.names)
     return Report(ref, base.label, head.label, clusters, changes, all_flags(changes, base, head), head.stale)
 
 

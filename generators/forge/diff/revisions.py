@@ -42,6 +42,7 @@ class Side:
     chart_versions: dict[str, dict[str, str]] = field(default_factory=dict)
     clusters: dict[str, ClusterModel] = field(default_factory=dict)  # for node counts; may be empty
     stale: list[str] = field(default_factory=list)  # generated files not in step with the inventories
+    names: set[str] = field(default_factory=set)  # every cluster this side has, rendered or not
 
 
 def git(root: Path, *args: str) -> str:
@@ -143,7 +144,16 @@ def render_side(side_root: Path, label: str, out: Path, regenerate: bool) -> Sid
 
 
 def render_both(root: Path, ref: str) -> tuple[Side, Side]:
-    """(base, working tree), both rendered in temporary folders that are gone on return."""
+    """(base, working tree): only the clusters whose render inputs differ are rendered
+    (forge.diff.sides), in temporary folders that are gone on return."""
+    from forge.diff.sides import render_changed
+
+    with tempfile.TemporaryDirectory(prefix="forge-diff-") as tmp:
+        return render_changed(root, ref, Path(tmp))
+
+
+def render_both_whole(root: Path, ref: str) -> tuple[Side, Side]:
+    """(base, working tree), every cluster rendered (a worktree of the base, a copy of the tree)."""
     root = root.resolve()
     commit = resolve(root, ref)
     short = commit[:12]

@@ -19,6 +19,7 @@ from typing import Any, Callable
 from forge.cache import GlobalInputs, State, digest, file_digest
 from forge.errors import ForgeError, InventoryError
 from forge.fleet import inventory_paths, load_fleet, load_plan
+from forge.incremental import registry_key
 from forge.paths import OVERLAYS_DIR, RENDERED_DIR
 from forge.validate.engine import Report
 from forge.validate.failure import Failure
@@ -104,7 +105,7 @@ def validate_incremental(root: Path, upstream: Path | None = None, rendered: Pat
     paths = inventory_paths(root)
     if not paths:
         load_fleet(root)  # says there is no inventory
-    shared = digest(GlobalInputs(root, upstream).validate, "strict" if upstream else "lenient")
+    shared = digest(GlobalInputs(root, upstream).validate, registry_key(), "strict" if upstream else "lenient")
     keys = {p.parent.name: cluster_key(root, rendered, p, shared) for p in paths}
     state_file = State(root, "validate")
     stored: dict[str, dict] = state_file.load().get("clusters", {})
