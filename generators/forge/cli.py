@@ -119,16 +119,18 @@ def validate(root: Path, upstream: Path | None, hydrated: bool, components: tupl
 
 @main.command()
 @root_option
-@click.option("--nodes", type=click.IntRange(10, 100_000), default=1000, show_default=True, help="GPU nodes in the synthetic fleet.")
-@click.option("--clusters", type=click.IntRange(1, 100), default=10, show_default=True, help="Clusters the synthetic nodes are spread over.")
+@click.option("--nodes", type=click.IntRange(1, 10_000), default=100, show_default=True, help="GPU nodes per synthetic cluster.")
+@click.option("--clusters", type=click.IntRange(1, 1000), default=10, show_default=True, help="Synthetic clusters.")
 @click.option("--upstream", type=click.Path(file_okay=False, path_type=Path), envvar="FORGE_UPSTREAM",
               help="Upstream chart data, as for validate. [env: FORGE_UPSTREAM]")
+@jobs_option
 @user_errors
-def bench(root: Path, nodes: int, clusters: int, upstream: Path | None) -> None:
-    """Time generate, render and validate; print objects/s and `ratio:` against bare kustomize."""
+def bench(root: Path, nodes: int, clusters: int, upstream: Path | None, jobs: int | None) -> None:
+    """Time generate, render and validate (cold, warm, one-node change) and forge diff; print
+    objects/s, peak memory and the ratios against bare kustomize."""
     from forge.bench import bench as run_bench
 
-    run_bench(root, nodes, clusters, upstream or None)
+    run_bench(root, nodes, clusters, upstream or None, jobs)
 
 
 # Commands that live in their own modules; they import forge.cli_common, never this module.

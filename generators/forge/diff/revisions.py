@@ -144,16 +144,9 @@ def render_side(side_root: Path, label: str, out: Path, regenerate: bool) -> Sid
 
 
 def render_both(root: Path, ref: str) -> tuple[Side, Side]:
-    """(base, working tree): only the clusters whose render inputs differ are rendered
-    (forge.diff.sides), in temporary folders that are gone on return."""
-    from forge.diff.sides import render_changed
-
-    with tempfile.TemporaryDirectory(prefix="forge-diff-") as tmp:
-        return render_changed(root, ref, Path(tmp))
-
-
-def render_both_whole(root: Path, ref: str) -> tuple[Side, Side]:
-    """(base, working tree), every cluster rendered (a worktree of the base, a copy of the tree)."""
+    """(base, working tree), every cluster rendered (a worktree of the base, a copy of the tree).
+    `forge diff` renders only the clusters whose inputs differ (forge.diff.sides); this whole
+    rendering is the reference a test compares it with."""
     root = root.resolve()
     commit = resolve(root, ref)
     short = commit[:12]
