@@ -9,8 +9,17 @@ STAMP := $(VENV)/.forge-setup
 # tools/bin first, then the venv (forge, kubectl): forge and the tests find the pinned tools.
 export PATH := $(CURDIR)/tools/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 
+# Upstream chart data (CRDs, chart values; never copied here): FORGE_UPSTREAM, else shared/upstream
+# beside this clone, as CI finds it (ci/find-upstream.sh). Without it, validate and the tests skip
+# checks, and say so.
+ifeq ($(FORGE_UPSTREAM),)
+FORGE_UPSTREAM := $(abspath $(wildcard $(CURDIR)/../shared/upstream))
+endif
+export FORGE_UPSTREAM
+NO_UPSTREAM = @$(if $(FORGE_UPSTREAM),:,echo "note: no upstream chart data (FORGE_UPSTREAM unset, no ../shared/upstream): CRDs and chart values go unchecked and their tests skip; set FORGE_UPSTREAM=DIR" >&2)
+
 .DEFAULT_GOAL := help
-.PHONY: help setup generate check render validate test bench charts hydrate diff
+.PHONY: help setup generate check render validate test bench charts hydrate diff fuzz
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -23,10 +32,14 @@ setup: $(STAMP) ## install the venv (requirements.lock), forge, and helm/kustomi
 # The stamp makes a rerun a no-op until requirements.lock or pyproject.toml changes.
 # setup_tools.py runs every time anyway: it is idempotent and fast, and repairs tools/bin.
 $(STAMP): requirements.lock pyproject.toml
+	@echo "setup 1/4: Python venv in $(VENV)/"
 	@test -x $(PY) || python3 -m venv $(VENV)
-	$(PIP) install -q -r requirements.lock
-	$(PIP) install -q --no-deps -e .
+	@echo "setup 2/4: pinned packages from requirements.lock (pytest, hypothesis, pre-commit, ...)"
+	@$(PIP) install -q -r requirements.lock
+	@echo "setup 3/4: forge itself (editable)"
+	@$(PIP) install -q --no-deps -e .
 	@touch $@
+	@echo "setup 4/4: pinned helm, kustomize, promtool in tools/bin"
 
 # ---- forge pipeline -----------------------------------------------------------------------------
 
@@ -39,7 +52,8 @@ check: setup ## fail if the generated tree is out of date
 render: setup ## render the overlays with kustomize/helm
 	forge render
 
-validate: setup ## validate rendered manifests (FORGE_UPSTREAM=DIR adds the upstream charts/CRDs)
+validate: setup ## validate rendered manifests (with FORGE_UPSTREAM or ../shared/upstream: the upstream charts/CRDs too)
+	$(NO_UPSTREAM)
 	forge validate $(if $(FORGE_UPSTREAM),--upstream $(FORGE_UPSTREAM))
 
 charts: setup ## fetch the pinned charts into .cache/charts (MIRROR=DIR: from a local mirror, no network)
@@ -51,12 +65,17 @@ hydrate: setup ## render every component with its real chart as Argo CD does, an
 
 BASE ?= origin/main
 diff: setup ## what the working tree changes on each cluster vs BASE (default origin/main), risks first
-	@forge diff --base $(BASE) || test $$? -eq 1  # exit 1 = "there are changes", not a failure here
+	@forge diff --base $(BASE) || test $$? -eq 1  # exit 1 = "there are changes", not a failure here; 2 and 130 (Ctrl-C) fail
 
 # ---- tests and benchmarks -----------------------------------------------------------------------
 
 test: setup ## run the test suite
+	$(NO_UPSTREAM)
 	$(PY) -m pytest -q
+
+FUZZ_EXAMPLES ?= 10000
+fuzz: setup ## fuzz the inventory loader: FUZZ_EXAMPLES (10,000) mutated inventories per property
+	FORGE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) FORGE_FUZZ_GENERATE=25 $(PY) -m pytest -q -p no:cacheprovider --hypothesis-show-statistics tests/fuzz
 
 bench: setup ## run the benchmarks
 	forge bench

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import click
 
-from forge.cli_common import EXIT_FOUND, root_option, user_errors
+from forge.cli_common import EXIT_FOUND, ForgeGroup, root_option, user_errors
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=ForgeGroup, context_settings={"help_option_names": ["-h", "--help"]})
 def main() -> None:
     """forge: hardware inventory in, validated per-cluster GitOps overlays out.
 

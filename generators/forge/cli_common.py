@@ -1,11 +1,16 @@
 """What every forge command shares: the --root option and the one place errors reach people.
 
-A ForgeError prints its lines and exits 2; anything else is a bug and keeps its traceback.
-Exit codes: 0 fine, 1 the check found differences or failures, 2 bad input or environment.
+Exit codes, the same for every command:
+  0    done, or no change;
+  1    the check found changes (diff, check) or validation failures;
+  2    bad input or usage (a ForgeError: its lines are printed, no traceback; click's usage errors);
+  130  interrupted (Ctrl-C), whatever was running when it came: 128 + SIGINT, as shells report it.
+Anything else is a bug and keeps its traceback.
 """
 from __future__ import annotations
 
 import functools
+import signal
 import sys
 from pathlib import Path
 
@@ -13,8 +18,56 @@ import click
 
 from forge.errors import ForgeError
 
+EXIT_OK = 0
 EXIT_FOUND = 1
 EXIT_ERROR = 2
+EXIT_INTERRUPTED = 128 + signal.SIGINT
+
+_interrupted = False  # set by the SIGINT handler: a child killed by the same Ctrl-C is not an error
+
+
+def _on_sigint(signum, frame):
+    global _interrupted
+    _interrupted = True
+    raise KeyboardInterrupt
+
+
+def _exit_interrupted() -> None:
+    click.echo("interrupted", err=True)
+    sys.exit(EXIT_INTERRUPTED)
+
+
+class ForgeGroup(click.Group):
+    """The top-level command group: maps how a command ended to the exit codes above."""
+
+    def main(self, *args, **kwargs):  # type: ignore[override]
+        try:
+            previous = signal.signal(signal.SIGINT, _on_sigint)
+        except ValueError:  # not the main thread (embedded): keep the handler there is
+            previous = None
+        try:
+            self._run(*args, **kwargs)
+        finally:
+            if previous is not None:  # a test runner calling main() keeps its own handler
+                signal.signal(signal.SIGINT, previous)
+
+    def _run(self, *args, **kwargs) -> None:
+        kwargs["standalone_mode"] = False
+        try:
+            result = super().main(*args, **kwargs)
+        except (KeyboardInterrupt, click.Abort):
+            _exit_interrupted()
+        except click.ClickException as exc:  # usage errors: exit 2, with click's message
+            exc.show()
+            sys.exit(exc.exit_code)
+        except BrokenPipeError:  # `forge diff | head`: the reader left; not an error of ours
+            sys.exit(EXIT_OK)
+        except Exception:
+            if _interrupted:  # e.g. a kustomize child killed by the same Ctrl-C
+                _exit_interrupted()
+            raise
+        # Not standalone, click returns the code given to ctx.exit() (--help: 0), else the command's value.
+        sys.exit(result if isinstance(result, int) else EXIT_OK)
 
 
 def user_errors(func):
@@ -23,6 +76,8 @@ def user_errors(func):
         try:
             return func(*args, **kwargs)
         except ForgeError as exc:
+            if _interrupted:
+                _exit_interrupted()
             for line in exc.lines():
                 click.echo(f"error: {line}" if not line[:1].isspace() else line, err=True)
             sys.exit(EXIT_ERROR)

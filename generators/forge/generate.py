@@ -9,6 +9,7 @@ from pathlib import Path
 
 from forge import argocd, emit
 from forge.components import Component
+from forge.components.external_secrets import external_secrets_for
 from forge.errors import ForgeError
 from forge.fleet import Fleet, load_fleet
 from forge.model import ClusterModel
@@ -55,7 +56,7 @@ def _component_files(root: Path, tree: Tree, cluster: ClusterModel, component: C
     if values is not None:
         tree.add(folder / "values.yaml", emit.yaml_file(generator, cluster.source, [values]))
     resources = [Path("../../..", base).as_posix()]
-    for obj in component.manifests(cluster):
+    for obj in component.manifests(cluster) + external_secrets_for(cluster, component):
         meta = obj["metadata"]
         # Objects in another namespace than the component's (Flyte's per-project ones) may share
         # a name: their file names carry the namespace.
@@ -66,6 +67,8 @@ def _component_files(root: Path, tree: Tree, cluster: ClusterModel, component: C
     tree.add(folder / "kustomization.yaml", emit.kustomization(generator, cluster.source, cluster.name, resources))
     for obj in component.examples(cluster):  # not in resources: never synced
         tree.add(folder / EXAMPLES_DIR / f"{obj['kind'].lower()}-{obj['metadata']['name']}.yaml", emit.yaml_file(generator, cluster.source, [obj]))
+    for rel, data in component.local_files(cluster).items():  # not in resources either
+        tree.add(folder / rel, emit.yaml_file(generator, cluster.source, [data]))
 
 
 def _bootstrap_files(tree: Tree, cluster: ClusterModel, components: list[Component], pins) -> None:

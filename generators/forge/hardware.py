@@ -166,3 +166,18 @@ GPU_MODELS: Mapping[str, GpuModel] = _Lazy(lambda: catalogue().gpus)
 NIC_MODELS: Mapping[str, NicModel] = _Lazy(lambda: catalogue().nics)
 SERVER_MODELS: Mapping[str, ServerModel] = _Lazy(lambda: catalogue().servers)
 DRIVER_BY_ARCHITECTURE: Mapping[str, str] = _Lazy(lambda: versions.versions().gpu_drivers)
+
+
+# Physical ceilings of one server, whatever its model: bounds on inventory numbers, so a typo
+# (or a hostile 10**20) is refused with a message instead of reaching a quota or a loop.
+# 8-socket servers reach 32 TiB of memory and 8 x 128 cores x 2 threads; the largest NVMe drive
+# sold holds 122.88 TB; a PCIe server has at most about 16 NIC or GPU slots, a NIC at most 8
+# ports, and no Ethernet or InfiniBand port runs faster than 1.6 Tb/s. Per-model limits
+# (ServerModel.max_gpus, NicModel.max_port_gbps) are checked after these, with their own messages.
+MAX_GPUS_PER_SERVER = 16
+MAX_PORT_GBPS = 1600
+MAX_SERVER_MEMORY_GIB = 32 * 1024
+MAX_SERVER_CPU_THREADS = 2048
+MAX_NVME_SIZE_GB = 250_000
+MAX_NICS_PER_SERVER = 16
+MAX_PORTS_PER_NIC = 8

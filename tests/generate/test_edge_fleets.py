@@ -3,7 +3,7 @@ the real kustomize, validate (against the upstream chart data when FORGE_UPSTREA
 
 `mig-lab` cuts each GPU node differently (every GPU in slices, two profiles on some GPUs with the
 rest whole, MIG off); `no-fabric` has GPU nodes with front-end Ethernet only and no component
-settings. They live outside clusters/, so Argo CD never syncs them.
+settings but its secret store (every cluster declares one: no Secret is made by hand). They live outside clusters/, so Argo CD never syncs them.
 """
 from __future__ import annotations
 
@@ -96,7 +96,8 @@ def test_no_fabric_has_no_network_operator_and_no_gpudirect(fleet: Path):
 
 def test_no_fabric_without_settings_runs_only_the_components_that_need_none(fleet: Path):
     overlays = sorted(p.name for p in (fleet / "overlays/no-fabric").iterdir())
-    assert overlays == ["alloy", "gpu-operator", "kuberay-operator", "loki", "node-feature-discovery",
+    # external-secrets: the one block it has (its secret store)
+    assert overlays == ["alloy", "external-secrets", "gpu-operator", "kuberay-operator", "loki", "node-feature-discovery",
                         "prometheus", "prometheus-crds", "training-operator"]
     apps = sorted(p.name for p in (fleet / "clusters/no-fabric/argocd").glob("application-*.yaml"))
     assert apps == sorted(f"application-{c}.yaml" for c in overlays)

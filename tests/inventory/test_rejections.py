@@ -167,8 +167,9 @@ def test_unknown_component():
 def test_invalid_yaml_names_the_line():
     text = edit("    region: us-west-2\n", "    region: 'us-west-2\n")
     end = text.count("\n") + 1
+    quoted = line_of(text, "region: 'us-west-2")
     assert problems(text) == [f"{FILE}:{end}: <top>: not valid YAML: found unexpected end of stream "
-                              f"(while scanning a quoted scalar at line {line_of(text, 'region:')})"]
+                              f"(while scanning a quoted scalar at line {quoted})"]
 
 
 def test_duplicate_key_names_the_line():

@@ -262,7 +262,7 @@ def test_a_failed_regeneration_puts_the_inventory_back(repo):
     line = line_no(lines_of(repo, "clusters/a100/inventory.yaml"), "    rack: A100_R01")
     err = refused(repo, "set", "h200", "h200-gpu-01", "--rack", "h200-r02")
     assert "regeneration failed: clusters/h200/inventory.yaml was put back as it was" in err
-    assert f"clusters/a100/inventory.yaml:{line}: nodes[0].rack: 'A100_R01' does not match the expected form" in err
+    assert f"clusters/a100/inventory.yaml:{line}: nodes[0].rack: 'A100_R01' is not a valid name: names are DNS labels" in err
 
 
 def test_bad_option_syntax(repo):

@@ -173,7 +173,9 @@ def test_plain_objects_match_kubernetes_schemas(name, clusters):
 # Loki's MinIO subchart, sample values) and the obvious ones.
 KNOWN_DEFAULTS = ("prom-operator", "supersecretpassword", "strongpassword", "changeme", "admin123", "test-password")
 CREDENTIAL_KEY = re.compile(r"(?i)^(.*password|.*secret_?access_?key|access_?key_?id|.*token|rootUser)$")
-REFERENCE = re.compile(r"^\$\{[A-Z_][A-Z0-9_]*\}$")  # an environment variable Loki expands at start-up
+# An environment variable Loki expands at start-up, or an ExternalSecret template taking one
+# property of the remote secret (the value is filled in by External Secrets in the cluster).
+REFERENCE = re.compile(r'^(\$\{[A-Z_][A-Z0-9_]*\}|\{\{ index \. "[A-Za-z0-9_.-]+" \}\})$')
 
 
 def credential_problems(docs: list[Any]) -> list[str]:

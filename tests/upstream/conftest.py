@@ -75,7 +75,8 @@ def widget_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - namespace.yaml\n")
     (base / "namespace.yaml").write_text(
         "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: widget\n  labels:\n"
-        "    pod-security.kubernetes.io/enforce: restricted\n")
+        # baseline: the fixture chart's pod sets no securityContext (restricted is tested to fail)
+        "    pod-security.kubernetes.io/enforce: baseline\n")
     with open(repo / "charts/versions.yaml", "a") as f:
         # The test chart's pin. The repo URL is never contacted by these tests (port 9 discards).
         f.write("  widget:\n    repo: http://127.0.0.1:9/charts\n    chart: widget\n    version: 1.2.3\n")

@@ -383,7 +383,7 @@ def test_validate_hydrated_catches_a_remote_patch_that_found_no_target(data_repo
 def test_component_filter_refuses_an_unknown_name(data_repo: Path):
     result = forge(data_repo, "hydrate", "--component", "aluxio")
     assert result.exit_code == 2
-    assert result.stderr.startswith("error: --component aluxio: no cluster enables it (enabled: alloy, alluxio, flyte, ")
+    assert result.stderr.startswith("error: --component aluxio: no cluster enables it (enabled: alloy, alluxio, external-secrets, flyte, ")
     result = forge(data_repo, "validate", "--component", "alluxio")
     assert result.exit_code == 2 and result.stderr == "error: --component goes with --hydrated\n"
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 from forge.components.alloy import Alloy
 from forge.components.alluxio import Alluxio
 from forge.components.base import Component
+from forge.components.external_secrets import ExternalSecrets
 from forge.components.flyte import Flyte
 from forge.components.gpu_operator import GpuOperator
 from forge.components.kuberay_operator import KuberayOperator
@@ -17,6 +18,7 @@ from forge.components.training_operator import TrainingOperator
 COMPONENTS: tuple[Component, ...] = (
     NodeFeatureDiscovery(),
     Scheduling(),
+    ExternalSecrets(),
     PrometheusCrds(),
     NetworkOperator(),
     GpuOperator(),

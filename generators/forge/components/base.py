@@ -33,10 +33,12 @@ from forge.model import ClusterModel
 if TYPE_CHECKING:
     from forge.errors import Problem
     from forge.inventory.loader import LoadedInventory
+    from forge.secrets import SecretUse
 
 # Sync waves of the child Applications: foundations (node labels, CRD-only pieces) first,
 # then operators in dependency order, then what runs on top of them.
 WAVE_FOUNDATION = -10
+WAVE_SECRETS = -8  # External Secrets Operator: before anything that reads a Secret
 WAVE_MONITORING_CRDS = -5
 WAVE_NETWORK = 0
 WAVE_GPU = 10
@@ -198,6 +200,21 @@ class Component:
         """Objects for people to copy, written under overlays/<cluster>/<name>/examples/: not in
         the kustomization, so Argo CD never syncs them."""
         return []
+
+    def secrets(self, cluster: ClusterModel) -> "list[SecretUse]":
+        """Secrets its pods or chart values read, which the cluster's secret store must produce
+        (forge.components.external_secrets writes an ExternalSecret for each into this overlay)."""
+        return []
+
+    def produced_secrets(self, cluster: ClusterModel) -> dict[str, str]:
+        """Secrets its chart or controller creates at run time (webhook certificates), by name,
+        each with the reason: the secret-reference check accepts them in its namespaces."""
+        return {}
+
+    def local_files(self, cluster: ClusterModel) -> dict[str, Any]:
+        """Files for people, not for the cluster (a client configuration), as {path under
+        overlays/<cluster>/<name>/: YAML data}: outside the kustomization, never synced."""
+        return {}
 
     def expected_in_hydrated(self, cluster: ClusterModel) -> list[Expected]:
         """Fields the objects the chart renders from our values must have (`forge validate

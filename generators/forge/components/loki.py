@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from forge.components.base import WAVE_OBSERVABILITY, Component, Expected
 from forge.model import CONTROL_PLANE_LABEL, ClusterModel
 from forge.observability import plain
+from forge.secrets import SecretUse
 from forge.observability.sizing import LOKI_TARGETS, LokiLayout, loki_daily_gb, loki_layout
 
 NAMESPACE = "loki"
@@ -89,6 +90,9 @@ class Loki(Component):
             yield loaded.problem(at, f"the {layout.mode} layout for {daily:g} GB/day of logs needs {' and '.join(over)} "
                                      f"replicas, one per node, but the cluster has {system_nodes} control-plane nodes; "
                                      "add control-plane nodes or set daily_log_gb to the measured volume")
+
+    def secrets(self, cluster: ClusterModel) -> list[SecretUse]:
+        return [SecretUse("s3", cluster.settings.s3.credentials_secret, (self.namespace,))]
 
     def _layout(self, cluster: ClusterModel) -> tuple[Settings, LokiLayout]:
         s: Settings = self.settings(cluster)

@@ -34,6 +34,7 @@ from forge.observability import plain
 from forge.observability.dashboards import FLEET_OVERVIEW, dashboard_configmap, fleet_overview
 from forge.observability.rules import prometheus_rule
 from forge.observability.sizing import PrometheusSize, prometheus_size
+from forge.secrets import SecretUse
 
 NAMESPACE = "monitoring"
 CHART = "kube-prometheus-stack"
@@ -44,6 +45,7 @@ ALERTMANAGER_CR = "prometheus-kube-prometheus-alertmanager"
 GRAFANA_DEPLOYMENT = "prometheus-grafana"
 GRAFANA_DATASOURCES = "prometheus-kube-prometheus-grafana-datasource"
 NODE_EXPORTER_MONITOR = "prometheus-prometheus-node-exporter"
+ADMISSION_SECRET = "prometheus-kube-prometheus-admission"
 
 # Everything kube-prometheus-stack installs besides its CRDs, switched off for `prometheus-crds`.
 # tests/observability checks this against the chart's values.yaml: every top-level `enabled: true`.
@@ -105,6 +107,14 @@ class Prometheus(Component):
         # The chart puts the Services that expose the control plane's metrics (scheduler, controller
         # manager, etcd, kube-proxy, CoreDNS) in kube-system, next to the pods they select.
         return (self.namespace, "kube-system")
+
+    def secrets(self, cluster: ClusterModel) -> list[SecretUse]:
+        s: Settings = self.settings(cluster)
+        return [SecretUse("grafana-admin", s.grafana_admin_secret, (self.namespace,)),
+                SecretUse("alertmanager", s.alertmanager_config_secret, (self.namespace,))]
+
+    def produced_secrets(self, cluster: ClusterModel) -> dict[str, str]:
+        return {ADMISSION_SECRET: "the chart's admission-create Job writes the operator webhook's certificate at install"}
 
     def _plan(self, cluster: ClusterModel) -> tuple[Settings, PrometheusSize, dict[str, Any]]:
         """The settings, the size, and the volume claim of Prometheus' storage."""

@@ -1,7 +1,7 @@
 """`python -m forge.inventory FILE...`: load and check inventory files, nothing else.
 
 The pre-commit hook runs it on the inventories a commit touches: every problem as
-`file:line: path: message`, exit 1 if there is any. It does not generate or render.
+`file:line: path: message`, exit 2 if there is any (as `forge generate`), 130 on Ctrl-C. It does not generate or render.
 """
 from __future__ import annotations
 
@@ -26,8 +26,12 @@ def main(argv: list[str]) -> int:
                 print(line, file=sys.stderr)
     if failed:
         print(f"{failed} of {len(argv)} inventor{'ies' if len(argv) != 1 else 'y'} have problems", file=sys.stderr)
-    return 1 if failed else 0
+    return 2 if failed else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)

@@ -5,12 +5,15 @@ layouts a GPU cannot hold) live in `checks.py`, and derived facts in `forge.mode
 """
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
+from importlib import resources
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from forge import hardware
 from forge.hardware import GPU_MODELS, NIC_MODELS, SERVER_MODELS, unknown_model
 
 _DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
@@ -28,6 +31,57 @@ def _one_of(table: Any, what: str):
         return value
 
     return AfterValidator(check)
+
+
+DNS_LABEL_WORDS = ("names are DNS labels: lower-case letters, digits and '-', at most 63 characters, "
+                   "starting and ending with a letter or digit")
+# The other patterns, said in words: the loader shows these instead of a regular expression.
+PATTERN_WORDS = {
+    r"^/dev/nvme[0-9]+n[0-9]+$": "an NVMe namespace device such as /dev/nvme0n1",
+    r"^/[A-Za-z0-9_./-]+$": "an absolute path of letters, digits and _ . / - (no spaces)",
+    r"^(https://|ssh://|git@)\S+$": "a git URL starting with https://, ssh:// or git@, without spaces",
+    r"^https?://\S+$": "a URL starting with http:// or https://, without spaces",
+    r"^[a-zA-Z0-9_.-]{1,15}$": "a Linux interface name: 1-15 letters, digits, '_', '.' or '-' (such as ens1f0)",
+}
+
+
+def _dns_label(value: str) -> str:
+    if len(value) <= 63 and re.fullmatch(_DNS_LABEL, value):
+        return value
+    message = f"'{value}' is not a valid name: {DNS_LABEL_WORDS}"
+    if any(m.mig_profile(value) for m in GPU_MODELS.values()):
+        message += f"; '{value}' is a MIG profile: name a layout defined under cluster.mig_layouts, which lists profiles"
+    elif suggestion := re.sub(r"-+", "-", re.sub(r"[^a-z0-9-]", "-", value.lower())).strip("-")[:63].strip("-"):
+        message += f"; did you mean '{suggestion}'?"
+    raise ValueError(message)
+
+
+def _at_most(limit: int, why: str):
+    def check(value: int) -> int:
+        if value > limit:
+            raise ValueError(f"{value} is more than {why} (at most {limit:,})")
+        return value
+
+    return AfterValidator(check)
+
+
+@functools.cache
+def kubernetes_versions() -> tuple[str, ...]:
+    """The Kubernetes minors ("1.34") whose strict schemas the pinned kubernetes-validate ships:
+    the folders forge.validate.kube reads (this stage may not import it), so the ones `forge
+    validate` can check."""
+    root = resources.files("kubernetes_validate").joinpath("kubernetes-json-schema")
+    found = [m.group(1) for p in root.iterdir() if (m := re.match(r"^v(\d+\.\d+)\.0-local-strict$", p.name))]
+    return tuple(sorted(found, key=lambda v: tuple(int(x) for x in v.split("."))))
+
+
+def _kubernetes_version(value: str) -> str:
+    known = kubernetes_versions()
+    if value not in known:
+        form = "" if re.fullmatch(r"1\.[0-9]{2}", value) else " (major.minor, quoted, such as \"1.34\")"
+        raise ValueError(f"Kubernetes {value!r}{form} has no schemas to validate against; "
+                         f"expected one of: {', '.join(known)}")
+    return value
 
 
 def _label_key(key: str) -> str:
@@ -60,7 +114,7 @@ def _cidr(value: str) -> str:
     return value
 
 
-Name = Annotated[str, Field(pattern=_DNS_LABEL, max_length=63)]
+Name = Annotated[str, AfterValidator(_dns_label)]
 LabelKey = Annotated[str, AfterValidator(_label_key)]
 LabelValue = Annotated[str, AfterValidator(_label_value)]
 Cidr = Annotated[str, AfterValidator(_cidr)]
@@ -68,7 +122,7 @@ GpuModelKey = Annotated[str, _one_of(GPU_MODELS, "GPU model")]
 NicModelKey = Annotated[str, _one_of(NIC_MODELS, "NIC model")]
 ServerModelKey = Annotated[str, _one_of(SERVER_MODELS, "server model")]
 PositiveInt = Annotated[int, Field(gt=0)]
-K8sVersion = Annotated[str, Field(pattern=r"^1\.[0-9]{2}$")]
+K8sVersion = Annotated[str, AfterValidator(_kubernetes_version)]
 S3Bucket = Annotated[str, Field(min_length=3, max_length=63)]
 # A Linux network interface name: at most 15 characters (IFNAMSIZ - 1).
 InterfaceName = Annotated[str, Field(pattern=r"^[a-zA-Z0-9_.-]{1,15}$")]
@@ -143,7 +197,7 @@ class ClusterSettings(Strict):
 
 class GpuSpec(Strict):
     model: GpuModelKey
-    count: PositiveInt
+    count: Annotated[PositiveInt, _at_most(hardware.MAX_GPUS_PER_SERVER, "the GPUs any server takes")]
     nvlink: Annotated[int, Field(ge=0, le=5)] = 0  # NVLink generation; 0 = none
 
 
@@ -152,23 +206,23 @@ NicRole = Literal["compute", "storage", "frontend", "management"]
 
 class NicSpec(Strict):
     model: NicModelKey
-    count: PositiveInt
-    ports: PositiveInt = 1  # ports per card that are cabled
-    port_gbps: PositiveInt
+    count: Annotated[PositiveInt, _at_most(hardware.MAX_NICS_PER_SERVER, "the NIC slots of a server")]
+    ports: Annotated[PositiveInt, _at_most(hardware.MAX_PORTS_PER_NIC, "the ports of a NIC")] = 1  # ports per card that are cabled
+    port_gbps: Annotated[PositiveInt, _at_most(hardware.MAX_PORT_GBPS, "the speed of any network port, in Gb/s")]
     role: NicRole
     interfaces: list[InterfaceName]
 
 
 class NvmeSpec(Strict):
     device: Annotated[str, Field(pattern=r"^/dev/nvme[0-9]+n[0-9]+$")]
-    size_gb: PositiveInt  # vendor (decimal) gigabytes
+    size_gb: Annotated[PositiveInt, _at_most(hardware.MAX_NVME_SIZE_GB, "the largest NVMe drive holds")]  # vendor (decimal) gigabytes
     mount: Annotated[str, Field(pattern=r"^/[A-Za-z0-9_./-]+$")]
 
 
 class Profile(Strict):
     server: ServerModelKey
-    cpu_threads: PositiveInt
-    memory_gib: PositiveInt
+    cpu_threads: Annotated[PositiveInt, _at_most(hardware.MAX_SERVER_CPU_THREADS, "the CPU threads of any server")]
+    memory_gib: Annotated[PositiveInt, _at_most(hardware.MAX_SERVER_MEMORY_GIB, "the memory of any server, in GiB")]
     gpu: GpuSpec | None = None
     nics: list[NicSpec] = []
     nvme: list[NvmeSpec] = []

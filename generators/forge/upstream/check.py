@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -40,6 +40,7 @@ from forge.model import ClusterModel
 from forge.upstream.chart import load_chart
 from forge.upstream.hydrate import HYDRATED_DIR, Job, hydrated_file, jobs_for, load_hydrated
 from forge.upstream.reads import redundant_keys, unread_keys
+from forge.validate.cluster_checks import admission_failures
 from forge.validate.crd import CrdSchemas
 from forge.validate.engine import Engine, Report, kube_schemas, policies, runtime_crds
 from forge.validate.failure import Failure
@@ -92,6 +93,13 @@ def _check_cluster(root: Path, cluster: ClusterModel, jobs: list[Job], report: R
         items = ((obj, f"{rel}:{line} {object_id(obj)}") for obj, line in loaded[job.component.name])
         engine.check_component(report, cluster.name, job.component.name, items,
                                [ValuesKeys(root, job), ExpectedObjects(job)])
+    # Pod Security and Secret references over the whole hydrated cluster (forge.validate.admission)
+    at = {(name, object_id(o)): f"{(HYDRATED_DIR / cluster.name / f'{name}.yaml').as_posix()}:{line}"
+          for name, objs in loaded.items() for o, line in objs}
+    objects = {name: [o for o, _ in objs] for name, objs in loaded.items()}
+    for f in admission_failures(root, cluster, [j.component for j in jobs], objects):
+        where = at.get((f.component, f.object))
+        report.failures.append(replace(f, object=f"{where} {f.object}") if where else f)
 
 
 @dataclass

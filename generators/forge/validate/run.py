@@ -20,6 +20,7 @@ from forge.errors import ForgeError
 from forge.fleet import components_of, load_fleet
 from forge.model import ClusterModel
 from forge.paths import OVERLAYS_DIR, RENDERED_DIR
+from forge.validate.cluster_checks import admission_failures
 from forge.validate.crd import CrdSchemas
 from forge.validate.crd_index import LazyCrdFolder
 from forge.validate.engine import Engine, Report, kube_schemas, policies, runtime_crds
@@ -122,6 +123,7 @@ def validate_fleet(root: Path, fleet: list[tuple[ClusterModel, list[Component]]]
     for cluster, components in fleet:
         validate_cluster(cluster, components, objects[cluster.name], base_crds, strict_crds=upstream is not None, report=report)
         validate_values(root, cluster, components, upstream, report)
+        report.failures += admission_failures(root, cluster, components, objects[cluster.name])
     report.seconds = time.perf_counter() - started
     report.sort()
     return report

@@ -40,6 +40,7 @@ from forge.components.alluxio.layout import (GIB, READ_POLICIES, ROOT_UFS, WRITE
 from forge.components.base import WAVE_STORAGE, Component, Contains, Expected, Scrape
 from forge.model import NVME_LABEL, ClusterModel
 from forge import versions
+from forge.secrets import SecretUse
 
 IMAGE = "alluxio"  # images in charts/versions.yaml: the chart's appVersion, pinned so a chart bump cannot change it
 RELEASE = "alluxio"  # the chart's fullnameOverride is `alluxio` too: objects are alluxio-<role>
@@ -79,6 +80,9 @@ class Alluxio(Component):
 
     def enabled(self, cluster: ClusterModel) -> bool:
         return self.name in cluster.component_settings
+
+    def secrets(self, cluster: ClusterModel) -> list[SecretUse]:
+        return [SecretUse("s3", cluster.settings.s3.credentials_secret, (self.namespace,))]
 
     # ---- inventory rules --------------------------------------------------------------------
 

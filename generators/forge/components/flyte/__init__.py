@@ -31,7 +31,7 @@ from typing import Any, Iterator
 
 from forge.components import alluxio
 from forge.components.base import WAVE_WORKLOADS, Component, Contains, Expected
-from forge.components.flyte import plan
+from forge.components.flyte import access, plan, rdma
 from forge.components.flyte.objects import (GPU_RESOURCE, METRICS_PATH, METRICS_PORT, NAMESPACE, POD_TEMPLATE,  # noqa: F401 (re-exported)
                                             PSA_LEVEL, RELEASE, SCRAPES, escape_for_tpl, limit_range, log_link,
                                             metrics_service, pod_template, project_namespace, ray_log_link, resource_quota)
@@ -40,6 +40,7 @@ from forge.components.flyte.plan import (Capacity, Database, DomainSpec, FlyteFa
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL, Scheduling, priority_class_names
 from forge.model import ClusterModel
 from forge import versions
+from forge.secrets import SecretUse
 
 IMAGE = "flyte-binary"  # images in charts/versions.yaml: what Flyte's release build pins the chart to
 # Placeholder image of the PodTemplate's container named `default`: propeller merges that
@@ -79,7 +80,8 @@ class Flyte(Component):
     # Set on purpose although they may equal the chart's defaults: the database from the
     # inventory, and the S3 storage with credentials from the AWS SDK's chain (the Secret's env).
     inventory_values = frozenset({"configuration.database", "configuration.storage.provider",
-                                  "configuration.storage.providerConfig.s3.authType"})
+                                  "configuration.storage.providerConfig.s3.authType",
+                                  "ingress.separateGrpcIngress"})  # the gRPC routes need their own Ingress
     Settings = FlyteSettings
 
     def enabled(self, cluster: ClusterModel) -> bool:
@@ -87,6 +89,19 @@ class Flyte(Component):
 
     def namespaces(self, cluster: ClusterModel) -> tuple[str, ...]:
         return (self.namespace, *self.facts(cluster).namespaces)
+
+    def secrets(self, cluster: ClusterModel) -> list[SecretUse]:
+        s: FlyteSettings = self.settings(cluster)
+        return [SecretUse("s3", cluster.settings.s3.credentials_secret, self.namespaces(cluster)),  # task pods too
+                SecretUse("flyte-db", s.database.password_secret, (self.namespace,)),
+                *access.tls_secret_uses(s.ingress, self.namespace)]
+
+    def produced_secrets(self, cluster: ClusterModel) -> dict[str, str]:
+        return access.produced_by_issuer(self.settings(cluster).ingress)
+
+    def local_files(self, cluster: ClusterModel) -> dict[str, Any]:
+        ingress = self.settings(cluster).ingress
+        return {access.CLIENT_CONFIG: access.client_config(ingress)} if ingress else {}
 
     def check(self, loaded, settings: FlyteSettings, given) -> Iterator:
         at = ("components", self.name)
@@ -157,6 +172,7 @@ class Flyte(Component):
                 "resources": {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"memory": "8Gi"}},
             },
             "rbac": {"extraRules": OPERATOR_RULES},
+            **({"ingress": access.ingress_values(s.ingress)} if s.ingress else {}),
         }
 
     def expected_in_hydrated(self, cluster: ClusterModel) -> list[Expected]:
@@ -202,6 +218,7 @@ class Flyte(Component):
             Expected(*deployment, (*pod, "nodeSelector"), cluster.system_node_selector),
             Expected(*deployment, (*pod, "tolerations"), cluster.system_tolerations),
             Expected("ClusterRole", f"{FULLNAME}-cluster-role", "rules", Contains(*OPERATOR_RULES)),
+            *access.expected_routes(s.ingress, access.signed_url_endpoint(cluster, s.signed_url_endpoint)),
         ]
 
     # ---- per project-domain objects ---------------------------------------------------------------
@@ -210,9 +227,13 @@ class Flyte(Component):
         s: FlyteSettings = self.settings(cluster)
         objs: list[dict[str, Any]] = [metrics_service(), pod_template(None, s.default_priority_class, versions.image(TEMPLATE_IMAGE).ref)]
         classes = {p.name: p.priority_class for p in s.projects}
+        levels = rdma.project_psa_levels(cluster, PSA_LEVEL)
         for q in self.facts(cluster).quotas:
-            objs += [project_namespace(q), resource_quota(q), limit_range(q.namespace, s.task_defaults),
-                     pod_template(q.namespace, classes[q.project], versions.image(TEMPLATE_IMAGE).ref)]
+            image = versions.image(TEMPLATE_IMAGE).ref
+            objs += [project_namespace(q, levels), resource_quota(q), limit_range(q.namespace, s.task_defaults),
+                     pod_template(q.namespace, classes[q.project], image)]
+            if rdma.has_fabric(cluster):  # multi-node training over the rails
+                objs.append(rdma.rdma_pod_template(cluster, pod_template(q.namespace, classes[q.project], image)))
         return objs
 
 
@@ -247,6 +268,7 @@ def _configuration(cluster: ClusterModel, s: FlyteSettings, facts: FlyteFacts) -
         "propeller": {"createCRDs": False},
         "logging": {"plugins": {"custom": [log_link(s)]}},
         "inline": {
+            "storage": access.signed_url_config(access.signed_url_endpoint(cluster, s.signed_url_endpoint)),
             "domains": [{"id": d.name, "name": d.name} for d in s.domains],
             "task_resources": {
                 "defaults": {"cpu": str(s.task_defaults.cpu), "memory": f"{s.task_defaults.memory_gib}Gi"},

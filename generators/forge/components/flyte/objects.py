@@ -63,16 +63,15 @@ def _explore_link(s: FlyteSettings, expr: str) -> dict[str, Any]:
             "templateUris": [f"{s.grafana_url.rstrip('/')}/explore?schemaVersion=1&orgId=1&panes={encoded}"]}
 
 
-def project_namespace(q: Quota) -> dict[str, Any]:
+def project_namespace(q: Quota, psa: dict[str, str]) -> dict[str, Any]:
+    """`psa`: Pod Security mode -> level (forge.components.flyte.rdma.project_psa_levels)."""
     return {
         "apiVersion": "v1",
         "kind": "Namespace",
         "metadata": {
             "name": q.namespace,
             "labels": {
-                "pod-security.kubernetes.io/enforce": PSA_LEVEL,
-                "pod-security.kubernetes.io/audit": PSA_LEVEL,
-                "pod-security.kubernetes.io/warn": PSA_LEVEL,
+                **{f"pod-security.kubernetes.io/{mode}": level for mode, level in psa.items()},
                 "forge.exa.ai/flyte-project": q.project,
                 "forge.exa.ai/flyte-domain": q.domain,
             },

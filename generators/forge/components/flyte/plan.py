@@ -7,6 +7,7 @@ from typing import Annotated
 
 from pydantic import Field
 
+from forge.components.flyte.access import FlyteIngress
 from forge.inventory.schema import Name, PositiveInt, Strict
 from forge.model import ClusterModel
 
@@ -28,7 +29,7 @@ class Database(Strict):
     port: PositiveInt = 5432
     dbname: Name
     username: Name
-    password_secret: Name  # an existing Secret in namespace flyte, key `password`
+    password_secret: Name  # in namespace flyte, key `password`, made by External Secrets
     options: str = "sslmode=require"
 
 
@@ -47,6 +48,9 @@ class FlyteSettings(Strict):
     grafana_url: Annotated[str, Field(pattern=r"^https?://[^\s/]+(/\S*)?$")]  # as browsers reach it
     loki_datasource_uid: Name = "loki"
     task_defaults: TaskDefaults = TaskDefaults()
+    ingress: FlyteIngress | None = None  # routes for laptops (forge.components.flyte.access)
+    # Where signed upload/download URLs point: an S3 endpoint laptops reach (default cluster.s3.endpoint).
+    signed_url_endpoint: Annotated[str, Field(pattern=r"^https?://[^\s/]+(/\S*)?$")] | None = None
 
 
 # ---- quota arithmetic ---------------------------------------------------------------------------

@@ -1,0 +1,63 @@
+"""Multi-node training over the compute fabric from Flyte, and the Pod Security that admits it.
+
+On a cluster with a compute fabric (compute-role RDMA NICs), every project namespace gets a
+second PodTemplate, `forge-rdma`, which multi-node training tasks name
+(`@task(pod_template_name="forge-rdma")`, PyTorch/MPI/Ray alike): the project's defaults plus
+the fabric's RDMA resource, one interface per rail (Multus), the IPC_LOCK capability RDMA needs to
+pin memory, and a memory-backed /dev/shm for NCCL. The default template stays as it was, so CPU
+and single-node tasks take no rail addresses (each node has `addresses_per_node` per rail).
+
+Pod Security on those namespaces: `baseline` has no room for IPC_LOCK, and the alternative, an
+unlimited RLIMIT_MEMLOCK in the container runtime of every node, is node configuration forge does
+not own and cannot check. So project namespaces of fabric clusters enforce `privileged` and warn
+and audit at `baseline`: a pod beyond baseline is admitted, but kubectl shows the warning and the
+audit log records it, while `forge validate` holds forge's own pods to baseline with only the
+reviewed IPC_LOCK exception (forge.validate.admission.EXCEPTIONS). Clusters without a fabric keep
+`baseline` enforced.
+"""
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from forge.components.network_operator import MULTUS_NETWORKS_ANNOTATION, NetworkOperator
+from forge.model import ClusterModel
+
+RDMA_POD_TEMPLATE = "forge-rdma"
+SHM_VOLUME = "dshm"
+
+
+def has_fabric(cluster: ClusterModel) -> bool:
+    return cluster.rdma_resource("compute") is not None
+
+
+def project_psa_levels(cluster: ClusterModel, default: str) -> dict[str, str]:
+    """Pod Security labels of a project namespace: mode -> level."""
+    if has_fabric(cluster):
+        return {"enforce": "privileged", "audit": "baseline", "warn": "baseline"}
+    return {"enforce": default, "audit": default, "warn": default}
+
+
+def rdma_pod_template(cluster: ClusterModel, base: dict[str, Any]) -> dict[str, Any]:
+    """`base` (a project's default PodTemplate) with the fabric added, named forge-rdma."""
+    resource = cluster.rdma_resource("compute")
+    assert resource is not None  # only on fabric clusters
+    out = copy.deepcopy(base)
+    out["metadata"]["name"] = RDMA_POD_TEMPLATE
+    template = out["template"] = {"metadata": out["template"].get("metadata", {}), **out["template"]}  # metadata first
+    if cluster.rails:
+        network = cluster.component_settings.get(NetworkOperator.name)  # enabled wherever there is a fabric
+        namespace = network.network_namespace if network is not None else "default"
+        networks = ",".join(f"{namespace}/{rail.name}" for rail in cluster.rails)
+        template["metadata"].setdefault("annotations", {})[MULTUS_NETWORKS_ANNOTATION] = networks
+    if not template["metadata"]:
+        del template["metadata"]
+    spec = template["spec"]
+    container = spec["containers"][0]
+    for field in ("requests", "limits"):
+        container.setdefault("resources", {}).setdefault(field, {})[resource.resource] = 1
+    caps = container.setdefault("securityContext", {}).setdefault("capabilities", {})
+    caps["add"] = sorted({*caps.get("add", []), "IPC_LOCK"})
+    container.setdefault("volumeMounts", []).append({"name": SHM_VOLUME, "mountPath": "/dev/shm"})
+    spec.setdefault("volumes", []).append({"name": SHM_VOLUME, "emptyDir": {"medium": "Memory"}})
+    return out

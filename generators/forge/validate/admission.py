@@ -1,0 +1,135 @@
+"""Cluster-wide admission policies over one cluster's output (rendered or hydrated) and the
+examples forge writes beside it: what the API server would refuse, or warn about, on the first
+sync, and what would hang for want of a Secret.
+
+Pod Security (forge.validate.podsecurity): every pod spec is held to the level its namespace
+enforces (a failure: the API server would reject the pod) and to the level it warns at (a
+failure too, unless the control is one of the reviewed EXCEPTIONS: the level a namespace warns at
+is the one we mean to meet). A namespace is read from the Namespace objects of the cluster's
+output; an object that names none lands in its Application's destination. Examples name no
+namespace: they are written for the Flyte project namespaces and held to each one's levels.
+
+Secrets (forge.validate.secretrefs): every Secret a pod, Ingress, secret store or chart value
+reads is produced from Git or is the one bootstrap credential.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable, NamedTuple
+
+from forge.validate.objects import load_yaml_stream, object_id
+from forge.validate.podsecurity import ENFORCE, LEVELS, WARN, level_of, pod_specs, violations
+from forge.validate.secretrefs import ALL_NAMESPACES, Ref, object_refs, produced, value_refs
+
+EXAMPLES_DIR = "examples"
+# Namespaces labelled so run workloads (Flyte's project namespaces): where examples are applied.
+WORKLOAD_LABEL = "forge.exa.ai/flyte-project"
+
+# Controls a pod of ours may break at the namespace's warn level (never at its enforce level),
+# each with the reason it was accepted. (rule, detail) as forge.validate.podsecurity reports them.
+EXCEPTIONS: dict[tuple[str, str], str] = {
+    ("capabilities", "IPC_LOCK"): "RDMA pods register (pin) memory with the NIC; without IPC_LOCK they are bound by the "
+                                  "container runtime's RLIMIT_MEMLOCK, which forge does not manage on the nodes",
+}
+
+
+class Problem(NamedTuple):
+    component: str
+    where: str  # the object (and file, for examples)
+    path: str
+    reason: str
+
+
+def namespace_labels(objects: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Namespace name -> its labels, for the Namespace objects among `objects`."""
+    return {(o.get("metadata") or {}).get("name"): ((o.get("metadata") or {}).get("labels") or {})
+            for o in objects if o.get("kind") == "Namespace"}
+
+
+def example_objects(root: Path, cluster: str) -> dict[str, list[tuple[str, dict[str, Any]]]]:
+    """component -> (repo-relative file, object) of every example under overlays/<cluster>/*/examples/."""
+    out: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for path in sorted((root / "overlays" / cluster).glob(f"*/{EXAMPLES_DIR}/*.yaml")):
+        rel = path.relative_to(root).as_posix()
+        for obj in load_yaml_stream(path.read_text(encoding="utf-8")):
+            out.setdefault(path.parent.parent.name, []).append((rel, obj))
+    return out
+
+
+def pod_security(objects: dict[str, list[dict[str, Any]]], destinations: dict[str, str],
+                 examples: dict[str, list[tuple[str, dict[str, Any]]]], all_objects: Iterable[dict[str, Any]]) -> list[Problem]:
+    """Pod Security problems of every pod spec in `objects` (component -> objects) and `examples`.
+    `destinations`: component -> its Application's namespace; `all_objects`: the whole cluster's
+    output, where the Namespaces are."""
+    labels = namespace_labels(all_objects)
+    workload = sorted(ns for ns, lab in labels.items() if WORKLOAD_LABEL in lab)
+    out: list[Problem] = []
+    for component, objs in sorted(objects.items()):
+        for obj in objs:
+            ns = (obj.get("metadata") or {}).get("namespace") or destinations.get(component, "")
+            out += _check(component, object_id(obj), obj, [ns], labels)
+    for component, items in sorted(examples.items()):
+        for rel, obj in items:
+            ns = (obj.get("metadata") or {}).get("namespace")
+            out += _check(component, f"{rel} {object_id(obj)}", obj, [ns] if ns else workload or [destinations.get(component, "")], labels)
+    return out
+
+
+def _check(component: str, where: str, obj: dict[str, Any], namespaces: list[str], labels: dict[str, dict[str, Any]]) -> list[Problem]:
+    specs = list(pod_specs(obj))
+    if not specs:
+        return []
+    out = []
+    for ns in namespaces:
+        if ns not in labels:
+            out.append(Problem(component, where, "metadata.namespace",
+                               f"namespace '{ns}' has no Namespace object in the cluster's output: its Pod Security level is unknown"))
+            continue
+        enforce, warn = level_of(labels[ns], ENFORCE), level_of(labels[ns], WARN)
+        for at, spec in specs:
+            enforced = set(violations(spec, enforce))
+            for v in sorted(enforced):
+                out.append(Problem(component, where, f"{at}.{v.path}",
+                                   f"Pod Security '{enforce}' (enforced in namespace {ns}) forbids {v.rule}: {v.detail}"))
+            if LEVELS.index(warn) > LEVELS.index(enforce):
+                for v in sorted(set(violations(spec, warn)) - enforced):
+                    if (v.rule, v.detail) not in EXCEPTIONS:
+                        out.append(Problem(component, where, f"{at}.{v.path}",
+                                           f"Pod Security '{warn}' (warned in namespace {ns}) forbids {v.rule}: {v.detail}; "
+                                           "meet it, or add a reviewed exception (forge.validate.admission.EXCEPTIONS)"))
+    return out
+
+
+def secret_references(objects: dict[str, list[dict[str, Any]]], values: dict[str, Any], destinations: dict[str, str],
+                      namespaces: dict[str, tuple[str, ...]], runtime: dict[str, dict[str, str]],
+                      bootstrap: tuple[str, str] | None) -> list[Problem]:
+    """Secrets read (by pods, Ingresses, secret stores, chart values) that nothing in Git produces
+    and that are not the bootstrap credential (forge.validate.secretrefs). Per component:
+    `values` its Helm values, `namespaces` all it deploys into, `runtime` the Secrets its chart or
+    controller creates at run time (name -> reason)."""
+    made = set()
+    for component, objs in objects.items():
+        made |= produced(objs, destinations.get(component, ""))
+    for component, names in runtime.items():
+        made |= {(ns, name) for name in names for ns in namespaces.get(component, ())}
+    out = []
+
+    def need(component: str, where: str, ref: Ref) -> None:
+        if (ref.namespace, ref.name) in made or (ref.namespace, ref.name) == bootstrap:
+            return
+        out.append(Problem(component, where, ref.path,
+                           f"Secret '{ref.name}' in namespace '{ref.namespace}' is produced by nothing in Git (no ExternalSecret "
+                           "targets it, no chart creates it) and is not the bootstrap credential: declare it in the component's "
+                           "secrets() or, if its chart makes it at run time, in produced_secrets() with the reason"))
+
+    for component, objs in sorted(objects.items()):
+        for obj in objs:
+            ns = (obj.get("metadata") or {}).get("namespace") or destinations.get(component, "")
+            for ref in object_refs(obj, ns):
+                need(component, object_id(obj), ref)
+    for component, vals in sorted(values.items()):
+        for name, path in value_refs(vals):
+            spread = path.startswith(ALL_NAMESPACES)
+            for ns in (namespaces.get(component, ()) if spread else (destinations.get(component, ""),)):
+                need(component, "values.yaml", Ref(ns, name, path.lstrip(ALL_NAMESPACES)))
+    return out
