@@ -5,7 +5,7 @@ A cluster's key (forge.cache.digest) covers everything its result depends on: th
 shared by all (forge's code, the versions file, the upstream data manifest), the strict-CRD mode,
 its inventory (Kubernetes version, enabled components, runtime CRDs, labels), every rendered file
 of the cluster (a CRD one component ships checks another's custom resources, so the cluster is
-the unit) and its values files. The result (failures, warnings, unchecked, counts) is stored
+the unit) and every file under overlays/<cluster>/ (values files and examples are checked too). The result (failures, warnings, unchecked, counts) is stored
 under .cache/forge/validate.json by key; a hit replays it exactly.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
-from forge.cache import GlobalInputs, State, digest, file_digest, stat_manifest
+from forge.cache import GlobalInputs, State, digest, file_digest, stat_manifest, tree_digest
 from forge.errors import ForgeError, InventoryError
 from forge.fleet import inventory_paths, load_fleet, load_plan
 from forge.incremental import registry_key
@@ -34,9 +34,9 @@ def cluster_key(root: Path, rendered: Path, inventory: Path, shared: str) -> str
     files = sorted((rendered / name).glob("*.yaml"))
     if not files:
         raise ForgeError(f"{rendered / name}: nothing rendered for cluster {name}: run `make render` first")
-    values = sorted((root / OVERLAYS_DIR / name).glob("*/values.yaml"))
+    # Every file forge wrote for the cluster: values files and examples are checked too.
     return digest(shared, name, file_digest(inventory), *(f"{p.name}={file_digest(p)}" for p in files),
-                  *(f"{p.parent.name}={file_digest(p)}" for p in values))
+                  tree_digest(root / OVERLAYS_DIR / name))
 
 
 def _crds(root: Path, upstream: Path | None):
@@ -52,6 +52,7 @@ def _crds(root: Path, upstream: Path | None):
 def validate_one(args: tuple[str, str, str | None, str]) -> dict[str, Any] | None:
     """One cluster (in a worker): its plan, its rendered objects parsed once, the engine, values.
     None when its inventory has problems (the fleet stage reports them)."""
+    from forge.validate.cluster_checks import admission_failures
     from forge.validate.run import validate_cluster, validate_values
 
     root, inventory, upstream_s, rendered = Path(args[0]), Path(args[1]), args[2], Path(args[3])
@@ -64,6 +65,7 @@ def validate_one(args: tuple[str, str, str | None, str]) -> dict[str, Any] | Non
     report = Report()
     validate_cluster(plan.cluster, list(plan.components), objects, _crds(root, upstream), upstream is not None, report)
     validate_values(root, plan.cluster, list(plan.components), upstream, report)
+    report.failures += admission_failures(root, plan.cluster, list(plan.components), objects)
     return {"failures": [list(f.__dict__.values()) for f in report.failures],
             "warnings": [list(f.__dict__.values()) for f in report.warnings],
             "unchecked": report.unchecked, "values_files": report.values_files,
