@@ -11,7 +11,7 @@ from typing import Any
 
 from forge import emit
 from forge.versions import ChartPin
-from forge.components.base import Component, RemoteBase
+from forge.components.base import Component, RemoteBase, extra_values_file
 from forge.model import ClusterModel
 from forge.paths import ARGOCD_DIR, CLUSTERS_DIR, OVERLAYS_DIR
 
@@ -88,6 +88,11 @@ def component_application(cluster: ClusterModel, component: Component, pin: Char
                      "valueFiles": [f"$values/{overlay}/values.yaml"]},
         })
         sources.append({"repoURL": git.repo_url, "targetRevision": git.revision, "ref": "values"})
+        sources += [{"repoURL": pin.repo, "chart": pin.chart, "targetRevision": pin.version,
+                     # The chart's CRDs come with the main release: one owner per CRD.
+                     "helm": {"releaseName": release, "valueFiles": [f"$values/{overlay}/{extra_values_file(release)}"],
+                              "skipCrds": True}}
+                    for release in component.extra_releases(cluster)]
     remote = component.remote_base(cluster)
     if remote:
         sources.append(_remote_source(cluster, remote))

@@ -162,7 +162,9 @@ class ClusterModel:
 
     @cached_property
     def driver_version(self) -> str | None:
-        """One driver for the whole cluster: the newest branch any of its GPU generations needs."""
+        """One driver for the whole cluster: the newest branch any of its GPU generations needs
+        (the ClusterPolicy's; where generations need different branches, the GPU Operator
+        component gives each pool its own: forge.components.gpu_drivers)."""
         versions = {DRIVER_BY_ARCHITECTURE[m.architecture] for m in self.gpu_models}
         return max(versions, key=lambda v: tuple(int(p) for p in v.split("."))) if versions else None
 

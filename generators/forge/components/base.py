@@ -217,6 +217,17 @@ class Component:
     def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
         return []
 
+    def values_notes(self, cluster: ClusterModel) -> list[str]:
+        """Lines for a comment under the header of values.yaml: why a value is what it is, where
+        the reader of the generated file needs it (the driver branch of a mixed cluster)."""
+        return []
+
+    def extra_releases(self, cluster: ClusterModel) -> dict[str, dict[str, Any]]:
+        """More releases of the component's pinned chart, release name -> values: each one more
+        chart source of the same Application (Argo CD renders each with its own values file,
+        `values-<release>.yaml` beside `values.yaml`). Alluxio's worker pools use it."""
+        return {}
+
     def runtime_crd_data(self) -> tuple[RuntimeCrds, ...]:
         """CRDs the component's operator applies itself at run time (not in its chart), which its
         manifests use, and the upstream data folder that has them: validation reads them there.
@@ -256,6 +267,11 @@ class Component:
     @property
     def module(self) -> str:
         return type(self).__module__
+
+
+def extra_values_file(release: str) -> str:
+    """The values file of one more release of a component's chart (Component.extra_releases)."""
+    return f"values-{release}.yaml"
 
 
 def custom_resource(obj: dict[str, Any]) -> dict[str, Any]:

@@ -6,7 +6,8 @@ from typing import Any
 
 import yaml
 
-from forge.components.base import WAVE_GPU, Component, Expected
+from forge.components import gpu_drivers
+from forge.components.base import WAVE_GPU, Component, Expected, custom_resource
 from forge.components.driver_upgrades import UpgradeSettings, chart_upgrade_policy, upgrade_policy
 from forge.inventory.schema import Strict
 from forge.model import MIG_DISABLED, ClusterModel
@@ -25,12 +26,13 @@ class Settings(Strict):
 class GpuOperatorFacts:
     gpus_per_layout: dict[str, int]  # MIG layout in use -> GPUs per node it lays out (the most of its nodes)
     mig_parted_config: str  # mig-parted's config file: exactly the layouts in use
+    driver_pools: tuple[gpu_drivers.DriverPool, ...] = ()  # per-pool drivers (NVIDIADriver CRs), or none
 
 
 def derive_facts(cluster: ClusterModel) -> GpuOperatorFacts:
     gpus = {name: max((n.gpu_count for n in cluster.gpu_nodes if n.mig_layout == name), default=0)
             for name in cluster.mig_layouts_used}
-    return GpuOperatorFacts(gpus, _mig_parted_config(cluster, gpus))
+    return GpuOperatorFacts(gpus, _mig_parted_config(cluster, gpus), gpu_drivers.driver_pools(cluster))
 
 
 class GpuOperator(Component):
@@ -66,6 +68,22 @@ class GpuOperator(Component):
         return derive_facts(cluster)
 
     def values(self, cluster: ClusterModel) -> dict[str, Any]:
+        values = self._values(cluster)
+        if self.facts(cluster).driver_pools:
+            # One branch does not serve every GPU generation here: the drivers are NVIDIADriver
+            # CRs, one per pool (gpu_drivers.py); the chart's default CR stays off.
+            values["driver"] = {"nvidiaDriverCRD": {"enabled": True, "deployDefaultCR": False}}
+        return values
+
+    def values_notes(self, cluster: ClusterModel) -> list[str]:
+        return gpu_drivers.driver_notes(cluster, self.facts(cluster).driver_pools)
+
+    def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
+        # The custom resource's own field names (the chart's values call podDeletion gpuPodDeletion).
+        policy = upgrade_policy(self.settings(cluster).upgrade)
+        return [custom_resource(gpu_drivers.nvidia_driver(cluster, pool, policy)) for pool in self.facts(cluster).driver_pools]
+
+    def _values(self, cluster: ClusterModel) -> dict[str, Any]:
         return {
             # One NFD per cluster: the node-feature-discovery component deploys it.
             "nfd": {"enabled": False},
@@ -101,10 +119,14 @@ class GpuOperator(Component):
         # The chart turns our values into the ClusterPolicy the operator acts on; some of them only
         # under conditions (driver.rdma is dropped when driver.nvidiaDriverCRD.enabled is true).
         policy = ("ClusterPolicy", "cluster-policy")  # the name the chart gives its one ClusterPolicy
+        if self.facts(cluster).driver_pools:  # drivers and RDMA per pool, in our NVIDIADriver CRs
+            driver = [Expected(*policy, "spec.driver.useNvidiaDriverCRD", True)]
+        else:
+            driver = [Expected(*policy, "spec.driver.version", cluster.driver_version),
+                      Expected(*policy, "spec.driver.rdma.enabled", cluster.gpudirect_rdma),
+                      Expected(*policy, "spec.driver.rdma.useHostMofed", False)]
         return [
-            Expected(*policy, "spec.driver.version", cluster.driver_version),
-            Expected(*policy, "spec.driver.rdma.enabled", cluster.gpudirect_rdma),
-            Expected(*policy, "spec.driver.rdma.useHostMofed", False),
+            *driver,
             *(Expected(*policy, f"spec.driver.upgradePolicy.{key}", value)
               for key, value in upgrade_policy(self.settings(cluster).upgrade).items()),
             Expected(*policy, "spec.mig.strategy", cluster.mig_strategy),

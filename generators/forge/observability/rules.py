@@ -234,10 +234,18 @@ def _sum_rates(names: Iterable[str], namespace: str, window: str) -> str:
     return " + ".join(f"(sum(rate({name}{selector(namespace=namespace)}[{window}])) or vector(0))" for name in names)
 
 
-def alluxio_rules() -> list[dict[str, Any]]:
+def alluxio_worker_pods(cluster: ClusterModel) -> str:
+    """The Alluxio worker pods' name pattern: the main release's, and on clusters whose NVMe
+    profiles differ, each worker pool release's (<release>-worker-...; forge.components.alluxio.pools)."""
+    pools = getattr(cluster.component_facts.get("alluxio"), "extra_pools", ())
+    # Release names are DNS labels (profile names): no regex specials to escape.
+    return "|".join([m.ALLUXIO_WORKER_POD, *(f"{p.release}-worker-.+" for p in pools)])
+
+
+def alluxio_rules(worker_pods: str = m.ALLUXIO_WORKER_POD) -> list[dict[str, Any]]:
     ns = m.ALLUXIO_NAMESPACE
-    workers = selector(namespace=ns, pod_re=m.ALLUXIO_WORKER_POD)
-    ready = selector(namespace=ns, pod_re=m.ALLUXIO_WORKER_POD, condition="true")
+    workers = selector(namespace=ns, pod_re=worker_pods)
+    ready = selector(namespace=ns, pod_re=worker_pods, condition="true")
     return [
         {"record": m.ALLUXIO_READ_BYTES, "expr": _sum_rates([*m.ALLUXIO_HIT_BYTES, m.ALLUXIO_MISS_BYTES], ns, "15m")},
         {"record": m.ALLUXIO_HIT_RATIO, "expr": f"({_sum_rates(m.ALLUXIO_HIT_BYTES, ns, '15m')}) / {m.ALLUXIO_READ_BYTES}"},
@@ -283,7 +291,7 @@ def rule_groups(cluster: ClusterModel) -> list[dict[str, Any]]:
         ("forge-network", network_rules(cluster)),
         ("forge-infiniband", infiniband_rules(cluster)),
         ("forge-nvme", storage_rules(cluster)),
-        ("forge-alluxio", alluxio_rules()),
+        ("forge-alluxio", alluxio_rules(alluxio_worker_pods(cluster))),
         ("forge-flyte", flyte_rules()),
     ]
     return [{"name": name, "rules": rules} for name, rules in groups if rules]

@@ -134,7 +134,8 @@ class ValuesKeys:
         if self.job.chart_dir is None:
             return
         chart = load_chart(self.job.chart_dir)
-        for rel_values in self.job.value_files:
+        extra = (f for _, files in self.job.extra_releases for f in files)  # more releases of the chart
+        for rel_values in (*self.job.value_files, *extra):
             values, lines = _values_with_lines(self.root / rel_values)
             report.count(cluster, "keys", _count_leaves(values))
             for key, reason in unread_keys(chart, values):

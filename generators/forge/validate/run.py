@@ -17,6 +17,7 @@ from typing import Any
 from forge.argocd import app_name
 from forge.versions import chart_pins
 from forge.components import COMPONENTS, Component
+from forge.components.base import extra_values_file
 from forge.emit import labels_for
 from forge.errors import ForgeError
 from forge.fleet import components_of, load_fleet
@@ -103,21 +104,38 @@ def validate_values(root: Path, cluster: ClusterModel, components: list[Componen
     for component in components:
         if not component.chart:
             continue
-        rel = Path(OVERLAYS_DIR, cluster.name, component.name, "values.yaml")
-        values = load_yaml_stream((root / rel).read_text(encoding="utf-8"))
-        values = values[0] if values else {}
-        report.values_files += 1
-        problems = check_values_images(values)
-        pin = pins[component.chart]
-        if upstream:
-            data = upstream / pin.data_dir_name
-            if not data.is_dir():
-                problems.append(("", f"no reference data for chart {pin.chart} {pin.version} at {data}"))
-            else:
-                problems += check_values(values, data, component.declared_values)
+        folder = Path(OVERLAYS_DIR, cluster.name, component.name)
+        # values.yaml, and one file per further release of the same chart (Component.extra_releases)
+        for name in ("values.yaml", *(extra_values_file(r) for r in component.extra_releases(cluster))):
+            _validate_values_file(root, cluster, component, folder / name, pins[component.chart], upstream, report)
+
+
+def _validate_values_file(root: Path, cluster: ClusterModel, component: Component, rel: Path, pin, upstream: Path | None,
+                          report: Report) -> None:
+    values = load_yaml_stream((root / rel).read_text(encoding="utf-8"))
+    values = values[0] if values else {}
+    report.values_files += 1
+    problems = check_values_images(values)
+    if upstream:
+        data = upstream / pin.data_dir_name
+        if not data.is_dir():
+            problems.append(("", f"no reference data for chart {pin.chart} {pin.version} at {data}"))
         else:
-            report.unchecked.append(f"{cluster.name} / {component.name} / {rel} (values against chart {pin.chart} {pin.version})")
-        report.failures += [Failure(cluster.name, component.name, rel.as_posix(), path, reason) for path, reason in problems]
+            problems += check_values(values, data, component.declared_values)
+    else:
+        report.unchecked.append(f"{cluster.name} / {component.name} / {rel.as_posix()} (values against chart {pin.chart} {pin.version})")
+    report.failures += [Failure(cluster.name, component.name, rel.as_posix(), path, reason) for path, reason in problems]
+
+
+def validate_everything(root: Path, cluster: ClusterModel, components: list[Component],
+                        objects: dict[str, list[dict[str, Any]]], base_crds: LazyCrdFolder, upstream: Path | None,
+                        report: Report) -> None:
+    """Every check of one cluster's rendered output and values files (full and cached runs alike)."""
+    validate_cluster(cluster, components, objects, base_crds, upstream, report)
+    validate_values(root, cluster, components, upstream, report)
+    if upstream:
+        report.failures += missing_runtime_data(cluster.name, components, upstream)
+    report.failures += admission_failures(root, cluster, components, objects)
 
 
 def validate_repo(root: Path, upstream: Path | None = None, rendered: Path | None = None) -> Report:
@@ -132,11 +150,7 @@ def validate_fleet(root: Path, fleet: list[tuple[ClusterModel, list[Component]]]
     base_crds = upstream_crds(root, upstream)
     objects = rendered_objects(rendered or root / RENDERED_DIR, [c.name for c, _ in fleet])
     for cluster, components in fleet:
-        validate_cluster(cluster, components, objects[cluster.name], base_crds, upstream, report)
-        validate_values(root, cluster, components, upstream, report)
-        if upstream:
-            report.failures += missing_runtime_data(cluster.name, components, upstream)
-        report.failures += admission_failures(root, cluster, components, objects[cluster.name])
+        validate_everything(root, cluster, components, objects[cluster.name], base_crds, upstream, report)
     report.seconds = time.perf_counter() - started
     report.sort()
     return report
