@@ -140,6 +140,27 @@ def chart_data(upstream: Path, key: str) -> Path:
     return folder
 
 
+# ---- fixture inventories (tests/fixtures/clusters: never under clusters/, so never synced) ---------
+
+FIXTURE_CLUSTERS = REPO / "tests" / "fixtures" / "clusters"
+
+
+def fixture_file(cluster: str) -> Path:
+    return FIXTURE_CLUSTERS / cluster / "inventory.yaml"
+
+
+def fixture_model(cluster: str) -> ClusterModel:
+    return load_plan_text(fixture_file(cluster).read_text(), inventory_file(cluster)).cluster
+
+
+def add_fixture_cluster(root: Path, cluster: str) -> Path:
+    """Put a fixture inventory at clusters/<cluster>/ of a throwaway repo (see copy_repo_inputs)."""
+    target = root / inventory_file(cluster)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(fixture_file(cluster), target)
+    return target
+
+
 # ---- throwaway repos -------------------------------------------------------------------------------
 
 def copy_repo_inputs(dest: Path, inventories: Path | None = None) -> Path:

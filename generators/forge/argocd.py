@@ -11,7 +11,7 @@ from typing import Any
 
 from forge import emit
 from forge.versions import ChartPin
-from forge.components.base import Component, RemoteBase
+from forge.components.base import Component, RemoteBase, extra_values_file
 from forge.model import ClusterModel
 from forge.paths import ARGOCD_DIR, CLUSTERS_DIR, OVERLAYS_DIR
 
@@ -37,7 +37,7 @@ def app_project(cluster: ClusterModel, components: list[Component], pins: dict[s
     server = argo.destination.server
     namespaces = sorted({ns for c in components for ns in c.namespaces(cluster)} | {argo.namespace})
     kinds = sorted({k for c in components for k in c.cluster_kinds} | set(_ALWAYS_CLUSTER_KINDS))
-    repos = sorted({cluster.settings.git.repo_url} | {pins[c.chart].repo for c in components if c.chart}
+    repos = sorted({cluster.settings.git.repo_url} | {pins[c.chart].argocd_repo for c in components if c.chart}
                    | {r.repo_url for c in components if (r := c.remote_base(cluster))})
     return {
         "apiVersion": "argoproj.io/v1alpha1",
@@ -83,11 +83,16 @@ def component_application(cluster: ClusterModel, component: Component, pin: Char
     sources: list[dict[str, Any]] = []
     if pin:
         sources.append({
-            "repoURL": pin.repo, "chart": pin.chart, "targetRevision": pin.version,
+            "repoURL": pin.argocd_repo, "chart": pin.chart, "targetRevision": pin.version,
             "helm": {"releaseName": component.release,
                      "valueFiles": [f"$values/{overlay}/values.yaml"]},
         })
         sources.append({"repoURL": git.repo_url, "targetRevision": git.revision, "ref": "values"})
+        sources += [{"repoURL": pin.repo, "chart": pin.chart, "targetRevision": pin.version,
+                     # The chart's CRDs come with the main release: one owner per CRD.
+                     "helm": {"releaseName": release, "valueFiles": [f"$values/{overlay}/{extra_values_file(release)}"],
+                              "skipCrds": True}}
+                    for release in component.extra_releases(cluster)]
     remote = component.remote_base(cluster)
     if remote:
         sources.append(_remote_source(cluster, remote))

@@ -60,6 +60,8 @@ def synthesize_fleet(root: Path, dest: Path, nodes: int, clusters: int) -> None:
         inventory.setdefault("components", {}).setdefault("loki", {})["daily_log_gb"] = 100
         for i, rail in enumerate(inventory["cluster"].get("network", {}).get("compute", {}).get("rails", [])):
             rail["cidr"] = f"10.{100 + i}.0.0/16"  # room for every synthetic node on each rail
+        for queue in ((inventory["components"].get("kueue") or {}).get("projects") or {}).values():
+            queue.pop("flavor_shares", None)  # no synthetic node is cut by MIG: there is no MIG pool to share
         inventory["nodes"] = [{**n, "name": n["name"].replace("h200", name)} for n in control_plane] + [
             {**gpu_node, "name": f"{name}-gpu-{i + 1:03d}", "rack": f"{name}-r{i // 10 + 1:02d}"}
             for i in range(nodes)

@@ -98,7 +98,7 @@ def validate(root: Path, upstream: Path | None, hydrated: bool, components: tupl
     if hydrated:
         from forge.upstream.cli import validate_hydrated_command
 
-        return validate_hydrated_command(root, components)
+        return validate_hydrated_command(root, components, upstream or None)
     if components:
         from forge.errors import ForgeError
 
@@ -136,9 +136,10 @@ def bench(root: Path, nodes: int, clusters: int, upstream: Path | None, jobs: in
 # Commands that live in their own modules; they import forge.cli_common, never this module.
 from forge.diff.command import diff  # noqa: E402  (forge diff: rendered changes and risks)
 from forge.nodes.command import node  # noqa: E402  (forge node add/remove/set)
+from forge.queues_cli import queues  # noqa: E402  (forge queues: Kueue quotas per project)
 from forge.upstream.cli import charts, hydrate  # noqa: E402  (chart cache and hydration)
 
-for _command in (charts, hydrate, diff, node):
+for _command in (charts, hydrate, diff, node, queues):
     main.add_command(_command)
 
 if __name__ == "__main__":  # pragma: no cover

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from forge import argocd, emit
 from forge.components import Component
+from forge.components.base import extra_values_file
 from forge.components.external_secrets import external_secrets_for
 from forge.errors import ForgeError
 from forge.fleet import Fleet, load_fleet
@@ -54,7 +55,12 @@ def _component_files(root: Path, tree: Tree, cluster: ClusterModel, component: C
     generator = component.module
     values = component.values(cluster)
     if values is not None:
-        tree.add(folder / "values.yaml", emit.yaml_file(generator, cluster.source, [values]))
+        text = emit.yaml_file(generator, cluster.source, [values])
+        notes = "".join(f"# {line}\n" for line in component.values_notes(cluster))
+        header = emit.header(generator, cluster.source)
+        tree.add(folder / "values.yaml", header + notes + text.removeprefix(header))
+    for release, extra in component.extra_releases(cluster).items():
+        tree.add(folder / extra_values_file(release), emit.yaml_file(generator, cluster.source, [extra]))
     resources = [Path("../../..", base).as_posix()]
     for obj in component.manifests(cluster) + external_secrets_for(cluster, component):
         meta = obj["metadata"]

@@ -62,6 +62,8 @@ class NodeModel:
     def labels(self) -> dict[str, str]:
         """Every label forge puts on this node, in a stable order."""
         labels = {f"{LABEL_DOMAIN}/rack": self.rack, f"{LABEL_DOMAIN}/profile": self.profile_name}
+        if self.gpu:  # what Kueue's ResourceFlavors select GPU pools by (forge.capacity)
+            labels[f"{LABEL_DOMAIN}/gpu-model"] = self.gpu.key
         labels.update({f"{LABEL_DOMAIN}/role.{role}": "true" for role in sorted(self.roles)})
         if self.profile.nvme:
             labels[NVME_LABEL] = "true"
@@ -89,6 +91,8 @@ class RdmaResource:
     interfaces: tuple[str, ...]
     nic_models: tuple[str, ...]
     nodes: tuple[str, ...]
+    link_type: str = "ethernet"  # one per role (forge.inventory.links): the plugin's linkTypes selector
+    hcas: tuple[str, ...] = ()  # RDMA device names, where the inventory lists them
 
     @property
     def resource(self) -> str:
@@ -107,6 +111,7 @@ class RailModel:
     addresses_per_node: int
     nodes: tuple[str, ...]
     profiles: tuple[str, ...]
+    link_type: str = "ethernet"  # infiniband: an IPoIB network on an ib* interface, never macvlan
 
 
 @dataclass(frozen=True)
@@ -157,7 +162,9 @@ class ClusterModel:
 
     @cached_property
     def driver_version(self) -> str | None:
-        """One driver for the whole cluster: the newest branch any of its GPU generations needs."""
+        """One driver for the whole cluster: the newest branch any of its GPU generations needs
+        (the ClusterPolicy's; where generations need different branches, the GPU Operator
+        component gives each pool its own: forge.components.gpu_drivers)."""
         versions = {DRIVER_BY_ARCHITECTURE[m.architecture] for m in self.gpu_models}
         return max(versions, key=lambda v: tuple(int(p) for p in v.split("."))) if versions else None
 
@@ -207,6 +214,8 @@ class ClusterModel:
                 interfaces=tuple(dict.fromkeys(i for _, s, _ in found for i in s.interfaces)),  # inventory order
                 nic_models=tuple(sorted({m.key for _, _, m in found})),
                 nodes=tuple(sorted({n.name for n, _, _ in found})),
+                link_type=found[0][1].link_type,
+                hcas=tuple(dict.fromkeys(h for _, s, _ in found for h in s.hcas)),
             ))
         return tuple(out)
 
@@ -227,8 +236,15 @@ class ClusterModel:
             return ()
         nodes = tuple(n.name for n in self.fabric_nodes)
         profiles = tuple(sorted({n.profile_name for n in self.fabric_nodes}))
-        return tuple(RailModel(r.name, r.interface, r.cidr, compute.mtu, compute.addresses_per_node, nodes, profiles)
+        link = self.fabric_link_type
+        return tuple(RailModel(r.name, r.interface, r.cidr, compute.mtu, compute.addresses_per_node, nodes, profiles, link)
                      for r in compute.rails)
+
+    @property
+    def fabric_link_type(self) -> str:
+        """ethernet (RoCE) or infiniband: one for the whole compute fabric (forge.inventory.links)."""
+        resource = self.rdma_resource("compute")
+        return resource.link_type if resource else "ethernet"
 
     def tolerations_for(self, nodes) -> list[dict[str, str]]:
         """Tolerations for a DaemonSet that must run on these nodes, from their taints."""

@@ -48,6 +48,12 @@ class ChartPin:
     version: str
 
     @property
+    def argocd_repo(self) -> str:
+        """The repoURL of an Argo CD Helm source: an OCI registry without its oci:// scheme (Argo CD's
+        Helm-over-OCI form; the registry is declared to Argo CD as a Helm repository with enableOCI)."""
+        return self.repo.removeprefix("oci://")
+
+    @property
     def data_dir_name(self) -> str:
         """The folder name of this chart's reference data (values, schema, CRDs) for validation."""
         return f"{self.chart}-{self.version}"

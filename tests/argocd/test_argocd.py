@@ -25,7 +25,7 @@ def test_app_project_allows_only_this_repo_the_pinned_charts_and_the_cluster():
     # charts, plus the git repositories of upstream kustomize bases (training-operator), at pinned tags
     remotes = {r.repo_url for c in components if (r := c.remote_base(cluster))}
     assert remotes == {"https://github.com/kubeflow/trainer.git"}
-    assert spec["sourceRepos"] == sorted({"https://github.com/exa-labs/forge.git"} | {pins[c.chart].repo for c in components if c.chart} | remotes)
+    assert spec["sourceRepos"] == sorted({"https://github.com/exa-labs/forge.git"} | {pins[c.chart].argocd_repo for c in components if c.chart} | remotes)
     assert "*" not in spec["sourceRepos"]
     assert {d["server"] for d in spec["destinations"]} == {"https://kubernetes.default.svc"}
     # each component's namespaces: its own, plus any its manifests name (Flyte's project namespaces)
@@ -96,4 +96,56 @@ def test_exactly_one_node_feature_discovery_per_cluster():
 def test_crd_only_application_is_never_pruned_automatically():
     _, _, files = h200_bootstrap()
     assert files["application-prometheus-crds.yaml"]["spec"]["syncPolicy"]["automated"] == {"prune": False, "selfHeal": True}
-    assert files["application-gpu-operator.yaml"]["spec"]["syncPolicy"]["automated"] == {"prune": True, "selfHeal": True}
+    # Operators whose charts ship CRDs that values cannot annotate Prune=false never prune automatically either
+    # (forge.validate.cluster_policies); the rest keep pruning.
+    for name in ("gpu-operator", "network-operator", "node-feature-discovery", "kuberay-operator", "flyte"):
+        assert files[f"application-{name}.yaml"]["spec"]["syncPolicy"]["automated"] == {"prune": False, "selfHeal": True}, name
+    for name in ("training-operator", "prometheus", "loki", "alluxio", "alloy", "scheduling"):
+        assert files[f"application-{name}.yaml"]["spec"]["syncPolicy"]["automated"] == {"prune": True, "selfHeal": True}, name
+
+
+# Fields controllers and hooks rewrite at run time, per Application: exactly these, nothing more.
+PROMETHEUS_WEBHOOK_FIELDS = [".webhooks[]?.clientConfig.caBundle", ".webhooks[]?.failurePolicy"]
+IGNORED = {
+    # kube-prometheus-stack's admission patch Job writes its CA into both webhook configurations and
+    # sets their failurePolicy (prometheus-community/helm-charts 4914, 2516)
+    "prometheus": [
+        {"group": "admissionregistration.k8s.io", "kind": "MutatingWebhookConfiguration",
+         "name": "prometheus-kube-prometheus-admission", "jqPathExpressions": PROMETHEUS_WEBHOOK_FIELDS},
+        {"group": "admissionregistration.k8s.io", "kind": "ValidatingWebhookConfiguration",
+         "name": "prometheus-kube-prometheus-admission", "jqPathExpressions": PROMETHEUS_WEBHOOK_FIELDS},
+    ],
+    # ESO's cert-controller writes (and renews) the CA of both of its ValidatingWebhookConfigurations
+    "external-secrets": [
+        {"group": "admissionregistration.k8s.io", "kind": "ValidatingWebhookConfiguration",
+         "jqPathExpressions": [".webhooks[]?.clientConfig.caBundle"]},
+    ],
+    # the training-operator writes its own serving certificate and the webhook's CA
+    "training-operator": [
+        {"group": "", "kind": "Secret", "name": "training-operator-webhook-cert", "namespace": "kubeflow", "jsonPointers": ["/data"]},
+        {"group": "admissionregistration.k8s.io", "kind": "ValidatingWebhookConfiguration",
+         "name": "validator.training-operator.kubeflow.org", "jqPathExpressions": [".webhooks[]?.clientConfig.caBundle"]},
+    ],
+}
+
+
+def test_applications_ignore_exactly_the_fields_hooks_and_controllers_rewrite():
+    """Audited: gpu-operator, network-operator (maintenance operator webhook off), NFD, kuberay,
+    loki (rollout-operator off), alluxio and flyte render no webhook, CA bundle or conversion webhook
+    a controller rewrites; their Applications ignore nothing."""
+    _, components, files = h200_bootstrap()
+    assert {"gpu-operator", "network-operator", "node-feature-discovery", "kuberay-operator", "loki", "alluxio",
+            "flyte", "prometheus", "training-operator", "external-secrets"} <= {c.name for c in components}
+    for component in components:
+        spec = files[f"application-{component.name}.yaml"]["spec"]
+        want = IGNORED.get(component.name)
+        assert spec.get("ignoreDifferences") == want, component.name
+        # RespectIgnoreDifferences: syncs leave those fields alone too, so self-heal never fights the Job
+        assert ("RespectIgnoreDifferences=true" in spec["syncPolicy"]["syncOptions"]) == bool(want), component.name
+
+
+def test_generated_prometheus_application_carries_the_webhook_entries():
+    for cluster in ("h200", "a100"):
+        app = yaml.safe_load((REPO / f"clusters/{cluster}/argocd/application-prometheus.yaml").read_text())
+        assert app["spec"]["ignoreDifferences"] == IGNORED["prometheus"]
+        assert "RespectIgnoreDifferences=true" in app["spec"]["syncPolicy"]["syncOptions"]

@@ -81,14 +81,51 @@ def _with_small_profile(last_size: str = "1600", mounts_changed: bool = False) -
     return edit(text, "  - name: h200-gpu-18\n    profile: sr680a-h200\n", "  - name: h200-gpu-18\n    profile: sr680a-h200-small\n")
 
 
-def test_tier_takes_the_smaller_device_per_path_across_profiles():
-    text = _with_small_profile()
+def test_each_nvme_profile_gets_a_worker_pool_with_every_drive_at_its_own_size():
+    # The chart has one worker DaemonSet per release: profiles whose tiers differ get a release
+    # each, so no drive is cut down to the smallest one of the cluster (issue 12).
+    text = _with_small_profile(last_size="3200")
     m = model("h200", text)
-    layout = tier_layout(m, Alluxio().settings(m))
-    assert [(d.path, d.quota_gib) for d in layout.ssd] == [(f"/mnt/nvme{i}", 1341) for i in range(4)]  # 1600 GB
-    assert layout.memory_bytes == 51 * GIB  # 1024 GiB x 0.05 on the small profile, below its 64 cap
-    levels = tier_levels(layout)
-    assert levels[1]["quota"] == "1341GB,1341GB,1341GB,1341GB"
+    alluxio = Alluxio()
+    facts = alluxio.facts(m)
+    assert [(p.profile, p.release) for p in facts.pools] == [("sr680a-h200", "alluxio"), ("sr680a-h200-small", "alluxio-sr680a-h200-small")]
+    main, small = facts.pools
+    assert [(d.path, d.quota_gib) for d in main.layout.ssd] == [(f"/mnt/nvme{i}", 2682) for i in range(4)]  # 3200 GB
+    assert [d.quota_gib for d in small.layout.ssd] == [1341, 1341, 1341, 2682]  # 1600 GB x 3, 3200 GB
+    assert (main.layout.memory_bytes, small.layout.memory_bytes) == (64 * GIB, 51 * GIB)  # 2048 and 1024 GiB RAM
+    assert small.nodes == ("h200-gpu-18",) and "h200-gpu-18" not in main.nodes
+    assert facts.layout == main.layout == tier_layout(m, alluxio.settings(m))
+    # The main release serves the first pool only; the second is a worker-only release.
+    v = alluxio.values(m)
+    assert v["worker"]["nodeSelector"] == {"forge.exa.ai/nvme": "true", "forge.exa.ai/profile": "sr680a-h200"}
+    assert v["proxy"]["nodeSelector"] == {"forge.exa.ai/nvme": "true"}  # proxies on every cache node
+    extra = alluxio.extra_releases(m)
+    assert list(extra) == ["alluxio-sr680a-h200-small"]
+    pool = extra["alluxio-sr680a-h200-small"]
+    assert pool["fullnameOverride"] == "alluxio-sr680a-h200-small"
+    assert pool["master"] == {"enabled": False, "count": 3} and pool["proxy"] == {"enabled": False}
+    assert pool["worker"]["nodeSelector"] == {"forge.exa.ai/nvme": "true", "forge.exa.ai/profile": "sr680a-h200-small"}
+    assert pool["tieredstore"]["levels"] == tier_levels(small.layout)
+    assert pool["tieredstore"]["levels"][1]["quota"] == "1341GB,1341GB,1341GB,2682GB"
+    assert pool["worker"]["resources"]["limits"]["memory"] == str((51 + 20) * GIB)
+    # Its workers join the main release's masters, whatever name the chart derives from its own.
+    assert pool["properties"]["alluxio.master.embedded.journal.addresses"] == (
+        "alluxio-master-0:19200,alluxio-master-1:19200,alluxio-master-2:19200")
+    assert pool["properties"]["alluxio.master.rpc.addresses"] == "alluxio-master-0:19998,alluxio-master-1:19998,alluxio-master-2:19998"
+    assert {k: pool["properties"][k] for k in v["properties"]} == v["properties"]
+    assert "master" not in pool["secrets"] and pool["secrets"]["worker"] == v["secrets"]["worker"]
+
+
+def test_nvme_profiles_with_one_layout_keep_one_release_on_every_nvme_node():
+    # Same paths, sizes and RAM on a second profile: one pool, no profile in the selector.
+    text = edit(_with_small_profile(last_size="3200"), "size_gb: 1600", "size_gb: 3200", count=3)
+    text = edit(text, "    memory_gib: 1024\n    gpu: {model: H200-141GB", "    memory_gib: 2048\n    gpu: {model: H200-141GB")
+    m = model("h200", text)
+    facts = Alluxio().facts(m)
+    assert [(p.profile, p.release) for p in facts.pools] == [(None, "alluxio")]
+    assert len(facts.pools[0].nodes) == 18
+    assert Alluxio().extra_releases(m) == {}
+    assert Alluxio().values(m)["worker"]["nodeSelector"] == {"forge.exa.ai/nvme": "true"}
 
 
 def test_workers_run_on_the_nvme_nodes_only():
@@ -241,11 +278,21 @@ def test_rejects_control_plane_nodes_sharing_a_rack():
     assert p.line == line_of(text, "rack: h200-r01", nth=2)
 
 
-def test_rejects_nvme_profiles_with_different_mounts():
+def test_nvme_profiles_with_different_mounts_each_cache_on_their_own():
+    # Refused before issue 12 ("one DaemonSet with one tier layout"): now a pool each.
     text = _with_small_profile(mounts_changed=True)
-    p = only_problem(problems_of("h200", text), "profiles.sr680a-h200-small.nvme")
-    assert "differ from profile 'sr680a-h200'" in p.message and "one tier layout" in p.message
-    assert p.line == line_of(text, "sr680a-h200-small:") + 5  # its `nvme:` key
+    m = model("h200", text)
+    small = Alluxio().facts(m).pools[1]
+    assert [d.path for d in small.layout.ssd] == ["/mnt/nvme0", "/mnt/nvme1", "/mnt/nvme2", "/mnt/nvme9"]
+
+
+def test_rejects_a_profile_name_too_long_for_its_worker_release():
+    long_name = "sr680a-h200-small-with-a-name-far-too-long-for-helm"
+    text = _with_small_profile().replace("sr680a-h200-small", long_name)
+    p = only_problem(problems_of("h200", text), f"profiles.{long_name}")
+    assert p.message == (f"profile name '{long_name}' is too long for its Alluxio worker release 'alluxio-{long_name}' "
+                         "(Helm allows 53 characters): shorten it")
+    assert p.line == line_of(text, f"  {long_name}:")
 
 
 def test_rejects_a_memory_fraction_over_half():
@@ -253,3 +300,28 @@ def test_rejects_a_memory_fraction_over_half():
     p = only_problem(problems_of("h200", text), "components.alluxio.memory_tier.fraction")
     assert p.message == "input should be less than or equal to 0.5"
     assert p.line == line_of(text, "fraction: 0.6")
+
+
+@pytest.mark.parametrize("given, meant", [("sync", "CACHE_THROUGH"), ("async", "ASYNC_THROUGH"),
+                                          ("Async", "ASYNC_THROUGH"), ("cache_through", "CACHE_THROUGH")])
+def test_rejects_the_other_write_policy_spelling_and_names_the_right_one(given, meant):
+    # One vocabulary (Alluxio's write types) in schema, README and errors.
+    text = edit(inventory_text("h200"), "write_policy: CACHE_THROUGH", f"write_policy: {given}")
+    p = only_problem(problems_of("h200", text), "components.alluxio.write_policy")
+    assert (p.file, p.line) == (inventory_file("h200"), line_of(text, f"write_policy: {given}"))
+    assert p.message == (f"write_policy '{given}': write policies use Alluxio's write types; did you mean {meant}? "
+                         "(expected one of: CACHE_THROUGH, ASYNC_THROUGH)")
+
+
+def test_readme_and_schema_name_the_same_write_policies():
+    from typing import get_args
+
+    from tests.helpers import REPO
+    readme = (REPO / "README.md").read_text()
+    section = readme[readme.index("### alluxio"):]
+    section = section[:section.index("\n### ", 5)]
+    literal = get_args(AlluxioSettings.model_fields["write_policy"].annotation)
+    assert set(literal) == set(WRITE_POLICY_PROPERTIES) == {"CACHE_THROUGH", "ASYNC_THROUGH"}
+    for policy in literal:
+        assert f"`{policy}`" in section
+    assert "`sync` ->" not in section and "sync|async" not in section

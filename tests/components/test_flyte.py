@@ -9,72 +9,104 @@ import pytest
 from tests.helpers import (edit, generated, generated_dir, inventory_text, line_of, model, only_problem,
                                 problems_of, rendered)
 
-from forge.components.flyte import (Capacity, DomainSpec, Flyte, FlyteSettings, ProjectSpec, capacity, log_link,
-                                    quotas)
+from forge.capacity import capacity as fleet_capacity
+from forge.capacity import quantity
+from forge.components.flyte import DomainSpec, Flyte, FlyteSettings, ProjectSpec, log_link, quotas
+from forge.components.kueue import Kueue
 
-FLEET = {"h200": Capacity(gpus=144, cpus=18 * 192, memory_gib=18 * 2048),
-         "a100": Capacity(gpus=80, cpus=10 * 96, memory_gib=10 * 1024)}
+# Workload capacity per resource (forge.capacity). h200: MIG strategy single, so the 2 x 8 GPUs
+# cut into 7 x 1g.18gb count as 112 nvidia.com/gpu slices; a100: mixed, a100-gpu-10 cuts GPUs 0-3
+# into 7 x 1g.10gb each, leaving 76 whole GPUs.
+TOTALS = {"h200": {"cpu": 18 * 192, "memory": 18 * 2048, "nvidia.com/gpu": 16 * 8 + 2 * 8 * 7,
+                   "rdma/rdma_network": 18_000, "rdma/rdma_storage": 18_000},
+          "a100": {"cpu": 10 * 96, "memory": 10 * 1024, "nvidia.com/gpu": 76, "nvidia.com/mig-1g.10gb": 28}}
 
 
 def settings(cluster: str, text: str | None = None) -> FlyteSettings:
     return Flyte().settings(model(cluster, text))
 
 
-def gpus(q: dict) -> int:
-    return int(q["spec"]["hard"]["requests.nvidia.com/gpu"])
+def hard(q: dict, resource: str) -> int:
+    return int(q["spec"]["hard"][f"requests.{resource}"].removesuffix("Gi"))
+
+
+def without_kueue(cluster: str) -> str:
+    """The inventory with its components.kueue block cut out (Flyte's quotas on their own)."""
+    text = inventory_text(cluster)
+    start = text.index("  # Queues (forge.components.kueue)")
+    return text[:start] + text[text.index("  # Metrics: retention in days"):]
 
 
 # ---- arithmetic ------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("cluster", ["h200", "a100"])
 def test_capacity_is_the_workload_nodes(cluster):
-    assert capacity(model(cluster)) == FLEET[cluster]
-    assert capacity(model(cluster)).gpus == model(cluster).gpu_count
+    cap = fleet_capacity(model(cluster))
+    assert {r: cap.total(r) for r in cap.resources} == TOTALS[cluster]
+    assert sum(p.gpu_equivalents() for p in cap.pools) == model(cluster).gpu_count  # slices x g/7 + whole
 
 
 @pytest.mark.parametrize("cluster, project, domain, expect", [
-    # floor(capacity x project% x domain% / 10000)
-    ("h200", "training", "production", (57, 1382, 14745)),  # 144*50*80 = 57.6; 3456*.4 = 1382.4; 36864*.4 = 14745.6
-    ("h200", "research", "development", (1, 34, 368)),  # 144*10*10 = 1.44
-    ("a100", "training", "production", (25, 307, 3276)),  # 80*40*80 = 25.6
-    ("a100", "finetune", "staging", (2, 28, 307)),  # 80*30*10 = 2.4
+    # Without Kueue: floor(capacity x project% x domain% / 10000) per resource
+    ("h200", "training", "production", {"cpu": 1382, "memory": 14745, "nvidia.com/gpu": 96}),  # 240 x .4 = 96
+    ("h200", "research", "development", {"cpu": 34, "memory": 368, "nvidia.com/gpu": 2}),  # 240 x .01 = 2.4
+    ("a100", "training", "production", {"cpu": 307, "memory": 3276, "nvidia.com/gpu": 24, "nvidia.com/mig-1g.10gb": 8}),  # 76 x .32 = 24.3
+    ("a100", "finetune", "staging", {"cpu": 28, "memory": 307, "nvidia.com/gpu": 2, "nvidia.com/mig-1g.10gb": 0}),  # 28 x .03 = 0.84
 ])
 def test_quota_formula(cluster, project, domain, expect):
-    q = next(q for q in quotas(FLEET[cluster], settings(cluster)) if (q.project, q.domain) == (project, domain))
-    assert (q.gpus, q.cpus, q.memory_gib) == expect
+    q = next(q for q in quotas(fleet_capacity(model(cluster)), settings(cluster)) if (q.project, q.domain) == (project, domain))
+    assert {r: n for r, n in q.hard.items() if not r.startswith("rdma/")} == expect
 
 
 @pytest.mark.parametrize("cluster", ["h200", "a100"])
-def test_generated_quotas_never_hand_out_more_than_exists(cluster):
+def test_quotas_without_kueue_never_hand_out_more_than_exists(cluster):
+    m = model(cluster, without_kueue(cluster))
+    objs = [o for o in Flyte().manifests(m) if o["kind"] == "ResourceQuota"]
+    assert len(objs) == 12 and not [o for o in Flyte().manifests(m) if o["kind"] == "LocalQueue"]
+    for resource, total in TOTALS[cluster].items():
+        assert total - len(objs) <= sum(hard(q, resource) for q in objs) <= total  # rounding loses < 1 per namespace
+    # Issue 12: under the mixed strategy, nvidia.com/gpu counts whole GPUs only, and the slices have their own quota.
+    if cluster == "a100":
+        assert sum(hard(q, "nvidia.com/gpu") for q in objs) == 72 <= 76 < 80  # 30 + 22 + 14 + 6
+        assert sum(hard(q, "nvidia.com/mig-1g.10gb") for q in objs) == 22 <= 28
+
+
+@pytest.mark.parametrize("cluster", ["h200", "a100"])
+def test_generated_quotas_are_the_kueue_ceilings(cluster):
+    """With Kueue, each namespace's ResourceQuota is its project's reach: Kueue never admits more
+    into one namespace, so the quota never refuses a pod Kueue admitted."""
     objs = generated_dir(f"overlays/{cluster}/flyte", "resourcequota-")
     s = settings(cluster)
     assert len(objs) == len(s.projects) * len(s.domains) == 12
-    cap = FLEET[cluster]
-    assert sum(gpus(q) for q in objs) <= cap.gpus
-    assert sum(int(q["spec"]["hard"]["requests.cpu"]) for q in objs) <= cap.cpus
-    assert sum(int(q["spec"]["hard"]["requests.memory"].removesuffix("Gi")) for q in objs) <= cap.memory_gib
-    assert sum(gpus(q) for q in objs) >= cap.gpus - len(objs)  # rounding down loses < 1 GPU per namespace
+    reach = {q.project: q for q in Kueue().facts(model(cluster)).quotas}
+    for q in objs:
+        project = q["metadata"]["namespace"].rsplit("-", 1)[0]
+        assert q["spec"]["hard"] == {f"requests.{r}": quantity(r, reach[project].reach(r)) for r in TOTALS[cluster]}
+        for r in TOTALS[cluster]:  # at least the project's guaranteed quota, at most the cluster
+            nominal = sum(f[r].nominal for f in reach[project].flavors.values() if r in f)
+            assert nominal <= hard(q, r) <= TOTALS[cluster][r]
 
 
-def test_h200_render_quotas_add_up_to_at_most_144_gpus():
+def test_h200_rendered_quotas_are_ceilings_of_whole_gpus_and_slices():
     objs = [o for o in rendered("h200", "flyte") if o["kind"] == "ResourceQuota"]
     assert len(objs) == 12
-    assert sum(gpus(q) for q in objs) == 138 <= 144
+    research = next(o for o in objs if o["metadata"]["namespace"] == "research-production")
+    # 12 nominal + 116 borrowable whole GPUs, 44 nominal + 68 borrowable 1g.18gb slices (single strategy: nvidia.com/gpu)
+    assert hard(research, "nvidia.com/gpu") == 12 + 116 + 44 + 68
 
 
 @pytest.mark.parametrize("cluster", ["h200", "a100"])
 def test_any_valid_shares_stay_within_capacity(cluster):
     """Every split of 100% in steps of 5 over 3 projects and 2 domains: never more than exists."""
-    cap = FLEET[cluster]
+    cap = fleet_capacity(model(cluster))
     splits = [(a, b, 100 - a - b) for a in range(5, 91, 5) for b in range(5, 96 - a, 5) if 100 - a - b >= 5]
     for (p1, p2, p3), d1 in product(splits, range(5, 96, 5)):
         s = FlyteSettings.model_construct(
             projects=[ProjectSpec(name=f"p{i}", share_percent=x, priority_class="c") for i, x in enumerate((p1, p2, p3))],
             domains=[DomainSpec(name="d0", share_percent=d1), DomainSpec(name="d1", share_percent=100 - d1)])
         qs = quotas(cap, s)
-        assert sum(q.gpus for q in qs) <= cap.gpus
-        assert sum(q.cpus for q in qs) <= cap.cpus
-        assert sum(q.memory_gib for q in qs) <= cap.memory_gib
+        for resource in cap.resources:
+            assert sum(q.hard[resource] for q in qs) <= cap.total(resource)
 
 
 # ---- per project-domain objects ---------------------------------------------------------------------------
@@ -147,7 +179,7 @@ def test_rejects_project_shares_over_100_percent():
     p = only_problem(problems_of("h200", text), "components.flyte.projects")
     assert p.message == ("project shares add up to 115% (training 50 + finetune 20 + embeddings 20 + research 25): "
                          "at most 100% can be handed out")
-    assert p.line == line_of(text, "    projects:")
+    assert p.line == line_of(text, "    projects:", nth=1)  # Flyte's, before Kueue's
 
 
 def test_rejects_domain_shares_over_100_percent():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
 
 import pytest
 import yaml
@@ -149,8 +150,27 @@ def test_rendered_manifests_are_valid_kubernetes_and_follow_house_rules(cluster)
         for obj in rendered(cluster, component):
             name = f"{component}: {obj['kind']}/{obj['metadata']['name']}"
             problems = kube.validate(obj)
-            if problems is None:  # not a built-in kind: ExternalSecrets only (checked against ESO's CRD in tests/components/test_secrets_and_access.py)
-                assert obj["apiVersion"] == "external-secrets.io/v1", name
+            if problems is None:  # not a built-in kind: ExternalSecrets (checked against ESO's CRD in tests/components/test_secrets_and_access.py) and Flyte's LocalQueues (against Kueue's CRD in tests/components/test_kueue.py)
+                assert (obj["apiVersion"], obj["kind"]) in {("external-secrets.io/v1", obj["kind"]), ("kueue.x-k8s.io/v1beta2", "LocalQueue")}, name
                 continue
             assert problems == [], name
             assert check_policies(obj, required_labels=labels_for(cluster)) == [], name
+
+
+@needs_upstream
+def test_training_operator_crds_carry_prune_false_after_the_applications_patches(tmp_path, kustomize, upstream):
+    """The Application's kustomize patches, applied by the real kustomize to the upstream CRDs of the
+    tag: every CRD is annotated Prune=false (the Application itself keeps pruning the rest)."""
+    app = generated("clusters/h200/argocd/application-training-operator.yaml")
+    assert app["spec"]["syncPolicy"]["automated"]["prune"] is True
+    crds = sorted((upstream_data("training-operator-v1.9.4") / "crds").glob("*.yaml"))
+    for path in crds:
+        (tmp_path / path.name).write_text(path.read_text())
+    patches = app["spec"]["sources"][0]["kustomize"]["patches"]
+    (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump({"resources": [p.name for p in crds], "patches": patches}))
+    proc = subprocess.run([*kustomize, str(tmp_path)], capture_output=True, text=True, check=True)
+    built = [d for d in yaml.safe_load_all(proc.stdout) if d]
+    assert len(built) == len(crds) == 6
+    for crd in built:
+        assert crd["metadata"]["annotations"]["argocd.argoproj.io/sync-options"] == "Prune=false", crd["metadata"]["name"]
+        assert crd["spec"]["names"]["kind"]  # the patch merged into the CRD, not replaced it

@@ -92,11 +92,14 @@ def test_first_mellanox_nic_brings_the_network_operator_and_its_driver(repo, kus
         ("argocd", "changed", "AppProject argocd/forge-a100 (argoproj.io)"),
         ("argocd", "added", "Application argocd/a100-network-operator (argoproj.io)"),
         ("network-operator", "added", "Helm values of network-operator"),
+        # the Maintenance Operator's limits: DOCA/OFED upgrades share the GPU driver upgrades' knob
+        ("network-operator", "added", "MaintenanceOperatorConfig nvidia-network-operator/default (maintenance.nvidia.com)"),
         ("network-operator", "added", "Namespace nvidia-network-operator"),
         ("network-operator", "added", "NicClusterPolicy nic-cluster-policy (mellanox.com)"),
     ]
     project = next(c.new for c in report.changes if str(c.ident) == "AppProject argocd/forge-a100 (argoproj.io)")["spec"]
-    added = [("clusterResourceWhitelist", {"group": "mellanox.com", "kind": "MacvlanNetwork"}),
+    added = [("clusterResourceWhitelist", {"group": "mellanox.com", "kind": "IPoIBNetwork"}),
+             ("clusterResourceWhitelist", {"group": "mellanox.com", "kind": "MacvlanNetwork"}),
              ("clusterResourceWhitelist", {"group": "mellanox.com", "kind": "NicClusterPolicy"}),
              ("destinations", {"namespace": "nvidia-network-operator", "server": "https://kubernetes.default.svc"})]
     # Only the new entries, each at its place in the new list (other components' entries may sit between).
@@ -134,6 +137,10 @@ def test_mig_layout_change_on_one_node(repo, kustomize):
 
 
 def test_last_user_of_a_mig_layout_changes_the_gpu_operator_values(repo, kustomize):
+    # Kueue's shares of the MIG pool go first: once no node is cut, they would be stale (refused).
+    inventory = repo / "clusters/h200/inventory.yaml"
+    inventory.write_text("".join(line for line in inventory.read_text().splitlines(keepends=True)
+                                 if "flavor_shares: {all-1g" not in line))
     for node in ("h200-gpu-17", "h200-gpu-18"):
         assert cli("node", "set", "h200", node, "--mig-layout", "none", "--root", str(repo)).exit_code == 0
     commit(repo, "h200: no MIG")
@@ -185,7 +192,9 @@ def test_stale_generated_files_are_reported_but_not_touched(repo, kustomize):
     inventory.write_text(inventory.read_text().replace("    mig_layout: all-1g\n", "", 1))
     result = cli("diff", "--base", "HEAD", "--root", str(repo))
     assert result.exit_code == 1
-    assert "note: the working tree's generated files are out of step with its inventories (1 file)" in result.stdout
+    # the node's NodeFeatureRule, and what moving its 8 GPUs between pools does to the quotas:
+    # 4 ClusterQueues and the 12 ResourceQuotas (their ceilings)
+    assert "note: the working tree's generated files are out of step with its inventories (17 files)" in result.stdout
     assert "all-1g -> all-disabled" in result.stdout
     assert git(repo, "status", "--porcelain") == " M clusters/h200/inventory.yaml\n"
 

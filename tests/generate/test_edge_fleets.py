@@ -3,7 +3,9 @@ the real kustomize, validate (against the upstream chart data when FORGE_UPSTREA
 
 `mig-lab` cuts each GPU node differently (every GPU in slices, two profiles on some GPUs with the
 rest whole, MIG off); `no-fabric` has GPU nodes with front-end Ethernet only and no component
-settings but its secret store (every cluster declares one: no Secret is made by hand). They live outside clusters/, so Argo CD never syncs them.
+settings but its secret store (every cluster declares one: no Secret is made by hand); `ib-small`
+runs its compute fabric on InfiniBand (tests/components/network_operator/test_infiniband.py).
+They live outside clusters/, so Argo CD never syncs them.
 """
 from __future__ import annotations
 
@@ -48,7 +50,9 @@ def test_validate_passes_on_both_fixtures(fleet: Path):
     args = ["validate", "--upstream", upstream] if upstream else ["validate"]
     result = forge(fleet, *args)
     assert result.exit_code == 0, result.output
-    assert sorted(p.name for p in (fleet / "build/rendered").iterdir()) == ["mig-lab", "no-fabric"]
+    # Every fixture fleet (the added fleets of tests/generate/test_added_fleets.py too).
+    assert sorted(p.name for p in (fleet / "build/rendered").iterdir()) == sorted(p.parent.name for p in FIXTURES.glob("*/inventory.yaml"))
+    assert {"ib-small", "mig-lab", "no-fabric"} <= {p.name for p in (fleet / "build/rendered").iterdir()}
     assert ": 0 failures, " in result.output
     if upstream:
         assert result.output.endswith(": 0 failures, 0 unchecked\n")

@@ -59,6 +59,8 @@ def kps_render(values: dict[str, Any]) -> list[dict[str, Any]]:
     prom: dict[str, Any] = {k: spec[k] for k in ("nodeSelector", "tolerations", "scrapeInterval", "evaluationInterval",
                                                   "retention", "retentionSize", "resources", "externalLabels")}
     prom["storage"] = spec["storageSpec"]
+    if "priorityClassName" in spec:  # the operator's StatefulSet pods take the CR's class
+        prom["priorityClassName"] = spec["priorityClassName"]
     for kind in ("serviceMonitor", "podMonitor", "rule", "probe", "scrapeConfig"):
         nil_uses = spec.get(f"{kind}SelectorNilUsesHelmValues", True)
         prom[f"{kind}Selector"] = {"matchLabels": {"release": "prometheus"}} if nil_uses else {}
@@ -76,7 +78,7 @@ def kps_render(values: dict[str, Any]) -> list[dict[str, Any]]:
     return [
         {"kind": "Prometheus", "metadata": {"name": PROMETHEUS_CR}, "spec": prom},
         {"kind": "Alertmanager", "metadata": {"name": ALERTMANAGER_CR},
-         "spec": {"nodeSelector": am["nodeSelector"], **({"configSecret": am["configSecret"]} if "configSecret" in am else {})}},
+         "spec": {"nodeSelector": am["nodeSelector"], **{k: am[k] for k in ("configSecret", "priorityClassName") if k in am}}},
         {"kind": "Deployment", "metadata": {"name": GRAFANA_DEPLOYMENT}, "spec": {"template": {"spec": {"containers": [
             {"name": "grafana-sc-dashboard", "env": []}, {"name": "grafana", "env": env}]}}}},
         {"kind": "ConfigMap", "metadata": {"name": GRAFANA_DATASOURCES},
@@ -113,6 +115,7 @@ def test_prometheus_expectations_catch_what_the_chart_could_drop(clusters):
     values["grafana"]["admin"]["existingSecret"] = "prometheus-grafana"  # the chart's own Secret
     values["grafana"]["additionalDataSources"] = []
     values["prometheus-node-exporter"]["prometheus"]["monitor"]["relabelings"] = []
+    del spec["priorityClassName"]  # Prometheus pods at the global default: pre-emptible by workloads
     found = problems(kps_render(values), Prometheus().expected_in_hydrated(cluster))
     assert ("Prometheus", "spec.serviceMonitorSelector",
             'is {"matchLabels": {"release": "prometheus"}}, the inventory asks for {}') in found
@@ -125,7 +128,8 @@ def test_prometheus_expectations_catch_what_the_chart_could_drop(clusters):
             f'missing: the inventory asks for "{LOKI_URL}"') in found
     assert ("ServiceMonitor", "spec.endpoints.0.relabelings",
             f"is [], the inventory asks for {json.dumps([m.NODE_RELABELING])[:57]}...") in found
-    assert len(found) == 8
+    assert ("Prometheus", "spec.priorityClassName", 'missing: the inventory asks for "system-cluster-critical"') in found
+    assert len(found) == 9
 
 
 @pytest.mark.parametrize("name", CLUSTERS)
@@ -350,11 +354,12 @@ spec:
 
 def test_objects_outside_the_app_projects_namespaces_are_reported(clusters):
     """What kube-prometheus-stack did before Prometheus listed kube-system: its control-plane
-    Services there would have made Argo CD refuse the whole `prometheus` Application."""
+    Services there would have made Argo CD refuse the whole `prometheus` Application. (Kueue lists
+    kube-system too, for its visibility API's RoleBinding: left out here with Prometheus.)"""
     from forge.upstream.check import namespace_problems
 
     cluster = clusters["a100"]
-    others = [c for c in enabled_components(cluster) if c.name != "prometheus"]
+    others = [c for c in enabled_components(cluster) if c.name not in ("prometheus", "kueue")]
     service = {"kind": "Service", "metadata": {"name": "prometheus-kube-prometheus-kube-scheduler", "namespace": "kube-system"}}
     without = argocd.app_project(cluster, others, chart_pins(REPO))
     assert namespace_problems(service, without) == [(

@@ -18,8 +18,9 @@ from forge.hardware import GPU_MODELS
 from forge.model import ClusterModel
 from forge.observability import metrics as m
 from forge.observability.rules import rule_groups
+from tests.helpers import fixture_model
 
-CLUSTERS = ["a100", "h200"]
+CLUSTERS = ["a100", "h200", "ib-small"]  # ib-small: the InfiniBand fixture (tests/fixtures)
 DCGM_JOB = {"job": "nvidia-dcgm-exporter", "namespace": "gpu-operator", "pod": "nvidia-dcgm-exporter-x1"}
 NODE_JOB = {"job": "node-exporter", "instance": "10.0.0.9:9100"}
 
@@ -35,6 +36,13 @@ class Case:
     value: str = ""  # what {{ $value }} expands to
     name: str = ""
     extra_quiet: list[list[tuple[str, str]]] = field(default_factory=list)
+
+
+@pytest.fixture(scope="module")
+def fleets(clusters) -> dict[str, ClusterModel]:
+    """The shipped fleets and the InfiniBand fixture."""
+    ib = fixture_model("ib-small")
+    return {**clusters, ib.name: ib}
 
 
 def series(metric: str, **labels: str) -> str:
@@ -115,7 +123,7 @@ def network_cases(cluster: ClusterModel) -> list[Case]:
         roles: dict[str, list[str]] = {}
         for spec, model in node.nics():
             roles.setdefault(spec.role, []).extend(spec.interfaces)
-            if model.rdma and rdma_node is None:
+            if model.rdma and spec.link_type == "ethernet" and rdma_node is None:
                 rdma_node = node
         for role, ifaces in roles.items():
             rl = {"nic_role": role}
@@ -138,9 +146,47 @@ def network_cases(cluster: ClusterModel) -> list[Case]:
                      extra_quiet=[[(series(m.NIC_TX_ERRORS, **port), "0x20")]]),
             ]
     if rdma_node:
-        hca = {"node": rdma_node.name, "device": "mlx5_0", "port": "1", **NODE_JOB}
+        ib = sorted({h for spec, _ in rdma_node.nics() if spec.link_type == "infiniband" for h in spec.hcas})
+        roce = next(f"mlx5_{i}" for i in range(64) if f"mlx5_{i}" not in ib)  # an Ethernet port's HCA
+        hca = {"node": rdma_node.name, "device": roce, "port": "1", **NODE_JOB}
         cases.append(Case("RdmaPortErrors", {}, [(series(m.IB_SYMBOL_ERRORS, **hca), "0+3x20")],
-                          [(series(m.IB_SYMBOL_ERRORS, **hca), "4x20")], [hca], "15m"))
+                          [(series(m.IB_SYMBOL_ERRORS, **hca), "4x20")], [hca], "15m",
+                          # an InfiniBand HCA's errors are the InfiniBand rules' business
+                          extra_quiet=[[(series(m.IB_SYMBOL_ERRORS, **{**hca, "device": h}), "0+3x20")] for h in ib[:1]]))
+    return cases + infiniband_cases(cluster)
+
+
+def infiniband_cases(cluster: ClusterModel) -> list[Case]:
+    cases: list[Case] = []
+    seen = set()
+    for node in cluster.nodes:
+        hcas = {}
+        for spec, _ in node.nics():
+            if spec.link_type == "infiniband":
+                hcas.setdefault(spec.role, []).extend(spec.hcas)
+        if node.profile_name in seen or not hcas:
+            continue
+        seen.add(node.profile_name)
+        for role, devices in hcas.items():
+            rl = {"nic_role": role}
+            port = {"node": node.name, "device": devices[0], "port": "1", **NODE_JOB}
+            states = [(series(m.IB_STATE, node=node.name, device=d, port="1", **NODE_JOB), "4x10") for d in devices]
+
+            def one(metric: str, values: str) -> list[tuple[str, str]]:
+                return [(series(metric, **port), values)]
+
+            cases += [
+                Case("InfinibandPortNotActive", rl, one(m.IB_STATE, "1x10"), one(m.IB_STATE, "4x10"), [port], "5m", "1",
+                     name=role, extra_quiet=[one(m.IB_STATE, "2 2 4x10")]),  # INIT for 2m while the SM configures it
+                Case("InfinibandPortMissing", rl, states[1:], states, [{"node": node.name}], "8m", name=role, extra_quiet=[[]]),
+                Case("InfinibandLinkDowned", rl, one(m.IB_LINK_DOWNED, "0 0 1x10"), one(m.IB_LINK_DOWNED, "1x20"), [port], "5m", name=role),
+                Case("InfinibandLinkErrors", rl, one(m.IB_SYMBOL_ERRORS, "0+3x20"), one(m.IB_SYMBOL_ERRORS, "4x20"), [port], "15m",
+                     name=f"{role} symbol", extra_quiet=[one(m.IB_LINK_ERROR_RECOVERY, "2x20") + one(m.IB_RX_ERRORS, "0x20")]),
+                Case("InfinibandLinkErrors", rl, one(m.IB_LINK_ERROR_RECOVERY, "0+1x20"), one(m.IB_LINK_ERROR_RECOVERY, "5x20"),
+                     [port], "15m", name=f"{role} recovery"),
+                Case("InfinibandLinkErrors", rl, one(m.IB_RX_ERRORS, "0+1x20"), one(m.IB_RX_ERRORS, "5x20"),
+                     [port], "15m", name=f"{role} receive"),
+            ]
     return cases
 
 
@@ -235,17 +281,17 @@ def write_rules(tmp_path, cluster: ClusterModel):
 
 
 @pytest.mark.parametrize("name", CLUSTERS)
-def test_promtool_check_rules(name, clusters, promtool, tmp_path):
-    path = write_rules(tmp_path, clusters[name])
+def test_promtool_check_rules(name, fleets, promtool, tmp_path):
+    path = write_rules(tmp_path, fleets[name])
     r = subprocess.run([promtool, "check", "rules", str(path)], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
-    count = sum(len(g["rules"]) for g in rule_groups(clusters[name]))
+    count = sum(len(g["rules"]) for g in rule_groups(fleets[name]))
     assert f"SUCCESS: {count} rules found" in r.stdout
 
 
 @pytest.mark.parametrize("name", CLUSTERS)
-def test_every_alert_fires_and_stays_quiet(name, clusters, promtool, tmp_path):
-    cluster = clusters[name]
+def test_every_alert_fires_and_stays_quiet(name, fleets, promtool, tmp_path):
+    cluster = fleets[name]
     rules = write_rules(tmp_path, cluster)
     test_file = tmp_path / f"tests-{name}.yaml"
     test_file.write_text(yaml.safe_dump({"rule_files": [rules.name], "evaluation_interval": "1m",
@@ -256,16 +302,16 @@ def test_every_alert_fires_and_stays_quiet(name, clusters, promtool, tmp_path):
 
 
 @pytest.mark.parametrize("name", CLUSTERS)
-def test_every_alert_rule_has_a_case(name, clusters):
-    cluster = clusters[name]
+def test_every_alert_rule_has_a_case(name, fleets):
+    cluster = fleets[name]
     keys = [(c.alert, c.rule_labels) for c in cases_for(cluster)]
     missing = [(r["alert"], r["labels"]) for r in alert_rules(cluster)
                if not any(alert == r["alert"] and labels.items() <= r["labels"].items() for alert, labels in keys)]
     assert missing == []
 
 
-def test_every_alert_has_severity_summary_and_runbook(clusters):
-    for cluster in clusters.values():
+def test_every_alert_has_severity_summary_and_runbook(fleets):
+    for cluster in fleets.values():
         for rule in alert_rules(cluster):
             assert rule["labels"]["severity"] in ("warning", "critical"), rule["alert"]
             assert rule["annotations"]["summary"].strip() and len(rule["annotations"]["runbook"]) > 40, rule["alert"]
@@ -281,6 +327,15 @@ def test_the_issue_asks_for_these_alerts_on_both_fleets(clusters):
     # RDMA counters only where the inventory lists RDMA NICs: the H200 fleet's ConnectX-7/BlueField-3.
     assert "RdmaPortErrors" in {r["alert"] for r in alert_rules(clusters["h200"])}
     assert "RdmaPortErrors" not in {r["alert"] for r in alert_rules(clusters["a100"])}
+
+
+def test_infiniband_alerts_only_on_infiniband_fleets(fleets):
+    ib = {"InfinibandPortNotActive", "InfinibandPortMissing", "InfinibandLinkDowned", "InfinibandLinkErrors"}
+    assert ib <= {r["alert"] for r in alert_rules(fleets["ib-small"])}
+    for name in ("a100", "h200"):
+        assert not ib & {r["alert"] for r in alert_rules(fleets[name])}, name
+    # the fixture's Ethernet BlueField ports keep the RoCE rule
+    assert "RdmaPortErrors" in {r["alert"] for r in alert_rules(fleets["ib-small"])}
 
 
 def test_gpu_limits_come_from_the_hardware_table_and_differ_between_fleets(clusters):

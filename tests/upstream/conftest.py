@@ -29,6 +29,7 @@ GOOD_VALUES: dict[str, Any] = {
     "widget": {"size": 3, "mode": "fast", "extra": {"tier": "gold"}},
     "sidekick": {"enabled": True, "port": 9100},
     "global": {"domain": "example.com"},
+    "priorityClassName": "system-cluster-critical",
 }
 
 
@@ -40,6 +41,9 @@ class Widget(Component):
     sync_wave = WAVE_WORKLOADS
     chart = "widget"
     release_name = "wdg"
+    # Its chart ships a CRD that values cannot annotate: never pruned automatically, like the real
+    # operators (forge.validate.cluster_policies).
+    prune = False
     VALUES: dict[str, Any] = GOOD_VALUES
 
     def enabled(self, cluster) -> bool:

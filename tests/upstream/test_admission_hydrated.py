@@ -12,7 +12,8 @@ from tests.upstream.test_validate_hydrated import hydrate
 
 JOB = {
     "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "migrate"},
-    "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{
+    # a forge-written Job in an infrastructure namespace: above the workload classes (cluster_policies)
+    "spec": {"template": {"spec": {"restartPolicy": "Never", "priorityClassName": "system-cluster-critical", "containers": [{
         "name": "migrate", "image": "registry.example.com/team/migrate:1.0",
         "env": [{"name": "PASSWORD", "valueFrom": {"secretKeyRef": {"name": "widget-db", "key": "password"}}}]}]}}},
 }
@@ -42,7 +43,7 @@ def test_a_secret_nothing_produces_fails_unless_declared(widget_repo: Path, mirr
     result = forge(widget_repo, "validate", "--hydrated")
     assert result.exit_code == 1
     assert result.stderr.splitlines() == [
-        "FAIL a100 / widget / build/hydrated/a100/widget.yaml:129 Job/migrate / spec.template.spec.containers[0].env[0].valueFrom.secretKeyRef / "
+        "FAIL a100 / widget / build/hydrated/a100/widget.yaml:130 Job/migrate / spec.template.spec.containers[0].env[0].valueFrom.secretKeyRef / "
         "Secret 'widget-db' in namespace 'widget' is produced by nothing in Git (no ExternalSecret targets it, no chart "
         "creates it) and is not the bootstrap credential: declare it in the component's secrets() or, if its chart makes "
         "it at run time, in produced_secrets() with the reason"]

@@ -21,8 +21,8 @@ def test_render_writes_one_file_per_component_and_counts_objects(repo_inputs: Pa
     assert result.exit_code == 0, result.output
     rendered = repo_inputs / "build/rendered"
     assert sorted(p.relative_to(rendered).as_posix() for p in rendered.rglob("*.yaml")) == [
-        "a100/alloy.yaml", "a100/alluxio.yaml", "a100/argocd.yaml", "a100/external-secrets.yaml", "a100/flyte.yaml", "a100/gpu-operator.yaml", "a100/kuberay-operator.yaml", "a100/loki.yaml", "a100/node-feature-discovery.yaml", "a100/prometheus-crds.yaml", "a100/prometheus.yaml", "a100/scheduling.yaml", "a100/training-operator.yaml",
-        "h200/alloy.yaml", "h200/alluxio.yaml", "h200/argocd.yaml", "h200/external-secrets.yaml", "h200/flyte.yaml", "h200/gpu-operator.yaml", "h200/kuberay-operator.yaml", "h200/loki.yaml", "h200/network-operator.yaml", "h200/node-feature-discovery.yaml", "h200/prometheus-crds.yaml", "h200/prometheus.yaml", "h200/scheduling.yaml", "h200/training-operator.yaml",
+        "a100/alloy.yaml", "a100/alluxio.yaml", "a100/argocd.yaml", "a100/external-secrets.yaml", "a100/flyte.yaml", "a100/gpu-operator.yaml", "a100/kuberay-operator.yaml", "a100/kueue.yaml", "a100/loki.yaml", "a100/node-feature-discovery.yaml", "a100/prometheus-crds.yaml", "a100/prometheus.yaml", "a100/scheduling.yaml", "a100/training-operator.yaml",
+        "h200/alloy.yaml", "h200/alluxio.yaml", "h200/argocd.yaml", "h200/external-secrets.yaml", "h200/flyte.yaml", "h200/gpu-operator.yaml", "h200/kuberay-operator.yaml", "h200/kueue.yaml", "h200/loki.yaml", "h200/network-operator.yaml", "h200/node-feature-discovery.yaml", "h200/prometheus-crds.yaml", "h200/prometheus.yaml", "h200/scheduling.yaml", "h200/training-operator.yaml",
     ]
     h200 = list(yaml.safe_load_all((rendered / "h200/node-feature-discovery.yaml").read_text()))
     kinds = sorted({o["kind"] for o in h200})
@@ -76,6 +76,9 @@ def test_validate_reports_one_line_per_failure(repo_inputs: Path, upstream: Path
     fails = sorted(line for line in result.output.splitlines() if line.startswith("FAIL "))
     assert fails == [
         "FAIL h200 / gpu-operator / Pod/gpu-operator/debug / spec.containers[0].image / image 'busybox:latest' uses the 'latest' tag",
+        "FAIL h200 / gpu-operator / Pod/gpu-operator/debug / spec.priorityClassName / no priorityClassName in infrastructure "
+        "namespace 'gpu-operator': its pods get the global default class, pre-emptible by workload classes up to "
+        "urgent-finetune (100000); name system-cluster-critical or system-node-critical",
         "FAIL h200 / gpu-operator / Secret/gpu-operator/s3 / data / Secret carries credentials in Git; reference them (e.g. ExternalSecret) instead",
         "FAIL h200 / gpu-operator / overlays/h200/gpu-operator/values.yaml / mig.stratgey / unknown key 'stratgey' (did you mean 'strategy'? chart default has: strategy)",
         "FAIL h200 / node-feature-discovery / NodeFeatureRule/forge-node-h200-gpu-01 / spec.rules[0].matchFeaturez / unknown field",

@@ -8,6 +8,7 @@ from forge.components.external_secrets import ExternalSecrets
 from forge.components.flyte import Flyte
 from forge.components.gpu_operator import GpuOperator
 from forge.components.kuberay_operator import KuberayOperator
+from forge.components.kueue import Kueue
 from forge.components.loki import Loki
 from forge.components.network_operator import NetworkOperator
 from forge.components.node_feature_discovery import NodeFeatureDiscovery
@@ -24,6 +25,7 @@ COMPONENTS: tuple[Component, ...] = (
     GpuOperator(),
     TrainingOperator(),
     KuberayOperator(),
+    Kueue(),
     Alluxio(),
     Flyte(),
     Prometheus(),

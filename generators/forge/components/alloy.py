@@ -13,6 +13,7 @@ from typing import Any
 
 from forge.components.base import WAVE_OBSERVABILITY, Component, custom_resource
 from forge.components.loki import PUSH_URL
+from forge.components.scheduling import SYSTEM_NODE_CRITICAL
 from forge.model import ClusterModel
 from forge.observability import alloy
 
@@ -27,4 +28,5 @@ class Alloy(Component):
     )
 
     def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
-        return [*alloy.manifests(cluster, self.namespace, PUSH_URL), custom_resource(alloy.pod_monitor(self.namespace))]
+        return [*alloy.manifests(cluster, self.namespace, PUSH_URL, SYSTEM_NODE_CRITICAL),
+                custom_resource(alloy.pod_monitor(self.namespace))]

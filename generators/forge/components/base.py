@@ -11,6 +11,8 @@ What a component gives the pipeline:
   components);
 - `derive_facts(cluster)`: what the component derives from the inventory, once, into a frozen
   dataclass (tier layout, capacity, served nodes); every other hook reads `self.facts(cluster)`;
+- `runtime_crd_data()`: CRDs its operator applies at run time, and the upstream data folder that
+  has them (validation reads them from there);
 - `expected_in_hydrated(cluster)`: fields the objects its chart renders must carry (checked on
   the hydrated output, e.g. the GPU Operator's ClusterPolicy has the driver version we asked for);
 - class attributes that the Argo CD bootstrap and validation read: namespace, sync wave, chart
@@ -43,6 +45,7 @@ WAVE_MONITORING_CRDS = -5
 WAVE_NETWORK = 0
 WAVE_GPU = 10
 WAVE_OPERATORS = 20
+WAVE_KUEUE = 25  # after the job operators' CRDs, before Flyte submits jobs
 WAVE_STORAGE = 30
 WAVE_WORKLOADS = 40
 WAVE_OBSERVABILITY = 50
@@ -66,6 +69,27 @@ class RemoteBase:
     revision: str  # a tag: never a branch, so a resync cannot change what runs
     path: str
     patches: tuple[dict[str, Any], ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class RuntimeCrds:
+    """CRDs an operator applies at run time rather than its chart shipping them (the Network
+    Operator applies nv-ipam's IPPool and CIDRPool CRDs when the NicClusterPolicy enables nvIpam).
+    `forge validate --upstream DIR` checks the component's objects of these kinds against
+    DIR/<data_dir>/crds/ (a missing folder is a failure); without DIR they are unchecked, as
+    every custom resource is. Hydration lists `kinds` among the cluster's API versions."""
+
+    data_dir: str  # the upstream data folder, named after the operator release that ships the CRDs
+    group_version: str  # e.g. nv-ipam.nvidia.com/v1alpha1
+    kinds: tuple[str, ...]
+
+    @property
+    def group(self) -> str:
+        return self.group_version.rpartition("/")[0]
+
+    def api_versions(self) -> set[str]:
+        """As `helm template --api-versions` takes them: group/version and group/version/Kind."""
+        return {self.group_version} | {f"{self.group_version}/{kind}" for kind in self.kinds}
 
 
 @dataclass(frozen=True)
@@ -150,6 +174,9 @@ class Component:
     Settings: ClassVar[type[BaseModel]] = NoSettings
     # Argo CD ignoreDifferences entries: fields a controller owns at runtime (webhook certificates).
     ignore_differences: ClassVar[tuple[dict[str, Any], ...]] = ()
+    # Why the pods its chart renders cannot name a PriorityClass above every workload class (no
+    # values key for it), or "" (forge.validate.cluster_policies checks them).
+    priority_exception: ClassVar[str] = ""
 
     def enabled(self, cluster: ClusterModel) -> bool:
         return True
@@ -190,11 +217,22 @@ class Component:
     def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
         return []
 
-    def runtime_crds(self, cluster: ClusterModel) -> list[dict[str, Any]]:
-        """CRDs of kinds `manifests()` uses that the component's operator installs itself at run
-        time (so neither the chart nor the upstream data has them), as forge describes them.
-        Only `forge validate` reads these; they are never written or synced."""
+    def values_notes(self, cluster: ClusterModel) -> list[str]:
+        """Lines for a comment under the header of values.yaml: why a value is what it is, where
+        the reader of the generated file needs it (the driver branch of a mixed cluster)."""
         return []
+
+    def extra_releases(self, cluster: ClusterModel) -> dict[str, dict[str, Any]]:
+        """More releases of the component's pinned chart, release name -> values: each one more
+        chart source of the same Application (Argo CD renders each with its own values file,
+        `values-<release>.yaml` beside `values.yaml`). Alluxio's worker pools use it."""
+        return {}
+
+    def runtime_crd_data(self) -> tuple[RuntimeCrds, ...]:
+        """CRDs the component's operator applies itself at run time (not in its chart), which its
+        manifests use, and the upstream data folder that has them: validation reads them there.
+        Not per cluster: the folder follows the pinned release (charts/versions.yaml)."""
+        return ()
 
     def examples(self, cluster: ClusterModel) -> list[dict[str, Any]]:
         """Objects for people to copy, written under overlays/<cluster>/<name>/examples/: not in
@@ -229,6 +267,11 @@ class Component:
     @property
     def module(self) -> str:
         return type(self).__module__
+
+
+def extra_values_file(release: str) -> str:
+    """The values file of one more release of a component's chart (Component.extra_releases)."""
+    return f"values-{release}.yaml"
 
 
 def custom_resource(obj: dict[str, Any]) -> dict[str, Any]:

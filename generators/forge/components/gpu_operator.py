@@ -6,23 +6,33 @@ from typing import Any
 
 import yaml
 
-from forge.components.base import WAVE_GPU, Component, Expected
+from forge.components import gpu_drivers
+from forge.components.base import WAVE_GPU, Component, Expected, custom_resource
+from forge.components.driver_upgrades import UpgradeSettings, chart_upgrade_policy, upgrade_policy
+from forge.inventory.schema import Strict
 from forge.model import MIG_DISABLED, ClusterModel
 from forge.observability.metrics import DCGM_CONFIG_NAME, NODE_RELABELING, dcgm_metrics_csv
 
 MIG_CONFIG_NAME = "forge-mig-parted-config"
 
 
+class Settings(Strict):
+    # Driver upgrades: one node at a time by default, drained after its training pods finish
+    # (forge.components.driver_upgrades; the Network Operator's NIC driver upgrades use the same knob).
+    upgrade: UpgradeSettings = UpgradeSettings()
+
+
 @dataclass(frozen=True)
 class GpuOperatorFacts:
     gpus_per_layout: dict[str, int]  # MIG layout in use -> GPUs per node it lays out (the most of its nodes)
     mig_parted_config: str  # mig-parted's config file: exactly the layouts in use
+    driver_pools: tuple[gpu_drivers.DriverPool, ...] = ()  # per-pool drivers (NVIDIADriver CRs), or none
 
 
 def derive_facts(cluster: ClusterModel) -> GpuOperatorFacts:
     gpus = {name: max((n.gpu_count for n in cluster.gpu_nodes if n.mig_layout == name), default=0)
             for name in cluster.mig_layouts_used}
-    return GpuOperatorFacts(gpus, _mig_parted_config(cluster, gpus))
+    return GpuOperatorFacts(gpus, _mig_parted_config(cluster, gpus), gpu_drivers.driver_pools(cluster))
 
 
 class GpuOperator(Component):
@@ -42,7 +52,14 @@ class GpuOperator(Component):
     # The chart documents these only in comments under migManager.config (values.yaml of v26.7.0).
     declared_values = frozenset({"migManager.config.name", "migManager.config.create", "migManager.config.data",
                                  "dcgmExporter.config.name", "dcgmExporter.config.create", "dcgmExporter.config.data"})
-    inventory_values = frozenset({"driver.version", "driver.rdma.enabled", "mig.strategy", "daemonsets.tolerations"})
+    inventory_values = frozenset({"driver.version", "driver.rdma.enabled", "mig.strategy", "daemonsets.tolerations",
+                                  *(f"driver.upgradePolicy.{key}" for key in ("autoUpgrade", "maxParallelUpgrades",
+                                    "gpuPodDeletion.force", "drain.force", "drain.podSelector"))})
+    Settings = Settings
+    # Only Argo CD's automated pruning is off (see forge.validate.cluster_policies): the chart's CRDs
+    # (ClusterPolicy, NVIDIADriver) cannot be annotated Prune=false from values, and a chart release
+    # that dropped one would delete the cluster's ClusterPolicy and with it every GPU operand.
+    prune = False
 
     def enabled(self, cluster: ClusterModel) -> bool:
         return bool(cluster.gpu_nodes)
@@ -51,6 +68,21 @@ class GpuOperator(Component):
         return derive_facts(cluster)
 
     def values(self, cluster: ClusterModel) -> dict[str, Any]:
+        values = self._values(cluster)
+        if self.facts(cluster).driver_pools:
+            # One branch does not serve every GPU generation here: the drivers are NVIDIADriver
+            # CRs, one per pool (gpu_drivers.py); the chart's default CR stays off.
+            values["driver"] = {"nvidiaDriverCRD": {"enabled": True, "deployDefaultCR": False}}
+        return values
+
+    def values_notes(self, cluster: ClusterModel) -> list[str]:
+        return gpu_drivers.driver_notes(cluster, self.facts(cluster).driver_pools)
+
+    def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
+        policy = self._values(cluster)["driver"].get("upgradePolicy")
+        return [custom_resource(gpu_drivers.nvidia_driver(cluster, pool, policy)) for pool in self.facts(cluster).driver_pools]
+
+    def _values(self, cluster: ClusterModel) -> dict[str, Any]:
         return {
             # One NFD per cluster: the node-feature-discovery component deploys it.
             "nfd": {"enabled": False},
@@ -62,6 +94,8 @@ class GpuOperator(Component):
                 # compute-role NICs that can do it. Its DOCA/OFED driver is the Network Operator's
                 # container when that component deploys one, else the host's.
                 "rdma": {"enabled": cluster.gpudirect_rdma, "useHostMofed": cluster.gpudirect_rdma and not cluster.ofed_driver},
+                # A version bump in Git reloads drivers node by node, never under a training job.
+                "upgradePolicy": chart_upgrade_policy(self.settings(cluster).upgrade),
             },
             "mig": {"strategy": cluster.mig_strategy},
             "migManager": {
@@ -84,10 +118,16 @@ class GpuOperator(Component):
         # The chart turns our values into the ClusterPolicy the operator acts on; some of them only
         # under conditions (driver.rdma is dropped when driver.nvidiaDriverCRD.enabled is true).
         policy = ("ClusterPolicy", "cluster-policy")  # the name the chart gives its one ClusterPolicy
+        if self.facts(cluster).driver_pools:  # drivers and RDMA per pool, in our NVIDIADriver CRs
+            driver = [Expected(*policy, "spec.driver.useNvidiaDriverCRD", True)]
+        else:
+            driver = [Expected(*policy, "spec.driver.version", cluster.driver_version),
+                      Expected(*policy, "spec.driver.rdma.enabled", cluster.gpudirect_rdma),
+                      Expected(*policy, "spec.driver.rdma.useHostMofed", False)]
         return [
-            Expected(*policy, "spec.driver.version", cluster.driver_version),
-            Expected(*policy, "spec.driver.rdma.enabled", cluster.gpudirect_rdma),
-            Expected(*policy, "spec.driver.rdma.useHostMofed", False),
+            *driver,
+            *(Expected(*policy, f"spec.driver.upgradePolicy.{key}", value)
+              for key, value in upgrade_policy(self.settings(cluster).upgrade).items()),
             Expected(*policy, "spec.mig.strategy", cluster.mig_strategy),
             Expected(*policy, "spec.migManager.config.name", MIG_CONFIG_NAME),
             Expected(*policy, "spec.migManager.config.default", MIG_DISABLED),

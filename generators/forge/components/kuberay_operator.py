@@ -23,6 +23,9 @@ class KuberayOperator(Component):
     sync_wave = WAVE_OPERATORS  # before Flyte, whose Ray plugin creates RayJobs
     chart = "kuberay-operator"
     server_side_apply = True  # the RayCluster/RayJob CRDs embed pod templates: too large otherwise
+    # Only Argo CD's automated pruning is off: the chart's CRDs (RayCluster, RayJob, RayService, RayCronJob) cannot be annotated
+    # Prune=false from values (see forge.validate.cluster_policies).
+    prune = False
     cluster_kinds = (
         ("apiextensions.k8s.io", "CustomResourceDefinition"),
         ("rbac.authorization.k8s.io", "ClusterRole"),

@@ -21,6 +21,7 @@ from typing import Annotated, Any, Iterator
 from pydantic import BaseModel, ConfigDict, Field
 
 from forge.components.base import WAVE_OBSERVABILITY, Component, Expected
+from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL
 from forge.model import CONTROL_PLANE_LABEL, ClusterModel
 from forge.observability import plain
 from forge.secrets import SecretUse
@@ -107,6 +108,7 @@ class Loki(Component):
         values: dict[str, Any] = {
             "deploymentMode": layout.mode,
             "global": {
+                "priorityClassName": SYSTEM_CLUSTER_CRITICAL,  # every pod of the chart: never pre-empted by workloads
                 "extraArgs": ["-config.expand-env=true"],
                 "extraEnvFrom": [{"secretRef": {"name": s3.credentials_secret}}],
             },

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from forge.components.base import WAVE_FOUNDATION, Component, custom_resource
+from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL, SYSTEM_NODE_CRITICAL
 from forge.model import ClusterModel, NodeModel
 
 # PCI classes NFD labels by vendor: network (02) for the Network Operator's NIC selection,
@@ -23,6 +24,9 @@ class NodeFeatureDiscovery(Component):
     sync_wave = WAVE_FOUNDATION
     chart = "node-feature-discovery"
     crd_groups = ("nfd.k8s-sigs.io",)
+    # Only Argo CD's automated pruning is off: the chart's CRDs (NodeFeature, NodeFeatureRule, NodeFeatureGroup: every node label rule) cannot be annotated
+    # Prune=false from values (see forge.validate.cluster_policies).
+    prune = False
     cluster_kinds = (
         ("apiextensions.k8s.io", "CustomResourceDefinition"),
         ("rbac.authorization.k8s.io", "ClusterRole"),
@@ -36,8 +40,12 @@ class NodeFeatureDiscovery(Component):
         if any(n.taints for n in cluster.nodes):
             master["enableTaints"] = True  # taints in our NodeFeatureRules are ignored otherwise
         return {
+            # Never pre-empted by workloads: master and gc at the cluster services' class, the
+            # worker (a node agent) at the node agents'.
+            "priorityClassName": SYSTEM_CLUSTER_CRITICAL,
             "master": master,
             "worker": {
+                "priorityClassName": SYSTEM_NODE_CRITICAL,
                 "tolerations": cluster.all_node_tolerations,
                 "config": {"sources": {"pci": {"deviceClassWhitelist": PCI_CLASSES, "deviceLabelFields": ["vendor"]}}},
             },

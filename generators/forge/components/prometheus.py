@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from forge.components import alluxio, flyte
 from forge.components.base import WAVE_MONITORING_CRDS, WAVE_OBSERVABILITY, Component, Expected, custom_resource
+from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL, SYSTEM_NODE_CRITICAL
 from forge.components.loki import GATEWAY_URL as LOKI_URL
 from forge.model import ClusterModel
 from forge.observability import metrics as m
@@ -45,7 +46,9 @@ ALERTMANAGER_CR = "prometheus-kube-prometheus-alertmanager"
 GRAFANA_DEPLOYMENT = "prometheus-grafana"
 GRAFANA_DATASOURCES = "prometheus-kube-prometheus-grafana-datasource"
 NODE_EXPORTER_MONITOR = "prometheus-prometheus-node-exporter"
+# The chart names its admission webhook configurations and their certificate Secret alike.
 ADMISSION_SECRET = "prometheus-kube-prometheus-admission"
+ADMISSION_WEBHOOKS = ADMISSION_SECRET
 
 # Everything kube-prometheus-stack installs besides its CRDs, switched off for `prometheus-crds`.
 # tests/observability checks this against the chart's values.yaml: every top-level `enabled: true`.
@@ -101,7 +104,18 @@ class Prometheus(Component):
     # The chart documents configSecret only in a comment (values.yaml of 88.5.3); its Alertmanager
     # template reads it.
     declared_values = frozenset({"alertmanager.alertmanagerSpec.configSecret"})
+    # So are the priority classes of the operator and the subcharts (each `# priorityClassName:`).
+    declared_values |= {"prometheusOperator.priorityClassName", "prometheusOperator.admissionWebhooks.deployment.priorityClassName",
+                        "grafana.priorityClassName",
+                        "kube-state-metrics.priorityClassName", "prometheus-node-exporter.priorityClassName"}
     Settings = Settings
+    # The chart's admission-webhook patch Job writes the CA it generated into both webhook
+    # configurations and switches their failurePolicy to the chart's value once the CA is in
+    # (prometheus-community/helm-charts issues 4914, 2516): Argo CD must leave exactly those alone.
+    ignore_differences = tuple(
+        {"group": "admissionregistration.k8s.io", "kind": kind, "name": ADMISSION_WEBHOOKS,
+         "jqPathExpressions": [".webhooks[]?.clientConfig.caBundle", ".webhooks[]?.failurePolicy"]}
+        for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"))
 
     def namespaces(self, cluster: ClusterModel) -> tuple[str, ...]:
         # The chart puts the Services that expose the control plane's metrics (scheduler, controller
@@ -128,7 +142,9 @@ class Prometheus(Component):
 
     def values(self, cluster: ClusterModel) -> dict[str, Any]:
         s, size, claim = self._plan(cluster)
-        system = {"nodeSelector": cluster.system_node_selector, "tolerations": cluster.system_tolerations}
+        # Cluster services never pre-empted by workloads; node-exporter is a node agent.
+        system = {"nodeSelector": cluster.system_node_selector, "tolerations": cluster.system_tolerations,
+                  "priorityClassName": SYSTEM_CLUSTER_CRITICAL}
         interval = f"{s.scrape_interval_seconds}s"
         return plain({
             "crds": {"enabled": False},  # owned by the prometheus-crds Application
@@ -173,6 +189,7 @@ class Prometheus(Component):
             },
             "kube-state-metrics": dict(system),
             "prometheus-node-exporter": {
+                "priorityClassName": SYSTEM_NODE_CRITICAL,
                 "tolerations": cluster.all_node_tolerations,
                 "prometheus": {"monitor": {"relabelings": [m.NODE_RELABELING]}},
             },
@@ -192,6 +209,8 @@ class Prometheus(Component):
             Expected(*prom, "spec.storage.volumeClaimTemplate.spec", claim),
             Expected(*prom, "spec.resources.requests.memory", f"{size.memory_gib}Gi"),
             Expected(*prom, "spec.nodeSelector", cluster.system_node_selector),
+            Expected(*prom, "spec.priorityClassName", SYSTEM_CLUSTER_CRITICAL),
+            Expected("Alertmanager", ALERTMANAGER_CR, "spec.priorityClassName", SYSTEM_CLUSTER_CRITICAL),
             # `*SelectorNilUsesHelmValues: false` renders empty selectors: every object, every
             # namespace. (True would select only objects labelled release=prometheus.)
             *(Expected(*prom, f"spec.{kind}{which}", {})

@@ -9,7 +9,9 @@ overlay pins the operator image itself, so the tag pins the image too (both in c
 
 Our patches: the Deployment runs on the control plane with the system-cluster-critical class, and
 the upstream Namespace is dropped because base/training-operator/ ships `kubeflow` with its Pod
-Security level and the no-prune annotation (two copies of one object in one Application fight).
+Security level and the no-prune annotation (two copies of one object in one Application fight);
+every upstream CRD gets `Prune=false`, so Argo CD never prunes one automatically while it still
+prunes the rest.
 The operator writes its own webhook certificate into a Secret and the webhook configuration at
 runtime: Argo CD is told to leave those fields alone, or self-heal would wipe them every sync.
 """
@@ -27,6 +29,10 @@ NAMESPACE = "kubeflow"  # set by the upstream overlay (`namespace: kubeflow`); n
 WEBHOOK_SECRET = "training-operator-webhook-cert"
 WEBHOOK_CONFIG = "validator.training-operator.kubeflow.org"
 DEPLOYMENT = "training-operator"
+# Argo CD's per-object sync option: never pruned automatically (a CRD leaving the tag would
+# otherwise delete every PyTorchJob and MPIJob of the cluster).
+SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
+NO_PRUNE = "Prune=false"
 IMAGE = "training-operator"  # images in charts/versions.yaml: what the overlay pins at the source's tag
 
 
@@ -79,6 +85,9 @@ def upstream_manifests(cluster: ClusterModel) -> RemoteBase:
         }}},
     }
     drop_namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}, "$patch": "delete"}
+    # Every CRD of the tag (a target by kind: the patch's name is replaced by each match's).
+    keep_crds = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                 "metadata": {"name": "any", "annotations": {SYNC_OPTIONS: NO_PRUNE}}}
     return RemoteBase(
         repo_url=versions.source(SOURCE).repo,
         revision=versions.source(SOURCE).ref,
@@ -86,5 +95,6 @@ def upstream_manifests(cluster: ClusterModel) -> RemoteBase:
         patches=(
             {"target": {"kind": "Deployment", "name": DEPLOYMENT}, "patch": yaml.safe_dump(deployment_patch, sort_keys=False)},
             {"target": {"kind": "Namespace", "name": NAMESPACE}, "patch": yaml.safe_dump(drop_namespace, sort_keys=False)},
+            {"target": {"kind": "CustomResourceDefinition"}, "patch": yaml.safe_dump(keep_crds, sort_keys=False)},
         ),
     )

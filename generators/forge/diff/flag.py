@@ -11,7 +11,7 @@ class Flag:
     level: str  # high | medium | low
     cluster: str  # "*" for a repo-wide fact (charts/versions.yaml)
     component: str
-    kind: str  # prune | crd | restart | mig | quota | chart | git | capacity
+    kind: str  # prune | crd | restart | mig | quota | queue | chart | git | capacity
     message: str
 
     @property

@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterable
 from forge.diff.amounts import capacity_flags, quantity, quota_flags
 from forge.diff.flag import Flag, names
 from forge.diff.objects import MISSING, VALUES_KIND, ObjectChange, keys_of
+from forge.diff.queue_risks import queue_flags
 from forge.diff.revisions import Side
 from forge.hardware import PCI_VENDOR_MELLANOX, PCI_VENDOR_NVIDIA
 from forge.model import LABEL_DOMAIN, MIG_CONFIG_LABEL, ClusterModel, NodeModel
@@ -329,7 +330,7 @@ def all_flags(changes: list[ObjectChange], base: Side, head: Side) -> list[Flag]
     charts = chart_of_values([head, base])
     flags = [
         *prune_flags(changes), *crd_flags(changes), *restart_flags(changes, charts, clusters),
-        *mig_flags(changes), *quota_flags(changes), *chart_flags(changes, base, head, clusters),
+        *mig_flags(changes), *quota_flags(changes), *queue_flags(changes), *chart_flags(changes, base, head, clusters),
         *capacity_flags(base, head),
     ]
     return sorted(set(flags), key=lambda f: f.sort_key)

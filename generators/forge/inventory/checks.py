@@ -14,6 +14,7 @@ from typing import Any, Iterator
 from forge.errors import Problem
 from forge.hardware import GPU_MODELS, MIG_SLICES_COMPUTE, MIG_SLICES_MEMORY, NIC_MODELS, SERVER_MODELS
 from forge.inventory.layouts import mig_layout_named, mig_layout_of
+from forge.inventory.links import link_rules
 from forge.inventory.located import LoadedInventory, format_path, line_for
 from forge.inventory.schema import Inventory, MigLayoutGroup
 
@@ -45,6 +46,7 @@ def check_inventory(loaded: LoadedInventory, data: dict[str, Any]) -> list[Probl
         *_mig_layouts(loaded, inv),
         *_expected_capacity(loaded, inv),
         *_bucket_names(loaded, inv),
+        *link_rules(loaded),
     ]
 
 

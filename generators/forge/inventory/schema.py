@@ -202,6 +202,10 @@ class GpuSpec(Strict):
 
 
 NicRole = Literal["compute", "storage", "frontend", "management"]
+LinkType = Literal["ethernet", "infiniband"]
+# An RDMA device name as the kernel gives it (mlx5_0): what NCCL_IB_HCA and node-exporter's
+# infiniband collector (label `device`) name a port's HCA by.
+HcaName = Annotated[str, Field(pattern=r"^[a-zA-Z0-9_]{1,64}$")]
 
 
 class NicSpec(Strict):
@@ -211,6 +215,14 @@ class NicSpec(Strict):
     port_gbps: Annotated[PositiveInt, _at_most(hardware.MAX_PORT_GBPS, "the speed of any network port, in Gb/s")]
     role: NicRole
     interfaces: list[InterfaceName]
+    # The link layer the ports run (forge.inventory.links checks the model can): infiniband ports
+    # get IPoIB interfaces (ib*, ibp*) and IPoIB secondary networks instead of macvlan.
+    link_type: LinkType = "ethernet"
+    # RDMA device of each interface, in the same order (`rdma link` / `ibdev2netdev` on a node);
+    # needed for InfiniBand ports, which NCCL and the port alerts address by HCA, not by interface.
+    hcas: list[HcaName] = []
+    # InfiniBand SR-IOV virtual functions per port: not generated yet (refused, see links.py).
+    sriov_vfs: PositiveInt | None = None
 
 
 class NvmeSpec(Strict):

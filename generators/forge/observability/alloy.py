@@ -128,7 +128,7 @@ loki.write "loki" {{
 """
 
 
-def manifests(cluster: ClusterModel, namespace: str, loki_push_url: str) -> list[dict[str, Any]]:
+def manifests(cluster: ClusterModel, namespace: str, loki_push_url: str, priority_class: str) -> list[dict[str, Any]]:
     labels = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/component": "log-shipper"}
     meta = {"name": NAME, "namespace": namespace}
     return [
@@ -149,11 +149,11 @@ def manifests(cluster: ClusterModel, namespace: str, loki_push_url: str) -> list
         },
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": dict(meta),
          "data": {CONFIG_FILE: config(cluster, loki_push_url)}},
-        daemonset(cluster, meta, labels),
+        daemonset(cluster, meta, labels, priority_class),
     ]
 
 
-def daemonset(cluster: ClusterModel, meta: dict[str, str], labels: dict[str, str]) -> dict[str, Any]:
+def daemonset(cluster: ClusterModel, meta: dict[str, str], labels: dict[str, str], priority_class: str) -> dict[str, Any]:
     def host(name: str, path: str, kind: str | None = None) -> dict[str, Any]:
         source: dict[str, Any] = {"path": path}
         if kind:
@@ -193,6 +193,8 @@ def daemonset(cluster: ClusterModel, meta: dict[str, str], labels: dict[str, str
                 "metadata": {"labels": dict(labels)},
                 "spec": {
                     "serviceAccountName": NAME,
+                    # A node agent: never pre-empted by workloads (priority_class: system-node-critical).
+                    "priorityClassName": priority_class,
                     # On every node, whatever its taints: a node without logs is the one you need.
                     "tolerations": cluster.all_node_tolerations,
                     "containers": [container],

@@ -83,6 +83,11 @@ IB_TX_BYTES = "node_infiniband_port_data_transmitted_bytes_total"
 IB_SYMBOL_ERRORS = "node_infiniband_symbol_error_total"
 IB_LINK_DOWNED = "node_infiniband_link_downed_total"
 IB_RX_ERRORS = "node_infiniband_port_errors_received_total"
+# InfiniBand link layer (node-exporter's infiniband collector, collector/infiniband_linux.go):
+# the port's logical state (4: active) and the link-recovery counter of the IB port counters.
+IB_STATE = "node_infiniband_state_id"
+IB_STATE_ACTIVE = 4
+IB_LINK_ERROR_RECOVERY = "node_infiniband_link_error_recovery_total"
 FS_AVAIL = "node_filesystem_avail_bytes"
 FS_SIZE = "node_filesystem_size_bytes"
 

@@ -15,13 +15,14 @@ only `$labels` and `$value`, so tests can expand them.
 """
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from typing import Any, Iterable
 
 from forge.hardware import GpuModel
 from forge.model import ClusterModel, NodeModel
 from forge.observability import metrics as m
+from forge.observability.infiniband import infiniband_hcas, infiniband_rules
+from forge.observability.promql import alert, regex_alternation, selector  # noqa: F401 (re-exported)
 
 RULE_NAME = "forge-fleet"
 GPU_BY = f"{m.NODE_LABEL}, {m.DCGM_GPU_LABEL}, {m.DCGM_MODEL_LABEL}"
@@ -40,36 +41,6 @@ ALLUXIO_MIN_READ_BYTES_PER_S = 50e6  # below this the hit ratio is noise (a few 
 # 140 unrecovered ECC. Other codes (13, 31, 43, 45 ...) are usually the application's fault.
 CRITICAL_XIDS = (48, 61, 62, 64, 74, 79, 92, 95, 119, 120, 140)
 NIC_ROLE_SEVERITY = {"compute": "critical", "storage": "critical", "frontend": "warning", "management": "warning"}
-
-
-_REGEX_SPECIAL = re.compile(r"([.+*?()\[\]{}|^$\\])")
-
-
-def regex_alternation(values: Iterable[str]) -> str:
-    """A PromQL regex matching exactly these values (PromQL regexes are fully anchored), as it goes
-    between the double quotes of a PromQL string: a regex escape is written `\\.`."""
-    return "|".join(_REGEX_SPECIAL.sub(r"\\\\\1", v) for v in sorted(set(values)))
-
-
-def selector(**matchers: str) -> str:
-    """{a="x", b=~"y"}: a key ending in _re is a regex matcher on the key without it."""
-    parts = []
-    for key, value in matchers.items():
-        if key.endswith("_re"):
-            parts.append(f'{key[:-3]}=~"{value}"')
-        else:
-            parts.append(f'{key}="{value}"')
-    return "{" + ", ".join(parts) + "}"
-
-
-def alert(name: str, expr: str, severity: str, summary: str, runbook: str, for_: str | None = None,
-          labels: dict[str, str] | None = None) -> dict[str, Any]:
-    rule: dict[str, Any] = {"alert": name, "expr": expr}
-    if for_:
-        rule["for"] = for_
-    rule["labels"] = {"severity": severity, **(labels or {})}
-    rule["annotations"] = {"summary": summary, "runbook": runbook}
-    return rule
 
 
 # ---- inventory facts as series ------------------------------------------------------------------
@@ -175,7 +146,7 @@ def network_rules(cluster: ClusterModel) -> list[dict[str, Any]]:
         by_role: dict[str, list[str]] = defaultdict(list)
         for spec, model in nodes[0].nics():
             by_role[spec.role] += spec.interfaces
-            if model.rdma:
+            if model.rdma and spec.link_type == "ethernet":  # RoCE; InfiniBand ports: forge.observability.infiniband
                 rdma_nodes |= {n.name for n in nodes}
         node_re = regex_alternation(n.name for n in nodes)
         for role, interfaces in sorted(by_role.items()):
@@ -208,7 +179,10 @@ def network_rules(cluster: ClusterModel) -> list[dict[str, Any]]:
                       for_="10m", labels=labels),
             ]
     if rdma_nodes:
-        sel = selector(node_re=regex_alternation(rdma_nodes))
+        # The infiniband collector reports RoCE and InfiniBand HCAs alike: leave the InfiniBand ones
+        # to the InfiniBand rules (forge.observability.infiniband), which know their link states.
+        ib = infiniband_hcas(cluster)
+        sel = selector(node_re=regex_alternation(rdma_nodes), **({"device_nre": regex_alternation(ib)} if ib else {}))
         errors = " or ".join(f"increase({name}{sel}[15m]) > 0" for name in (m.IB_SYMBOL_ERRORS, m.IB_LINK_DOWNED, m.IB_RX_ERRORS))
         rules.append(alert("RdmaPortErrors", errors, "warning",
                            "{{ $labels.node }} RDMA device {{ $labels.device }} port {{ $labels.port }} counts link errors",
@@ -260,10 +234,18 @@ def _sum_rates(names: Iterable[str], namespace: str, window: str) -> str:
     return " + ".join(f"(sum(rate({name}{selector(namespace=namespace)}[{window}])) or vector(0))" for name in names)
 
 
-def alluxio_rules() -> list[dict[str, Any]]:
+def alluxio_worker_pods(cluster: ClusterModel) -> str:
+    """The Alluxio worker pods' name pattern: the main release's, and on clusters whose NVMe
+    profiles differ, each worker pool release's (<release>-worker-...; forge.components.alluxio.pools)."""
+    pools = getattr(cluster.component_facts.get("alluxio"), "extra_pools", ())
+    # Release names are DNS labels (profile names): no regex specials to escape.
+    return "|".join([m.ALLUXIO_WORKER_POD, *(f"{p.release}-worker-.+" for p in pools)])
+
+
+def alluxio_rules(worker_pods: str = m.ALLUXIO_WORKER_POD) -> list[dict[str, Any]]:
     ns = m.ALLUXIO_NAMESPACE
-    workers = selector(namespace=ns, pod_re=m.ALLUXIO_WORKER_POD)
-    ready = selector(namespace=ns, pod_re=m.ALLUXIO_WORKER_POD, condition="true")
+    workers = selector(namespace=ns, pod_re=worker_pods)
+    ready = selector(namespace=ns, pod_re=worker_pods, condition="true")
     return [
         {"record": m.ALLUXIO_READ_BYTES, "expr": _sum_rates([*m.ALLUXIO_HIT_BYTES, m.ALLUXIO_MISS_BYTES], ns, "15m")},
         {"record": m.ALLUXIO_HIT_RATIO, "expr": f"({_sum_rates(m.ALLUXIO_HIT_BYTES, ns, '15m')}) / {m.ALLUXIO_READ_BYTES}"},
@@ -307,8 +289,9 @@ def rule_groups(cluster: ClusterModel) -> list[dict[str, Any]]:
         ("forge-inventory", inventory_rules(cluster)),
         ("forge-gpu", gpu_rules(cluster)),
         ("forge-network", network_rules(cluster)),
+        ("forge-infiniband", infiniband_rules(cluster)),
         ("forge-nvme", storage_rules(cluster)),
-        ("forge-alluxio", alluxio_rules()),
+        ("forge-alluxio", alluxio_rules(alluxio_worker_pods(cluster))),
         ("forge-flyte", flyte_rules()),
     ]
     return [{"name": name, "rules": rules} for name, rules in groups if rules]

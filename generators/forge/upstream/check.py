@@ -4,8 +4,10 @@ with the one validation engine (forge.validate.engine) and this mode's plug-ins.
 Per cluster:
 * every object against the Kubernetes schemas of the cluster's minor (strict: unknown fields are
   errors), or else against the CRDs found in the cluster's hydrated output — the charts ship
-  their own, so no schema folder is needed — or, last, against the CRDs an operator installs at
-  run time (`Component.runtime_crds`); an object none of them knows is a failure, never a pass;
+  their own, so no schema folder is needed — or, last, against the CRDs an operator applies at
+  run time, from the upstream data folder its component names (`Component.runtime_crd_data`;
+  without --upstream those objects are unchecked); any other object none of them knows is a
+  failure, never a pass;
 * the pipeline's house rules (forge.validate.policies: pinned images, no Secret data, Pod
   Security level on Namespaces). The required forge labels are not asked of chart output: the
   overlay's kustomization labels only its own objects, and `forge validate` checks those;
@@ -34,6 +36,7 @@ from ruamel.yaml import YAML
 from forge import argocd
 from forge.versions import chart_pins
 from forge.components.base import Contains, Expected
+from forge.emit import labels_for
 from forge.errors import ForgeError
 from forge.fleet import load_fleet
 from forge.model import ClusterModel
@@ -41,17 +44,19 @@ from forge.upstream.chart import load_chart
 from forge.upstream.hydrate import HYDRATED_DIR, Job, hydrated_file, jobs_for, load_hydrated
 from forge.upstream.reads import redundant_keys, unread_keys
 from forge.validate.cluster_checks import admission_failures
+from forge.validate.cluster_policies import cluster_plugins
 from forge.validate.crd import CrdSchemas
-from forge.validate.engine import Engine, Report, kube_schemas, policies, runtime_crds
+from forge.validate.engine import Engine, Report, kube_schemas, missing_runtime_data, policies, runtime_crds, runtime_kinds
 from forge.validate.failure import Failure
 from forge.validate.objects import object_id
 
 
-def validate_hydrated(root: Path, only: frozenset[str] | None = None) -> Report:
-    return validate_hydrated_fleet(root, load_fleet(root).clusters, only)
+def validate_hydrated(root: Path, only: frozenset[str] | None = None, upstream: Path | None = None) -> Report:
+    return validate_hydrated_fleet(root, load_fleet(root).clusters, only, upstream)
 
 
-def validate_hydrated_fleet(root: Path, clusters: list[ClusterModel], only: frozenset[str] | None = None) -> Report:
+def validate_hydrated_fleet(root: Path, clusters: list[ClusterModel], only: frozenset[str] | None = None,
+                            upstream: Path | None = None) -> Report:
     """The hydrated output of each cluster's components (from `jobs_for`: the engine's one entry)."""
     jobs = jobs_for(root, clusters, chart_pins(root), only)
     report = Report()
@@ -61,13 +66,15 @@ def validate_hydrated_fleet(root: Path, clusters: list[ClusterModel], only: froz
             continue
         others = [p for p in sorted((root / HYDRATED_DIR / cluster.name).glob("*.yaml"))
                   if only and p.stem not in only]
-        _check_cluster(root, cluster, mine, report, others)
+        _check_cluster(root, cluster, mine, report, others, upstream)
+        if upstream:
+            report.failures += missing_runtime_data(cluster.name, [j.component for j in mine], upstream)
     report.sort()
     return report
 
 
 def _check_cluster(root: Path, cluster: ClusterModel, jobs: list[Job], report: Report,
-                   others: Sequence[Path] = ()) -> None:
+                   others: Sequence[Path] = (), upstream: Path | None = None) -> None:
     loaded: dict[str, list[tuple[dict[str, Any], int]]] = {}
     for job in jobs:
         path = hydrated_file(root, cluster.name, job.component.name)
@@ -76,23 +83,36 @@ def _check_cluster(root: Path, cluster: ClusterModel, jobs: list[Job], report: R
         loaded[job.component.name] = load_hydrated(path)
     crds = CrdSchemas()
     crds.add_objects(obj for objs in loaded.values() for obj, _ in objs)
-    for path in others:  # components not selected: their CRDs only
-        crds.add_objects(obj for obj, _ in load_hydrated(path) if obj.get("kind") == "CustomResourceDefinition")
+    unselected: list[dict[str, Any]] = []  # components not selected: their CRDs and PriorityClasses only
+    for path in others:
+        unselected += [obj for obj, _ in load_hydrated(path) if obj.get("kind") in ("CustomResourceDefinition", "PriorityClass")]
+    crds.add_objects(obj for obj in unselected if obj.get("kind") == "CustomResourceDefinition")
     kube = kube_schemas(cluster.kubernetes_version)
     project = argocd.app_project(cluster, [j.component for j in jobs], chart_pins(root))
 
-    def no_schema(obj: dict[str, Any]) -> list[tuple[str, str]]:
+    components = [j.component for j in jobs]
+    unchecked = runtime_kinds(components) if upstream is None else set()
+
+    def no_schema(obj: dict[str, Any]) -> list[tuple[str, str]] | None:
+        if (obj.get("apiVersion"), obj.get("kind")) in unchecked:
+            return None  # a CRD the operator applies at run time, and no upstream data to check it
         return [("apiVersion", f"no schema for {obj.get('apiVersion')} {obj.get('kind')}: not built into "
                                f"Kubernetes {kube.version} and no CRD for it in the cluster's hydrated output")]
 
-    engine = Engine(kube, [crds, runtime_crds(cluster, [j.component for j in jobs])], no_schema,
+    engine = Engine(kube, [crds, runtime_crds(components, upstream)], no_schema,
                     [policies({}, skip=_switched_off), lambda obj: namespace_problems(obj, project)])
     report.count(cluster.name, "objects", 0)
+    pins = chart_pins(root)
+    components = [j.component for j in jobs]
+    apps = {c.name: argocd.component_application(cluster, c, pins.get(c.chart or "")) for c in components}
+    # The workload classes come from every component's output, selected or not (scheduling's).
+    everything = {**{n: [o for o, _ in objs] for n, objs in loaded.items()}, "": unselected}
+    cluster_checks = cluster_plugins(everything, apps, components, labels_for(cluster.name))
     for job in jobs:
         rel = (HYDRATED_DIR / cluster.name / f"{job.component.name}.yaml").as_posix()
         items = ((obj, f"{rel}:{line} {object_id(obj)}") for obj, line in loaded[job.component.name])
         engine.check_component(report, cluster.name, job.component.name, items,
-                               [ValuesKeys(root, job), ExpectedObjects(job)])
+                               [ValuesKeys(root, job), ExpectedObjects(job), *cluster_checks])
     # Pod Security and Secret references over the whole hydrated cluster (forge.validate.admission)
     at = {(name, object_id(o)): f"{(HYDRATED_DIR / cluster.name / f'{name}.yaml').as_posix()}:{line}"
           for name, objs in loaded.items() for o, line in objs}
@@ -114,7 +134,8 @@ class ValuesKeys:
         if self.job.chart_dir is None:
             return
         chart = load_chart(self.job.chart_dir)
-        for rel_values in self.job.value_files:
+        extra = (f for _, files in self.job.extra_releases for f in files)  # more releases of the chart
+        for rel_values in (*self.job.value_files, *extra):
             values, lines = _values_with_lines(self.root / rel_values)
             report.count(cluster, "keys", _count_leaves(values))
             for key, reason in unread_keys(chart, values):

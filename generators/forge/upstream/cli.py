@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import click
@@ -121,16 +122,18 @@ def hydrate(root: Path, jobs: int | None, components: tuple[str, ...]) -> None:
     click.echo(f"hydrated into {HYDRATED_DIR}/ in {time.perf_counter() - started:.2f}s")
 
 
-def validate_hydrated_command(root: Path, components: tuple[str, ...] = ()) -> None:
+def validate_hydrated_command(root: Path, components: tuple[str, ...] = (), upstream: Path | None = None) -> None:
     """`forge validate --hydrated`: print failures and warnings; exit 1 on any failure."""
     from forge.upstream.check import validate_hydrated
 
     started = time.perf_counter()
-    report = validate_hydrated(root, frozenset(components) or None)
+    report = validate_hydrated(root, frozenset(components) or None, upstream)
     for failure in report.failures:
         click.echo(f"FAIL {failure.line()}", err=True)
     for warning in report.warnings:
         click.echo(f"warning: {warning.line()}", err=True)
+    for item, count in sorted(Counter(report.unchecked).items()):
+        click.echo(f"unchecked (no upstream data): {item}{f' x{count}' if count > 1 else ''}", err=True)
     for cluster, counts in sorted(report.per_cluster.items()):
         click.echo(f"{cluster}: {counts['objects']} objects ({counts['by_crd']} against CRDs the charts ship), "
                    f"{counts['keys']} values keys")

@@ -16,7 +16,7 @@ function writes clusters/<cluster>/argocd/), so they cannot drift apart:
 group/version/Kind. Offline we list the cluster's steady state: the built-in kinds of its
 Kubernetes minor (from kubernetes-validate's schemas; alpha versions left out, they are off by
 default), Argo CD's own CRDs when Argo CD runs in the cluster, the CRDs operators install at run
-time (`Component.runtime_crds`), and every CRD the cluster's components ship. Those CRDs come out of the rendering itself: everything is rendered once, the
+time (`Component.runtime_crd_data`), and every CRD the cluster's components ship. Those CRDs come out of the rendering itself: everything is rendered once, the
 CRDs are collected, and whatever was rendered without one of them is rendered again (charts ask
 `.Capabilities.APIVersions.Has "monitoring.coreos.com/v1"` before creating a ServiceMonitor).
 On a first sync Argo CD may still miss a CRD that another Application installs later; the
@@ -81,6 +81,8 @@ class Job:
     overlay: str  # repo-relative kustomization folder
     remote_source: dict[str, Any] | None = None  # an upstream kustomize source of the Application
     remote_tree: Path | None = None  # its cached repository tree
+    # More chart sources of the same chart (Component.extra_releases): (release, value files)
+    extra_releases: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 def check_component_names(clusters: list[ClusterModel], only: frozenset[str] | None) -> None:
@@ -109,7 +111,7 @@ def jobs_for(root: Path, clusters: list[ClusterModel], pins: dict[str, ChartPin]
                 raise ForgeError(f"{VERSIONS_FILE}: no pin for chart '{component.chart}' (component {component.name})")
             app = argocd.component_application(cluster, component, pin)
             sources = app["spec"]["sources"]
-            chart_src = next((s for s in sources if "chart" in s), None)
+            chart_src, *more_charts = [s for s in sources if "chart" in s] or [None]
             remote_srcs, path_src = split_sources(sources)
             chart_dir = cached_chart(root, pin) if pin else None
             if pin and chart_dir is None:
@@ -127,12 +129,14 @@ def jobs_for(root: Path, clusters: list[ClusterModel], pins: dict[str, ChartPin]
             jobs.append(Job(cluster, component, app["metadata"]["name"], pin, chart_dir,
                             (chart_src or {}).get("helm", {}).get("releaseName", component.release),
                             app["spec"]["destination"]["namespace"], value_files, path_src["path"],
-                            remote_src, remote_tree))
+                            remote_src, remote_tree,
+                            tuple((s["helm"]["releaseName"], tuple(_repo_path(v) for v in s["helm"]["valueFiles"]))
+                                  for s in more_charts)))
     if missing:
         lines = [f"{what} is not in the chart cache {cache_root(root)}: run {hint}" for hint, what in missing.values()]
         raise ManyErrors(lines + ["nothing was hydrated"])
     for job in jobs:
-        for rel in (*job.value_files, f"{job.overlay}/kustomization.yaml"):
+        for rel in (*job.value_files, *(f for _, files in job.extra_releases for f in files), f"{job.overlay}/kustomization.yaml"):
             if not (root / rel).is_file():
                 raise ForgeError(f"{rel} is missing (Application {job.app_name} uses it): run `forge generate`; nothing was hydrated")
     return jobs
@@ -194,11 +198,15 @@ def base_api_versions(cluster: ClusterModel) -> set[str]:
     return found
 
 
-def helm_args(root: Path, job: Job, api_versions: set[str]) -> list[str]:
+def helm_args(root: Path, job: Job, api_versions: set[str], release: str | None = None,
+              value_files: tuple[str, ...] | None = None) -> list[str]:
+    """`helm template` of the job's chart: its main release, or one of its extra releases."""
     assert job.chart_dir is not None
-    args = ["template", job.release, str(job.chart_dir), "--namespace", job.namespace,
-            "--kube-version", job.cluster.kubernetes_version, "--include-crds"]
-    for rel in job.value_files:
+    args = ["template", release or job.release, str(job.chart_dir), "--namespace", job.namespace,
+            "--kube-version", job.cluster.kubernetes_version]
+    if release is None:  # extra releases skip the chart's CRDs (skipCrds in their Application source)
+        args.append("--include-crds")
+    for rel in job.value_files if value_files is None else value_files:
         args += ["-f", str(root / rel)]
     for api in sorted(api_versions):
         args += ["--api-versions", api]
@@ -220,6 +228,8 @@ def _header(job: Job, api_count: int) -> str:
         lines.append(f"# helm template {job.release} {job.pin.chart} {job.pin.version} ({job.pin.repo}) --namespace "
                      f"{job.namespace} --kube-version {job.cluster.kubernetes_version} --include-crds {files} "
                      f"--api-versions ({api_count} group/versions and kinds)")
+        for release, value_files in job.extra_releases:
+            lines.append(f"# + helm template {release} (same chart and options, without its CRDs) {' '.join(f'-f {f}' for f in value_files)}")
     if job.remote_source is not None:
         src = job.remote_source
         lines.append(f"# + kustomize build {src['path']} of {src['repoURL']} at {src['targetRevision']} "
@@ -274,9 +284,9 @@ def _served_api_versions(clusters: list[ClusterModel], todo: list[Job], overlay_
                     served[cluster.name] |= crd_api_versions(path.read_text())
     for job in todo:
         served[job.cluster.name] |= crd_api_versions(overlay_text[job])
-        runtime = job.component.runtime_crds(job.cluster)
-        if runtime:
-            served[job.cluster.name] |= crd_api_versions(yaml.safe_dump_all(runtime))
+        # CRDs the component's operator applies at run time: the cluster serves them too.
+        for runtime in job.component.runtime_crd_data():
+            served[job.cluster.name] |= runtime.api_versions()
     return served
 
 
@@ -290,8 +300,11 @@ def _render_charts(root: Path, charted: list[Job], served: dict[str, set[str]],
     want = {j: set(served[j.cluster.name]) for j in charted}
 
     def render(job: Job) -> str:
-        return _run([*helm, *helm_args(root, job, want[job])],
-                    f"{job.cluster.name}/{job.component.name}: helm template {job.pin.chart} {job.pin.version}")  # type: ignore[union-attr]
+        what = f"{job.cluster.name}/{job.component.name}: helm template {job.pin.chart} {job.pin.version}"  # type: ignore[union-attr]
+        texts = [_run([*helm, *helm_args(root, job, want[job])], what)]
+        texts += [_run([*helm, *helm_args(root, job, want[job], release, files)], f"{what} (release {release})")
+                  for release, files in job.extra_releases]
+        return "---\n".join(t if t.endswith("\n") else t + "\n" for t in texts)
 
     for _ in range(_MAX_PASSES):
         stale = [j for j in charted if used.get(j) != want[j]]

@@ -4,8 +4,9 @@ hydrated output (`forge validate --hydrated`, forge.upstream.check).
 Every object goes the same way:
 1. its schema: the Kubernetes schemas of the cluster's minor (strict: unknown fields are errors),
    else the CRDs the caller lists in order (the output's own, the upstream data's), else the CRDs
-   operators install at run time (`Component.runtime_crds`); the mode decides what an object none
-   of them knows is (`Engine.no_schema`: a failure, or *unchecked*, never a pass);
+   operators apply at run time, from the upstream data folder their component names
+   (`Component.runtime_crd_data`); the mode decides what an object none of them knows is
+   (`Engine.no_schema`: a failure, or *unchecked*, never a pass);
 2. the house policies (forge.validate.policies), here and nowhere else;
 3. the mode's object plug-ins (hydrated: the AppProject's namespaces).
 Then each component's plug-ins run over its objects (hydrated: values keys the chart ignores or
@@ -16,11 +17,11 @@ from __future__ import annotations
 import functools
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Iterable, Protocol, Sequence
 
 from forge.components.base import Component
-from forge.model import ClusterModel
-from forge.validate.crd import CrdSchemas
+from forge.validate.crd_index import LazyCrdFolder
 from forge.validate.failure import Failure
 from forge.validate.kube import KubeSchemas
 from forge.validate.policies import check_policies
@@ -69,12 +70,25 @@ def kube_schemas(version: str) -> KubeSchemas:
     return KubeSchemas(version)
 
 
-def runtime_crds(cluster: ClusterModel, components: Iterable[Component]) -> CrdSchemas:
-    """The last resort: forge's description of the CRDs an operator installs itself."""
-    schemas = CrdSchemas()
-    for component in components:
-        schemas.add_objects(component.runtime_crds(cluster))
-    return schemas
+def runtime_crds(components: Iterable[Component], upstream: Path | None) -> LazyCrdFolder:
+    """The last resort: the CRDs operators apply at run time (nv-ipam's IPPool), from the upstream
+    data folder each component names; none without upstream data (those objects are unchecked)."""
+    if upstream is None:
+        return LazyCrdFolder([])
+    folders = {upstream / r.data_dir / "crds" for c in components for r in c.runtime_crd_data()}
+    return LazyCrdFolder(sorted(f for f in folders if f.is_dir()))
+
+
+def runtime_kinds(components: Iterable[Component]) -> set[tuple[str, str]]:
+    """(apiVersion, kind) of every CRD these components' operators apply at run time."""
+    return {(r.group_version, kind) for c in components for r in c.runtime_crd_data() for kind in r.kinds}
+
+
+def missing_runtime_data(cluster: str, components: Iterable[Component], upstream: Path) -> list[Failure]:
+    """A runtime CRD data folder the upstream data lacks: its objects could not be checked."""
+    return [Failure(cluster, c.name, r.data_dir, "", f"no reference data for the CRDs the operator applies at run time "
+                                                     f"({', '.join(r.kinds)}): {upstream / r.data_dir / 'crds'} is missing")
+            for c in components for r in c.runtime_crd_data() if not (upstream / r.data_dir / "crds").is_dir()]
 
 
 def policies(required_labels: dict[str, str], skip: Callable[[dict[str, Any], str], bool] | None = None) -> ObjectCheck:

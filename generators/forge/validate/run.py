@@ -1,8 +1,9 @@
 """`forge validate`: every rendered object, every values file, every policy; one line per failure.
 
 Objects are checked against the cluster's Kubernetes version (built-in kinds) or against the
-CRDs we know: those in the upstream data folder (--upstream / FORGE_UPSTREAM) and those in the
-rendered output itself. A custom resource with no CRD to check it against is *unchecked*, never
+CRDs we know: those in the upstream data folder (--upstream / FORGE_UPSTREAM; CRDs an operator
+applies at run time from the folder its component names, `Component.runtime_crd_data`) and those
+in the rendered output itself. A custom resource with no CRD to check it against is *unchecked*, never
 passed: without an upstream folder it is listed as such; with one it is a failure.
 """
 from __future__ import annotations
@@ -13,8 +14,10 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from forge.argocd import app_name
 from forge.versions import chart_pins
 from forge.components import COMPONENTS, Component
+from forge.components.base import extra_values_file
 from forge.emit import labels_for
 from forge.errors import ForgeError
 from forge.fleet import components_of, load_fleet
@@ -23,10 +26,12 @@ from forge.paths import OVERLAYS_DIR, RENDERED_DIR
 from forge.validate.cluster_checks import admission_failures
 from forge.validate.crd import CrdSchemas
 from forge.validate.crd_index import LazyCrdFolder
-from forge.validate.engine import Engine, Report, kube_schemas, policies, runtime_crds
+from forge.validate.cluster_policies import cluster_plugins
+from forge.validate.engine import Engine, Report, kube_schemas, missing_runtime_data, policies, runtime_crds
 from forge.validate.failure import Failure
 from forge.validate.objects import load_yaml_stream, object_id
 from forge.validate.policies import check_values_images
+from forge.validate.queues import queue_failures
 from forge.validate.values import check_values
 
 
@@ -37,6 +42,8 @@ def upstream_crds(root: Path, upstream: Path | None) -> LazyCrdFolder:
         return LazyCrdFolder([])
     pins = chart_pins(root)
     owners = {group: upstream / pins[c.chart].data_dir_name for c in COMPONENTS if c.chart for group in c.crd_groups}
+    # CRDs an operator applies at run time: from the data folder of the release that applies them.
+    owners |= {r.group: upstream / r.data_dir for c in COMPONENTS for r in c.runtime_crd_data()}
     return LazyCrdFolder(sorted(upstream.glob("*/crds")), owners)
 
 
@@ -70,20 +77,25 @@ def rendered_objects(rendered: Path, clusters: list[str]) -> dict[str, dict[str,
 
 
 def validate_cluster(cluster: ClusterModel, components: list[Component], objects: dict[str, list[dict[str, Any]]],
-                     base_crds: LazyCrdFolder, strict_crds: bool, report: Report) -> None:
+                     base_crds: LazyCrdFolder, upstream: Path | None, report: Report) -> None:
     rendered_crds = CrdSchemas()  # CRDs this cluster's own output ships win over the upstream ones
     for objs in objects.values():
         rendered_crds.add_objects(objs)
 
     def no_schema(obj: dict[str, Any]) -> list[tuple[str, str]] | None:
-        if not strict_crds:
+        if upstream is None:
             return None
         return [("", f"no CRD for {obj.get('apiVersion')} {obj.get('kind')} in the upstream data or the rendered output")]
 
-    engine = Engine(kube_schemas(cluster.kubernetes_version), [rendered_crds, base_crds, runtime_crds(cluster, components)],
+    engine = Engine(kube_schemas(cluster.kubernetes_version), [rendered_crds, base_crds, runtime_crds(components, upstream)],
                     no_schema, [policies(labels_for(cluster.name))])
+    # The Applications as rendered from the bootstrap: what Argo CD will be told to prune.
+    apps = {o["metadata"]["name"]: o for o in objects.get("argocd", []) if o.get("kind") == "Application"}
+    plugins = cluster_plugins(objects, {c.name: apps.get(app_name(cluster, c.name)) for c in components}, components,
+                              labels_for(cluster.name))
     for component, objs in objects.items():
-        engine.check_component(report, cluster.name, component, ((obj, object_id(obj)) for obj in objs))
+        engine.check_component(report, cluster.name, component, ((obj, object_id(obj)) for obj in objs), plugins)
+    report.failures += queue_failures(cluster, objects)  # Kueue's objects hold only together
 
 
 def validate_values(root: Path, cluster: ClusterModel, components: list[Component], upstream: Path | None,
@@ -92,21 +104,27 @@ def validate_values(root: Path, cluster: ClusterModel, components: list[Componen
     for component in components:
         if not component.chart:
             continue
-        rel = Path(OVERLAYS_DIR, cluster.name, component.name, "values.yaml")
-        values = load_yaml_stream((root / rel).read_text(encoding="utf-8"))
-        values = values[0] if values else {}
-        report.values_files += 1
-        problems = check_values_images(values)
-        pin = pins[component.chart]
-        if upstream:
-            data = upstream / pin.data_dir_name
-            if not data.is_dir():
-                problems.append(("", f"no reference data for chart {pin.chart} {pin.version} at {data}"))
-            else:
-                problems += check_values(values, data, component.declared_values)
+        folder = Path(OVERLAYS_DIR, cluster.name, component.name)
+        # values.yaml, and one file per further release of the same chart (Component.extra_releases)
+        for name in ("values.yaml", *(extra_values_file(r) for r in component.extra_releases(cluster))):
+            _validate_values_file(root, cluster, component, folder / name, pins[component.chart], upstream, report)
+
+
+def _validate_values_file(root: Path, cluster: ClusterModel, component: Component, rel: Path, pin, upstream: Path | None,
+                          report: Report) -> None:
+    values = load_yaml_stream((root / rel).read_text(encoding="utf-8"))
+    values = values[0] if values else {}
+    report.values_files += 1
+    problems = check_values_images(values)
+    if upstream:
+        data = upstream / pin.data_dir_name
+        if not data.is_dir():
+            problems.append(("", f"no reference data for chart {pin.chart} {pin.version} at {data}"))
         else:
-            report.unchecked.append(f"{cluster.name} / {component.name} / {rel} (values against chart {pin.chart} {pin.version})")
-        report.failures += [Failure(cluster.name, component.name, rel.as_posix(), path, reason) for path, reason in problems]
+            problems += check_values(values, data, component.declared_values)
+    else:
+        report.unchecked.append(f"{cluster.name} / {component.name} / {rel.as_posix()} (values against chart {pin.chart} {pin.version})")
+    report.failures += [Failure(cluster.name, component.name, rel.as_posix(), path, reason) for path, reason in problems]
 
 
 def validate_repo(root: Path, upstream: Path | None = None, rendered: Path | None = None) -> Report:
@@ -121,8 +139,10 @@ def validate_fleet(root: Path, fleet: list[tuple[ClusterModel, list[Component]]]
     base_crds = upstream_crds(root, upstream)
     objects = rendered_objects(rendered or root / RENDERED_DIR, [c.name for c, _ in fleet])
     for cluster, components in fleet:
-        validate_cluster(cluster, components, objects[cluster.name], base_crds, strict_crds=upstream is not None, report=report)
+        validate_cluster(cluster, components, objects[cluster.name], base_crds, upstream, report)
         validate_values(root, cluster, components, upstream, report)
+        if upstream:
+            report.failures += missing_runtime_data(cluster.name, components, upstream)
         report.failures += admission_failures(root, cluster, components, objects[cluster.name])
     report.seconds = time.perf_counter() - started
     report.sort()

@@ -12,7 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 from forge.components.network_operator import rdma_plugin_config
-from forge.components.network_operator.nvipam import IpamConfig, IPPoolSpec, node_blocks, possible_ip_count
+from forge.components.network_operator.nvipam import IpamConfig, node_blocks, possible_ip_count
 from forge.components.network_operator.rdma_plugin import PluginConfig
 
 GOOD = {"resourceName": "rdma_network", "rdmaHcaMax": 1000, "selectors": {"vendors": ["15b3"], "deviceIDs": ["1021"]}}
@@ -24,7 +24,8 @@ def test_plugin_config_json_holds_exactly_the_plugin_fields(h200):
     assert set(data) == {"configList"}  # periodicUpdateInterval left to the plugin's default
     for entry in data["configList"]:
         assert set(entry) == {"resourceName", "resourcePrefix", "rdmaHcaMax", "selectors"}
-        assert set(entry["selectors"]) == {"vendors", "deviceIDs", "ifNames"}
+        assert set(entry["selectors"]) == {"vendors", "deviceIDs", "ifNames", "linkTypes"}
+        assert entry["selectors"]["linkTypes"] == ["ether"]  # h200's ports are all Ethernet (RoCE)
     assert "'" not in text  # the operator pastes it into a single-quoted YAML scalar
     assert PluginConfig.model_validate_json(text) == rdma_plugin_config(h200)
 
@@ -37,6 +38,8 @@ def test_plugin_config_json_holds_exactly_the_plugin_fields(h200):
     ({**GOOD, "devices": ["ib0"]}, "mutually exclusive"),
     ({**GOOD, "selectors": {"vendors": ["0x15b3"]}}, "String should match pattern"),
     ({**GOOD, "selectors": {"vendor": ["15b3"]}}, "Extra inputs are not permitted"),
+    # netlink's words for the link layer, not the inventory's: "ethernet" would match no port
+    ({**GOOD, "selectors": {"linkTypes": ["ethernet"]}}, "Input should be 'ether' or 'infiniband'"),
 ])
 def test_plugin_config_refuses_what_the_plugin_would_refuse_or_ignore(entry, reason):
     with pytest.raises(ValidationError, match=reason):
@@ -61,16 +64,6 @@ def test_possible_ip_count_matches_nv_ipam(cidr, count):
 @pytest.mark.parametrize(("cidr", "block", "nodes"), [("10.0.0.0/22", 32, 31), ("10.0.0.0/24", 32, 7), ("10.0.0.0/24", 254, 1), ("10.0.0.0/24", 255, 0)])
 def test_node_blocks(cidr, block, nodes):
     assert node_blocks(cidr, block) == nodes
-
-
-def test_ip_pool_spec_applies_nv_ipam_webhook_rules():
-    IPPoolSpec(subnet="10.0.0.0/24", perNodeBlockSize=254, gateway="10.0.0.1")
-    with pytest.raises(ValidationError, match="larger than the 254 addresses"):
-        IPPoolSpec(subnet="10.0.0.0/24", perNodeBlockSize=255)
-    with pytest.raises(ValidationError, match="not part of the subnet"):
-        IPPoolSpec(subnet="10.0.0.0/24", perNodeBlockSize=8, gateway="10.0.1.1")
-    with pytest.raises(ValidationError, match="Extra inputs are not permitted"):
-        IPPoolSpec.model_validate({"subnet": "10.0.0.0/24", "perNodeBlockSize": 8, "blockSize": 8})
 
 
 def test_ipam_config_is_nv_ipam_by_pool_name():

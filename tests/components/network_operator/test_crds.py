@@ -1,10 +1,9 @@
 """The generated network objects against the upstream CRDs and chart defaults (FORGE_UPSTREAM).
 
 NicClusterPolicy and MacvlanNetwork validate against the Network Operator 26.4.1 chart's CRDs; the
-example PyTorchJob against training-operator v1.9.4's. The nv-ipam IPPool CRD is not among them
-(the operator installs it at run time from its own manifests), so IPPools are checked against
-forge's typed nv-ipam model, which the component also hands `forge validate` as a CRD
-(Component.runtime_crds).
+example PyTorchJob against training-operator v1.9.4's. The nv-ipam IPPool and CIDRPool CRDs are not
+among them (the operator applies them at run time from its own manifests): IPPools are checked
+against those real CRDs, from the data folder the component names (Component.runtime_crd_data).
 """
 from __future__ import annotations
 
@@ -19,11 +18,11 @@ from click.testing import CliRunner
 from forge.cli import main
 from forge.components.network_operator import NetworkOperator
 from forge.render import render_all
-from forge.components.network_operator.nvipam import IPPoolSpec
 from forge.validate.crd import CrdSchemas
 from forge.validate.kube import KubeSchemas
 from forge.validate.values import check_values
-from tests.helpers import chart_data
+from forge.versions import chart_pins
+from tests.helpers import REPO, chart_data, copy_repo_inputs
 
 
 @functools.cache
@@ -87,30 +86,50 @@ def test_values_match_the_chart_defaults(tree, upstream):
     assert check_values({"driver": {"rdma": gpu_values["driver"]["rdma"]}}, chart_data(upstream, "gpu-operator")) == []
 
 
-def test_ip_pools_have_no_upstream_crd_and_are_checked_by_the_typed_model(tree, crds, h200):
+def _runtime_crds(upstream: Path) -> CrdSchemas:
+    runtime, = NetworkOperator().runtime_crd_data()
+    folder = upstream / runtime.data_dir / "crds"
+    assert folder.is_dir(), f"FORGE_UPSTREAM has no {runtime.data_dir}/crds"
+    schemas = CrdSchemas()
+    assert schemas.add_dir(folder) == 2  # IPPool and CIDRPool
+    return schemas
+
+
+def test_ip_pools_are_checked_against_the_real_nv_ipam_crds(tree, crds, upstream):
     pools = generated(tree, "h200", "IPPool")
     assert len(pools) == 8
-    runtime = CrdSchemas()
-    assert runtime.add_objects(NetworkOperator().runtime_crds(h200)) == 1
+    runtime = _runtime_crds(upstream)
     for pool in pools:
         assert crds.validate(pool) is None  # unknown to the chart's CRDs: the operator brings it
-        assert runtime.validate(pool) == []  # forge's description of nv-ipam's API, as forge validate uses it
-        IPPoolSpec.model_validate(pool["spec"])
+        assert runtime.validate(pool) == []
     bad = copy.deepcopy(pools[0])
-    bad["spec"]["blockSize"] = 8
-    bad["spec"]["nodeSelector"]["nodeSelectorTerms"][0]["matchExpressions"][0]["operator"] = "Equals"
+    bad["spec"]["blockSize"] = bad["spec"].pop("perNodeBlockSize")
+    bad["spec"]["nodeSelector"]["nodeSelectorTerms"][0]["matchExpressions"][0]["values"] = "sr680a-h200"
     assert sorted(runtime.validate(bad)) == [
         ("spec.blockSize", "unknown field"),
-        ("spec.nodeSelector.nodeSelectorTerms[0].matchExpressions[0].operator",
-         '"Equals" is not one of: "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"'),
+        ("spec.nodeSelector.nodeSelectorTerms[0].matchExpressions[0].values", "expected array, got string"),
+        ("spec.perNodeBlockSize", "required field missing"),
     ]
+    cidr_pool = {"apiVersion": "nv-ipam.nvidia.com/v1alpha1", "kind": "CIDRPool", "metadata": {"name": "p", "namespace": "x"},
+                 "spec": {"cidr": "10.0.0.0/16", "perNodeNetworkPrefix": 24, "perNodeBlockSize": 8}}
+    assert runtime.validate(cidr_pool) == [("spec.perNodeBlockSize", "unknown field")]
 
 
-def test_the_runtime_ippool_crd_is_a_valid_crd_and_only_there_with_rails(h200, a100):
-    crd, = NetworkOperator().runtime_crds(h200)
-    assert KubeSchemas("1.34").validate(crd) == []
-    assert crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["required"] == ["subnet", "perNodeBlockSize"]
-    assert NetworkOperator().runtime_crds(a100) == []
+def test_runtime_crd_data_is_named_after_the_pinned_operator_release():
+    runtime, = NetworkOperator().runtime_crd_data()
+    pin = chart_pins(REPO)["network-operator"]
+    assert runtime.data_dir == f"nv-ipam-network-operator-v{pin.version}"
+    assert runtime.api_versions() == {"nv-ipam.nvidia.com/v1alpha1", "nv-ipam.nvidia.com/v1alpha1/IPPool",
+                                      "nv-ipam.nvidia.com/v1alpha1/CIDRPool"}
+
+
+def test_the_declared_runtime_kinds_are_the_crds_of_the_data_folder(upstream):
+    runtime, = NetworkOperator().runtime_crd_data()
+    found = set()
+    for path in sorted((upstream / runtime.data_dir / "crds").glob("*.yaml")):
+        crd = yaml.safe_load(path.read_text())
+        found |= {(f"{crd['spec']['group']}/{v['name']}", crd["spec"]["names"]["kind"]) for v in crd["spec"]["versions"] if v["served"]}
+    assert found == {(runtime.group_version, kind) for kind in runtime.kinds}
 
 
 def test_forge_validate_checks_ip_pools_and_the_nic_cluster_policy(repo_inputs, upstream):
@@ -133,3 +152,51 @@ def test_forge_validate_checks_ip_pools_and_the_nic_cluster_policy(repo_inputs, 
         "FAIL h200 / network-operator / NicClusterPolicy/nic-cluster-policy / spec.ofedDriver.image / image 'doca-driver' has no tag or digest",
         "FAIL h200 / network-operator / NicClusterPolicy/nic-cluster-policy / spec.ofedDriver.versoin / unknown field",
     ]
+
+
+def _hydrated_network_operator(tmp_path: Path, tree, h200, upstream: Path | None):
+    """forge validate --hydrated's checks over a hand-made hydrated file: the overlay's own objects
+    (the chart's are not needed to see how the runtime CRDs are treated)."""
+    from forge.upstream.check import _check_cluster
+    from forge.upstream.hydrate import Job, hydrated_file
+    from forge.validate.engine import Report
+
+    root = copy_repo_inputs(tmp_path)
+    objs = generated(tree, "h200", "NicClusterPolicy") + generated(tree, "h200", "IPPool")
+    objs[-1]["spec"]["perNodeBlockSize"] = "32"  # nv-ipam's CRD says integer
+    path = hydrated_file(root, "h200", "network-operator")
+    path.parent.mkdir(parents=True)
+    path.write_text(yaml.safe_dump_all(objs))
+    job = Job(h200, NetworkOperator(), "h200-network-operator", None, None, "network-operator", "nvidia-network-operator", (), "")
+    report = Report()
+    _check_cluster(root, h200, [job], report, (), upstream)
+    return report
+
+
+def test_hydrated_validation_reads_runtime_crds_from_their_data_folder(tree, h200, upstream, tmp_path):
+    """`forge validate --hydrated`: IPPools against nv-ipam's CRDs with --upstream, unchecked
+    without it (never a pass); the NicClusterPolicy needs the chart's CRD from the hydrated output,
+    which this hand-made file lacks, so it fails either way."""
+    checked = _hydrated_network_operator(tmp_path / "a", tree, h200, upstream)
+    pools = [(f.object.split()[-1], f.path, f.reason) for f in checked.failures if "IPPool" in f.object]
+    assert pools == [("IPPool/nvidia-network-operator/rail-7", "spec.perNodeBlockSize", "expected integer, got string")]
+    assert checked.unchecked == []
+    bare = _hydrated_network_operator(tmp_path / "b", tree, h200, None)
+    assert bare.unchecked == ["h200 / network-operator / nv-ipam.nvidia.com/v1alpha1 IPPool"] * 8
+    assert not [f for f in bare.failures if "IPPool" in f.object]
+    assert [f.object.split()[-1] for f in bare.failures if f.path == "apiVersion"] == ["NicClusterPolicy/nic-cluster-policy"]
+
+
+def test_a_missing_runtime_data_folder_is_a_failure(tmp_path):
+    from forge.validate.engine import missing_runtime_data, runtime_crds, runtime_kinds
+
+    operator = NetworkOperator()
+    runtime, = operator.runtime_crd_data()
+    assert runtime_kinds([operator]) == {(runtime.group_version, "IPPool"), (runtime.group_version, "CIDRPool")}
+    failure, = missing_runtime_data("h200", [operator], tmp_path)
+    assert (failure.component, failure.object) == ("network-operator", runtime.data_dir)
+    assert failure.reason == (f"no reference data for the CRDs the operator applies at run time (IPPool, CIDRPool): "
+                              f"{tmp_path / runtime.data_dir / 'crds'} is missing")
+    pool = {"apiVersion": runtime.group_version, "kind": "IPPool", "metadata": {"name": "x"}, "spec": {}}
+    assert runtime_crds([operator], tmp_path).validate(pool) is None  # nothing to check against
+    assert runtime_crds([operator], None).validate(pool) is None

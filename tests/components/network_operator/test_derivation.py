@@ -100,7 +100,8 @@ def test_the_chart_runs_no_nfd_of_its_own_and_no_sriov(tree):
     values = docs(tree, f"{NETOP.format(cluster='h200')}/values.yaml")
     assert values["nfd"] == {"enabled": False, "deployNodeFeatureRules": False}
     assert values["sriovNetworkOperator"] == {"enabled": False}
-    assert values["maintenanceOperator"] == {"enabled": False}
+    # the Maintenance Operator runs: it grants DOCA/OFED upgrades (tests/components/test_driver_upgrades.py)
+    assert values["maintenanceOperator"] == {"enabled": True}
     nfd_components = [c.name for c in COMPONENTS if c.chart == "node-feature-discovery"]
     assert nfd_components == ["node-feature-discovery"]
     gpu_values = docs(tree, "overlays/h200/gpu-operator/values.yaml")

@@ -10,7 +10,8 @@ Layout, all from the inventory:
   MEM (/dev/shm) = min(memory_tier.fraction x node RAM, memory_tier.max_gib), and SSD = exactly the
   profile's NVMe mount paths, each with quota floor(size_gb x 10^9 x (1 - ssd_reserve) / 2^30) GiB
   (vendor decimal GB in, Alluxio's binary "GB" out; the reserve stays free for the filesystem and
-  flash wear levelling).
+  flash wear levelling). Where NVMe profiles differ, each further profile's workers are a
+  worker-only release of the chart with that profile's tiers (pools.py).
 - Masters: `masters` (odd, >= 3) with the embedded (Raft) journal on the control-plane nodes, one
   per node (host network: two masters cannot bind the same host ports) and so one per rack (the
   check below rejects control-plane nodes sharing a rack). Why the control plane: GPU nodes are
@@ -27,22 +28,25 @@ Layout, all from the inventory:
 - Services we add: `alluxio-s3` (the S3 endpoint), and headless metrics Services for scraping.
 
 Chart 0.6.54 cannot set a priorityClassName, affinity or topology spread: hence the host-network
-trick for masters, and the workers run at the default priority (see the report / README).
+trick for masters, and masters, workers and proxies run at the global default class (a reviewed
+priority exception: `Alluxio.priority_exception`).
 """
 from __future__ import annotations
 
 from typing import Any, Iterator
 
-from forge.components.alluxio import layout
+from forge.components.alluxio import layout, pools
 from forge.components.alluxio.layout import (GIB, READ_POLICIES, ROOT_UFS, WRITE_POLICY_PROPERTIES, AlluxioFacts,  # noqa: F401 (re-exported)
                                              AlluxioSettings, Journal, MemoryTier, SsdDir, TierLayout, memory_tier_gib,
                                              ssd_quota_gib, tier_layout, tier_levels, tier_options)
 from forge.components.base import WAVE_STORAGE, Component, Contains, Expected, Scrape
+from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL
 from forge.model import NVME_LABEL, ClusterModel
 from forge import versions
 from forge.secrets import SecretUse
 
 IMAGE = "alluxio"  # images in charts/versions.yaml: the chart's appVersion, pinned so a chart bump cannot change it
+HELM_RELEASE_MAX = 53  # Helm's limit on release names
 RELEASE = "alluxio"  # the chart's fullnameOverride is `alluxio` too: objects are alluxio-<role>
 SECRET_MOUNT = "s3"  # the chart mounts secrets.<component>.<name>: <dir> at /secrets/<dir>
 CREDENTIALS_FILE = f"/secrets/{SECRET_MOUNT}/credentials"
@@ -73,6 +77,10 @@ class Alluxio(Component):
     # jobWorker.env are read by the templates (master/statefulset.yaml, worker/daemonset.yaml)
     # but appear nowhere in values.yaml.
     declared_values = frozenset({"secrets", "properties", "jobMaster.env", "jobWorker.env"})
+    priority_exception = (
+        "the pinned alluxio chart has no priorityClassName value for any pod, and Argo CD renders the chart "
+        "itself (no kustomize patch reaches chart objects without --enable-helm in argocd-cm, which this "
+        "repo does not manage): masters, workers and proxies run at the global default class")
     # Set on purpose although the chart's defaults match: the image the mount Job uses too, and
     # the journal on a PVC (what journal.storageClass and journal.size mean).
     inventory_values = frozenset({"image", "imageTag", "journal.volumeType"})
@@ -109,16 +117,10 @@ class Alluxio(Component):
                 if outer:
                     yield loaded.problem(("profiles", name, "nvme", j, "mount"),
                                          f"NVMe mount '{mount}' lies inside mount '{outer}': the cache would count that space twice")
-        if nvme_profiles:
-            first_name, first = nvme_profiles[0]
-            want = [d.mount for d in first.nvme]
-            for name, profile in nvme_profiles[1:]:
-                have = [d.mount for d in profile.nvme]
-                if have != want:
-                    yield loaded.problem(("profiles", name, "nvme"),
-                                         f"NVMe mounts {have} differ from profile '{first_name}' ({want}): the Alluxio workers "
-                                         "are one DaemonSet with one tier layout, so every NVMe profile needs the same mount paths")
-
+            # A profile may get a worker pool release of its own (pools.py): Helm caps release names.
+            if len(nvme_profiles) > 1 and len(f"{RELEASE}-{name}") > HELM_RELEASE_MAX:
+                yield loaded.problem(("profiles", name), f"profile name '{name}' is too long for its Alluxio worker release "
+                                     f"'{RELEASE}-{name}' (Helm allows {HELM_RELEASE_MAX} characters): shorten it")
         control_plane = [(i, n) for i, n in enumerate(inv.nodes) if "control-plane" in n.roles]
         if settings.masters > len(control_plane):
             yield loaded.problem(at + ("masters",), f"{settings.masters} masters need as many control-plane nodes (one master each); the inventory has {len(control_plane)}")
@@ -133,15 +135,14 @@ class Alluxio(Component):
     # ---- output -----------------------------------------------------------------------------
 
     def derive_facts(self, cluster: ClusterModel) -> AlluxioFacts:
-        return layout.derive_facts(cluster, self.settings(cluster))
+        return layout.derive_facts(cluster, self.settings(cluster), RELEASE)
 
     def values(self, cluster: ClusterModel) -> dict[str, Any]:
         settings: AlluxioSettings = self.settings(cluster)
         facts: AlluxioFacts = self.facts(cluster)
         s3 = cluster.settings.s3
-        worker_bytes = facts.layout.memory_bytes + WORKER_JVM_GIB * GIB
         aws_env = {"AWS_CREDENTIAL_PROFILES_FILE": CREDENTIALS_FILE}
-        workers_where = {"nodeSelector": {NVME_LABEL: "true"}, "tolerations": cluster.nvme_tolerations}
+        proxies_where = {"nodeSelector": {NVME_LABEL: "true"}, "tolerations": cluster.nvme_tolerations}
         return {
             "image": versions.image(IMAGE).repository,
             "imageTag": versions.image(IMAGE).tag,
@@ -166,22 +167,23 @@ class Alluxio(Component):
                 "storageClass": settings.journal.storage_class,
                 "size": f"{settings.journal.size_gib}Gi",
             },
-            "worker": {
-                **workers_where,
-                "env": aws_env,
-                "jvmOptions": WORKER_JVM_OPTIONS,
-                # Bytes: the chart also hands the request to Alluxio (ramdisk size), and Alluxio
-                # reads "Gi" differently from Kubernetes; a plain number means the same to both.
-                "resources": {"requests": {"cpu": "4", "memory": str(worker_bytes)},
-                              "limits": {"memory": str(worker_bytes)}},
-            },
+            "worker": _worker(cluster, facts.pools[0]),
             "jobWorker": {"env": aws_env},
             "tieredstore": {"levels": tier_levels(facts.layout)},
             # Clients reach workers over the network (the S3 proxy has no domain-socket mount).
             "shortCircuit": {"enabled": False},
-            "proxy": {"enabled": True, **workers_where},
+            "proxy": {"enabled": True, **proxies_where},
             "metrics": {"enabled": True, "PrometheusMetricsServlet": {"enabled": True}},
         }
+
+    def extra_releases(self, cluster: ClusterModel) -> dict[str, dict[str, Any]]:
+        """Worker-only releases, one per further pool, when NVMe profiles differ (pools.py)."""
+        facts: AlluxioFacts = self.facts(cluster)
+        if not facts.extra_pools:
+            return {}
+        main, masters = self.values(cluster), self.settings(cluster).masters
+        return {pool.release: pools.pool_values(main, pool, _worker(cluster, pool), tier_levels(pool.layout), RELEASE, masters)
+                for pool in facts.extra_pools}
 
     def expected_in_hydrated(self, cluster: ClusterModel) -> list[Expected]:
         """What the chart must have made of our values: tiers, masters and journal, the
@@ -211,8 +213,8 @@ class Alluxio(Component):
                      {"storageClassName": settings.journal.storage_class, "accessModes": ["ReadWriteOnce"],
                       "resources": {"requests": {"storage": f"{settings.journal.size_gib}Gi"}}}),
             Expected(*master, (*pod, "volumes"), Contains(secret_volume)),
-            Expected(*worker, (*pod, "nodeSelector"), {NVME_LABEL: "true"}),
-            Expected(*worker, (*pod, "tolerations"), cluster.nvme_tolerations),
+            Expected(*worker, (*pod, "nodeSelector"), pools.worker_selector(self.facts(cluster).pools[0])),
+            Expected(*worker, (*pod, "tolerations"), pools.worker_tolerations(cluster, self.facts(cluster).pools[0])),
             Expected(*worker, (*pod, "volumes"), Contains(
                 secret_volume,
                 {"name": "mem", "emptyDir": {"medium": "Memory", "sizeLimit": tiers.memory_bytes}},
@@ -230,6 +232,14 @@ class Alluxio(Component):
                         Expected(*kind_name, (*at, "env"), Contains(aws_env)),
                         Expected(*kind_name, (*at, "volumeMounts"), Contains(secret_mount))]
         out.append(Expected(*proxy, (*pod, "containers", "name=alluxio-proxy", "image"), image))
+        for pool in self.facts(cluster).extra_pools:  # worker-only releases: their tiers, nodes, masters
+            pool_worker = ("DaemonSet", f"{pool.release}-worker")
+            out += [Expected("ConfigMap", f"{pool.release}-config", ("data", "ALLUXIO_WORKER_JAVA_OPTS"), Contains(*tier_options(pool.layout))),
+                    Expected("ConfigMap", f"{pool.release}-config", ("data", "ALLUXIO_JAVA_OPTS"), Contains(
+                        *(f"-D{k}={v}" for k, v in pools.master_addresses(RELEASE, settings.masters).items()))),
+                    Expected(*pool_worker, (*pod, "nodeSelector"), pools.worker_selector(pool)),
+                    Expected(*pool_worker, (*pod, "tolerations"), pools.worker_tolerations(cluster, pool)),
+                    Expected(*pool_worker, (*pod, "containers", "name=alluxio-worker", "image"), image)]
         return out
 
     def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
@@ -239,6 +249,21 @@ class Alluxio(Component):
             metrics_service("alluxio-worker-metrics", "alluxio-worker", WORKER_METRICS_PORTS),
             mount_job(cluster, list(self.facts(cluster).buckets)),
         ]
+
+
+def _worker(cluster: ClusterModel, pool: layout.WorkerPool) -> dict[str, Any]:
+    """The worker block of the release serving `pool`: where it runs and its memory."""
+    worker_bytes = pool.layout.memory_bytes + WORKER_JVM_GIB * GIB
+    return {
+        "nodeSelector": pools.worker_selector(pool),
+        "tolerations": pools.worker_tolerations(cluster, pool),
+        "env": {"AWS_CREDENTIAL_PROFILES_FILE": CREDENTIALS_FILE},
+        "jvmOptions": WORKER_JVM_OPTIONS,
+        # Bytes: the chart also hands the request to Alluxio (ramdisk size), and Alluxio
+        # reads "Gi" differently from Kubernetes; a plain number means the same to both.
+        "resources": {"requests": {"cpu": "4", "memory": str(worker_bytes)},
+                      "limits": {"memory": str(worker_bytes)}},
+    }
 
 
 def _selector(role: str) -> dict[str, str]:
@@ -303,6 +328,7 @@ def mount_job(cluster: ClusterModel, buckets: list[str]) -> dict[str, Any]:
             "template": {
                 "spec": {
                     "restartPolicy": "OnFailure",
+                    "priorityClassName": SYSTEM_CLUSTER_CRITICAL,
                     "nodeSelector": cluster.system_node_selector,
                     "tolerations": cluster.system_tolerations,
                     "containers": [{

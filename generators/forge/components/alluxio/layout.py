@@ -1,12 +1,13 @@
-"""Alluxio's settings and what it derives from them and the nodes, once (AlluxioFacts): the tier
-layout of the one worker DaemonSet and the site properties. The component only reads these."""
+"""Alluxio's settings and what it derives from them and the nodes, once (AlluxioFacts): the worker
+pools with their tier layouts (one pool unless NVMe profiles differ) and the site properties. The
+component only reads these."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, BeforeValidator, Field
 
 from forge.inventory.schema import Name, PositiveInt, Strict
 from forge.model import ClusterModel
@@ -29,11 +30,26 @@ WRITE_POLICY_PROPERTIES: dict[str, dict[str, str]] = {
     },
 }
 READ_POLICIES = ("CACHE", "CACHE_PROMOTE", "NO_CACHE")
+# One vocabulary for the write policy, in the inventory, the README and the errors: Alluxio's own
+# write types, the words its documentation, properties and logs use. The informal names (the seed
+# document's "sync"/"async") are refused with the write type they mean.
+WRITE_POLICY_ALIASES = {"sync": "CACHE_THROUGH", "async": "ASYNC_THROUGH"}
 
 
 def _reserve(value: float) -> float:
     if not 0 <= value <= 0.9:
         raise ValueError(f"ssd_reserve {value} is outside 0-0.9: it is the fraction of each NVMe device kept free")
+    return value
+
+
+def _write_policy(value: object) -> object:
+    if not isinstance(value, str) or value in WRITE_POLICY_PROPERTIES:
+        return value
+    word = value.strip()
+    meant = WRITE_POLICY_ALIASES.get(word.lower()) or (word.upper() if word.upper() in WRITE_POLICY_PROPERTIES else None)
+    if meant:
+        raise ValueError(f"write_policy '{value}': write policies use Alluxio's write types; did you mean {meant}? "
+                         f"(expected one of: {', '.join(WRITE_POLICY_PROPERTIES)})")
     return value
 
 
@@ -55,7 +71,7 @@ class Journal(Strict):
 
 class AlluxioSettings(Strict):
     buckets: Annotated[list[Name], Field(min_length=1)]  # keys of cluster.s3.buckets
-    write_policy: Literal["CACHE_THROUGH", "ASYNC_THROUGH"]
+    write_policy: Annotated[Literal["CACHE_THROUGH", "ASYNC_THROUGH"], BeforeValidator(_write_policy)]
     read_policy: Literal["CACHE", "CACHE_PROMOTE", "NO_CACHE"] = "CACHE"
     ssd_reserve: Annotated[float, AfterValidator(_reserve)]
     memory_tier: MemoryTier
@@ -88,27 +104,58 @@ def memory_tier_gib(memory_gib: int, tier: MemoryTier) -> int:
     return min(int(Decimal(memory_gib) * Decimal(str(tier.fraction))), tier.max_gib)
 
 
-def tier_layout(cluster: ClusterModel, settings: AlluxioSettings) -> TierLayout:
-    """One layout for the one worker DaemonSet. The inventory check guarantees every NVMe profile
-    lists the same mount paths; where their devices differ in size, each path gets the smallest
-    quota, so no node is asked for more than its device holds. Likewise the memory tier."""
-    profiles = {n.profile_name: n.profile for n in cluster.nvme_nodes}
-    paths = [d.mount for d in next(iter(profiles.values())).nvme]
-    ssd = tuple(SsdDir(path, min(ssd_quota_gib(d.size_gb, settings.ssd_reserve)
-                                 for p in profiles.values() for d in p.nvme if d.mount == path)) for path in paths)
-    memory = min(memory_tier_gib(p.memory_gib, settings.memory_tier) for p in profiles.values())
-    return TierLayout(memory * GIB, ssd)
+def profile_layout(profile, settings: AlluxioSettings) -> TierLayout:
+    """One node profile's tiers: every NVMe mount at its own device's size, and its memory tier."""
+    ssd = tuple(SsdDir(d.mount, ssd_quota_gib(d.size_gb, settings.ssd_reserve)) for d in profile.nvme)
+    return TierLayout(memory_tier_gib(profile.memory_gib, settings.memory_tier) * GIB, ssd)
 
+
+@dataclass(frozen=True)
+class WorkerPool:
+    """The Alluxio workers of the nodes of one profile, with that profile's tier layout. On a
+    cluster whose NVMe profiles all have one layout there is one pool for every NVMe node."""
+
+    profile: str | None  # None: every NVMe node (one layout for all)
+    release: str  # the Helm release whose worker DaemonSet serves the pool
+    layout: TierLayout
+    nodes: tuple[str, ...]
+
+
+def worker_pools(cluster: ClusterModel, settings: AlluxioSettings, release: str) -> tuple[WorkerPool, ...]:
+    """Workers by tier layout. The chart has one worker DaemonSet with one tier layout, so a
+    cluster whose NVMe profiles differ (paths, sizes, RAM) gets one pool per profile, in the order
+    of their first node: the first is served by the main release (`release`), each other one by a release of
+    its own with the masters off (`<release>-<profile>`), so every drive is used at its size."""
+    profiles: dict[str, list[str]] = {}
+    for node in cluster.nvme_nodes:
+        profiles.setdefault(node.profile_name, []).append(node.name)
+    layouts = {name: profile_layout(next(n.profile for n in cluster.nvme_nodes if n.profile_name == name), settings)
+               for name in profiles}
+    if len(set(layouts.values())) == 1:  # one layout (every shipped fleet): one release on every NVMe node
+        return (WorkerPool(None, release, next(iter(layouts.values())), tuple(n.name for n in cluster.nvme_nodes)),)
+    return tuple(WorkerPool(name, release if i == 0 else f"{release}-{name}", layouts[name], tuple(nodes))
+                 for i, (name, nodes) in enumerate(profiles.items()))
+
+
+def tier_layout(cluster: ClusterModel, settings: AlluxioSettings, release: str = "alluxio") -> TierLayout:
+    """The main release's tier layout (its pool's: every NVMe node's when they share one)."""
+    return worker_pools(cluster, settings, release)[0].layout
 
 
 @dataclass(frozen=True)
 class AlluxioFacts:
-    layout: TierLayout
+    layout: TierLayout  # the main release's workers (pools[0])
     properties: dict[str, str]  # Alluxio's site properties, as values.properties holds them
     buckets: tuple[str, ...]  # S3 bucket names mounted at /<name>, in the inventory's order
+    pools: tuple[WorkerPool, ...] = ()  # worker pools; more than one when NVMe profiles differ
+
+    @property
+    def extra_pools(self) -> tuple[WorkerPool, ...]:
+        """The pools served by worker-only releases of their own."""
+        return self.pools[1:]
 
 
-def derive_facts(cluster: ClusterModel, settings: AlluxioSettings) -> AlluxioFacts:
+def derive_facts(cluster: ClusterModel, settings: AlluxioSettings, release: str) -> AlluxioFacts:
     s3 = cluster.settings.s3
     properties = {
         "alluxio.master.mount.table.root.ufs": ROOT_UFS,
@@ -124,7 +171,8 @@ def derive_facts(cluster: ClusterModel, settings: AlluxioSettings) -> AlluxioFac
         "alluxio.security.authorization.permission.enabled": "false",
         **WRITE_POLICY_PROPERTIES[settings.write_policy],
     }
-    return AlluxioFacts(tier_layout(cluster, settings), properties, tuple(s3.buckets[key] for key in settings.buckets))
+    pools = worker_pools(cluster, settings, release)
+    return AlluxioFacts(pools[0].layout, properties, tuple(s3.buckets[key] for key in settings.buckets), pools)
 
 
 def tier_levels(layout: TierLayout) -> list[dict[str, Any]]:

@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from forge.components import alluxio
-from forge.components.base import WAVE_WORKLOADS, Component, Contains, Expected
+from forge.components.base import WAVE_WORKLOADS, Component, Contains, Expected, custom_resource
 from forge.components.flyte import access, plan, rdma
 from forge.components.flyte.objects import (GPU_RESOURCE, METRICS_PATH, METRICS_PORT, NAMESPACE, POD_TEMPLATE,  # noqa: F401 (re-exported)
                                             PSA_LEVEL, RELEASE, SCRAPES, escape_for_tpl, limit_range, log_link,
@@ -39,6 +39,7 @@ from forge.components.flyte.plan import (Capacity, Database, DomainSpec, FlyteFa
                                          ProjectSpec, Quota, TaskDefaults, TaskLimits, capacity, namespace_for, quotas)
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL, Scheduling, priority_class_names
 from forge.model import ClusterModel
+from forge.queues import LOCAL_QUEUE, QUEUE_NAME_LABEL, kueue_settings, local_queue
 from forge import versions
 from forge.secrets import SecretUse
 
@@ -69,6 +70,10 @@ class Flyte(Component):
     chart = "flyte-binary"
     release_name = RELEASE
     server_side_apply = True  # the FlyteWorkflow CRD (configuration.propeller.createCRDs: false) is large
+    # Only Argo CD's automated pruning is off: the chart's FlyteWorkflow CRD cannot be annotated
+    # Prune=false from values (commonAnnotations would annotate every object), and deleting it deletes
+    # every running workflow (see forge.validate.cluster_policies).
+    prune = False
     cluster_kinds = (
         ("apiextensions.k8s.io", "CustomResourceDefinition"),
         ("rbac.authorization.k8s.io", "ClusterRole"),
@@ -205,6 +210,7 @@ class Flyte(Component):
             Expected(*config, (*inline, "plugins", "k8s", "default-pod-template-name"), POD_TEMPLATE),
             Expected(*config, (*inline, "plugins", "k8s", "default-env-from-secrets"), [s3.credentials_secret]),
             Expected(*config, (*inline, "plugins", "k8s", "default-env-vars", "FLYTE_AWS_ENDPOINT"), endpoint),
+            *(Expected(*config, (*inline, "plugins", "k8s", k), v) for k, v in default_labels(cluster).items()),
             Expected(*config, (*database, "host"), s.database.host),
             Expected(*config, (*database, "passwordPath"), f"{DB_PASSWORD_DIR}/password"),
             Expected(*config, (*database, "dbname"), s.database.dbname),
@@ -234,7 +240,14 @@ class Flyte(Component):
                      pod_template(q.namespace, classes[q.project], image)]
             if rdma.has_fabric(cluster):  # multi-node training over the rails
                 objs.append(rdma.rdma_pod_template(cluster, pod_template(q.namespace, classes[q.project], image)))
+            objs += [custom_resource(local_queue(q.namespace, q.project))] if kueue_settings(cluster) else []  # its project's ClusterQueue
         return objs
+
+
+def default_labels(cluster: ClusterModel) -> dict[str, Any]:
+    """With Kueue: every object Flyte creates (pods, PyTorchJobs, MPIJobs, RayJobs) names its
+    namespace's LocalQueue; a task's own labels win over these, so a task can name another queue."""
+    return {"default-labels": {QUEUE_NAME_LABEL: LOCAL_QUEUE}} if kueue_settings(cluster) else {}
 
 
 def _configuration(cluster: ClusterModel, s: FlyteSettings, facts: FlyteFacts) -> dict[str, Any]:
@@ -283,7 +296,7 @@ def _configuration(cluster: ClusterModel, s: FlyteSettings, facts: FlyteFacts) -
                     "default-memory": f"{s.task_defaults.memory_gib}Gi",
                     # Task code (flytekit) reads and writes raw data through Alluxio as well.
                     "default-env-vars": {"FLYTE_AWS_ENDPOINT": endpoint},
-                    "default-env-from-secrets": [s3.credentials_secret],
+                    "default-env-from-secrets": [s3.credentials_secret], **default_labels(cluster),
                 },
                 # The Ray plugin does not read plugins.logs (configuration.logging above).
                 # The chart passes `inline` through Helm's tpl: Flyte's placeholders escaped.

@@ -7,8 +7,10 @@ import re
 from typing import Any
 from urllib.parse import quote
 
+from forge.capacity import quantity
 from forge.components.base import Scrape
 from forge.components.flyte.plan import FlyteSettings, Quota, TaskDefaults
+from forge.queues import FLYTE_PROJECT_LABEL
 
 POD_TEMPLATE = "forge-default"
 RELEASE = "flyte"
@@ -72,7 +74,7 @@ def project_namespace(q: Quota, psa: dict[str, str]) -> dict[str, Any]:
             "name": q.namespace,
             "labels": {
                 **{f"pod-security.kubernetes.io/{mode}": level for mode, level in psa.items()},
-                "forge.exa.ai/flyte-project": q.project,
+                FLYTE_PROJECT_LABEL: q.project,
                 "forge.exa.ai/flyte-domain": q.domain,
             },
             # Removing a project from the inventory must not delete its running work with it.
@@ -86,11 +88,7 @@ def resource_quota(q: Quota) -> dict[str, Any]:
         "apiVersion": "v1",
         "kind": "ResourceQuota",
         "metadata": {"name": "forge-quota", "namespace": q.namespace},
-        "spec": {"hard": {
-            f"requests.{GPU_RESOURCE}": str(q.gpus),
-            "requests.cpu": str(q.cpus),
-            "requests.memory": f"{q.memory_gib}Gi",
-        }},
+        "spec": {"hard": {f"requests.{r}": quantity(r, n) for r, n in q.hard.items()}},
     }
 
 

@@ -1,5 +1,5 @@
 """Flyte's settings and what it derives from them and the nodes, once (FlyteFacts): the capacity
-its quotas divide, each project-domain's quota, the largest task a node can take."""
+its quotas divide (forge.capacity), each project-domain's quota, the largest task a node can take."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -7,9 +7,11 @@ from typing import Annotated
 
 from pydantic import Field
 
+from forge.capacity import Capacity, capacity
 from forge.components.flyte.access import FlyteIngress
 from forge.inventory.schema import Name, PositiveInt, Strict
 from forge.model import ClusterModel
+from forge.queues import KueueSettings, kueue_settings, project_quotas
 
 
 class DomainSpec(Strict):
@@ -56,22 +58,12 @@ class FlyteSettings(Strict):
 # ---- quota arithmetic ---------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class Capacity:
-    """What Flyte's quotas divide: the workload nodes (all but the control plane), whole devices.
-    GPUs are physical GPUs; a MIG slice counts as one GPU in the quota (conservative)."""
-
-    gpus: int
-    cpus: int
-    memory_gib: int
-
-
-@dataclass(frozen=True)
 class Quota:
+    """A project-domain namespace's ResourceQuota: resource -> amount (forge.capacity's units)."""
+
     project: str
     domain: str
-    gpus: int
-    cpus: int
-    memory_gib: int
+    hard: dict[str, int]
 
     @property
     def namespace(self) -> str:
@@ -82,24 +74,25 @@ def namespace_for(project: str, domain: str) -> str:
     return f"{project}-{domain}"  # Flyte's default namespace_mapping: {{ project }}-{{ domain }}
 
 
-def capacity(cluster: ClusterModel) -> Capacity:
-    nodes = cluster.workload_nodes
-    return Capacity(gpus=sum(n.gpu_count for n in nodes), cpus=sum(n.profile.cpu_threads for n in nodes),
-                    memory_gib=sum(n.profile.memory_gib for n in nodes))
+def quotas(cap: Capacity, settings: FlyteSettings, kueue: KueueSettings | None = None) -> list[Quota]:
+    """Per resource of the capacity (whole GPUs, each MIG resource, CPUs, GiB, RDMA):
 
-
-def quotas(cap: Capacity, settings: FlyteSettings) -> list[Quota]:
-    """quota(project, domain) = floor(capacity x project% x domain% / 10000) for GPUs, CPUs, GiB.
-
-    Integer arithmetic, rounded down: with project shares and domain shares each adding up to at
-    most 100 % (the inventory check), the quotas of all namespaces add up to at most the capacity.
+    - without Kueue: floor(capacity x project% x domain% / 10000). With project shares and domain
+      shares each adding up to at most 100 % (the inventory check), all namespaces together get
+      at most the capacity;
+    - with Kueue (forge.queues): a hard ceiling, the project's reach (nominal + borrowing limit
+      over every flavor), the same for each of its domains. Kueue never admits more into one of
+      the project's namespaces, so the ceiling never refuses a pod Kueue admitted (a half-started
+      job); it still bounds pods that bypass Kueue.
     """
+    reach = {q.project: q for q in project_quotas(cap, [(p.name, p.share_percent) for p in settings.projects], kueue)} if kueue else {}
     out = []
     for p in settings.projects:
         for d in settings.domains:
             share = p.share_percent * d.share_percent
-            out.append(Quota(p.name, d.name, cap.gpus * share // 10_000, cap.cpus * share // 10_000,
-                             cap.memory_gib * share // 10_000))
+            hard = ({r: reach[p.name].reach(r) for r in cap.resources} if kueue
+                    else {r: cap.total(r) * share // 10_000 for r in cap.resources})
+            out.append(Quota(p.name, d.name, hard))
     return out
 
 
@@ -122,8 +115,8 @@ class FlyteFacts:
 
 
 def derive_facts(cluster: ClusterModel, settings: FlyteSettings) -> FlyteFacts:
-    cap = capacity(cluster)
+    cap = capacity(cluster)  # forge.capacity: per GPU pool and extended resource
     largest = max(cluster.workload_nodes, key=lambda n: (n.gpu_count, n.profile.cpu_threads, n.profile.memory_gib))
-    return FlyteFacts(cap, tuple(quotas(cap, settings)),
+    return FlyteFacts(cap, tuple(quotas(cap, settings, kueue_settings(cluster))),
                       TaskLimits(largest.profile.cpu_threads, largest.profile.memory_gib, largest.gpu_count),
                       tuple(namespace_for(p.name, d.name) for p in settings.projects for d in settings.domains))

@@ -8,9 +8,11 @@ resource synced after the chart's CRDs. It holds exactly what the fleet's hardwa
   the same from the hardware table's vendor IDs;
 - the RDMA shared device plugin, one resource per NIC role with RDMA ports (`rdma/rdma_network`
   for the compute fabric, `rdma/rdma_storage`, `rdma/rdma_frontend`), each selecting the vendor,
-  device IDs and interface names of that role's NICs (`forge.model.ClusterModel.rdma_resources`);
-- Multus, the CNI plugins and nv-ipam when the compute fabric has rails: one MacvlanNetwork and
-  one nv-ipam IPPool per rail, so a pod attaches one interface per rail.
+  device IDs, interface names and link type (`linkTypes`) of that role's NICs (`forge.model.ClusterModel.rdma_resources`);
+- Multus, the CNI plugins and nv-ipam when the compute fabric has rails: one secondary network and
+  one nv-ipam IPPool per rail, so a pod attaches one interface per rail. The network is a
+  MacvlanNetwork on Ethernet (RoCE) ports and an IPoIBNetwork, with the ipoib CNI, on InfiniBand
+  ports (ipoib.py): macvlan cannot sit on an IPoIB device.
 The chart's own node-feature-discovery stays off: the node-feature-discovery component is the one
 NFD of the cluster and already labels network-class PCI devices by vendor.
 
@@ -26,14 +28,16 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from forge.components.base import WAVE_NETWORK, Component, custom_resource
+from forge.components.base import WAVE_NETWORK, Component, RuntimeCrds, custom_resource
+from forge.components.driver_upgrades import gpu_upgrade_settings, maintenance_operator_config, upgrade_policy
 from forge.inventory.schema import Name
 from forge.components.network_operator import nvipam
+from forge.components.network_operator.ipoib import INFINIBAND, ipoib_network, ipoib_rails, nccl_env
 from forge.model import (
-    MIG_CONFIG_LABEL, MIG_DISABLED, RDMA_HCA_MAX, RDMA_RESOURCE_PREFIX, ClusterModel, NodeModel, RailModel,
+    LABEL_DOMAIN, MIG_CONFIG_LABEL, MIG_DISABLED, RDMA_HCA_MAX, RDMA_RESOURCE_PREFIX, ClusterModel, NodeModel, RailModel,
     pci_present_label,
 )
-from forge.components.network_operator.rdma_plugin import PluginConfig, ResourceConfig, Selectors
+from forge.components.network_operator.rdma_plugin import LINK_TYPE, PluginConfig, ResourceConfig, Selectors
 from forge import versions
 
 NAMESPACE = "nvidia-network-operator"
@@ -46,6 +50,7 @@ IMAGES: dict[str, str] = {
     "multus": "multus",
     "cniPlugins": "cni-plugins",
     "nvIpam": "nv-ipam",
+    "ipoib": "ipoib-cni",
 }
 MULTUS_NETWORKS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
 
@@ -95,8 +100,16 @@ class NetworkOperator(Component):
         ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
         ("mellanox.com", "NicClusterPolicy"),
         ("mellanox.com", "MacvlanNetwork"),
+        ("mellanox.com", "IPoIBNetwork"),
     )
     Settings = Settings
+    priority_exception = (
+        "the pinned network-operator chart has no priorityClassName value for the operator's or the maintenance "
+        "operator's Deployment (the DaemonSets the operator creates are not in Git); Argo CD renders the chart "
+        "itself, so no patch reaches them")
+    # Only Argo CD's automated pruning is off: the chart's CRDs (NicClusterPolicy, the maintenance
+    # operator's) cannot be annotated Prune=false from values (see forge.validate.cluster_policies).
+    prune = False
 
     def enabled(self, cluster: ClusterModel) -> bool:
         return cluster.ofed_driver or bool(cluster.rdma_resources)
@@ -104,27 +117,38 @@ class NetworkOperator(Component):
     def derive_facts(self, cluster: ClusterModel) -> NetworkOperatorFacts:
         return derive_facts(cluster)
 
+    def runtime_crd_data(self) -> tuple[RuntimeCrds, ...]:
+        # The operator applies nv-ipam's CRDs when the NicClusterPolicy enables nvIpam; the chart
+        # does not ship them. They come with the operator release: the data folder is named after
+        # it, nv-ipam-network-operator-v<the pinned chart version>.
+        release = f"network-operator-v{versions.chart_pin(self.chart).version.removeprefix('v')}"
+        return (RuntimeCrds(f"nv-ipam-{release}", nvipam.API_VERSION, nvipam.RUNTIME_KINDS),)
+
     def values(self, cluster: ClusterModel) -> dict[str, Any]:
         return {
             # One NFD per cluster: the node-feature-discovery component; it already labels
             # network-class PCI devices by vendor (pci-15b3.present), so no rules from here either.
             "nfd": {"enabled": False, "deployNodeFeatureRules": False},
-            "sriovNetworkOperator": {"enabled": False},  # shared RDMA + macvlan, no SR-IOV VFs
-            "maintenanceOperator": {"enabled": False},  # driver upgrades drain through upgradePolicy
-            "operator": {"nodeSelector": cluster.system_node_selector, "tolerations": cluster.system_tolerations},
+            "sriovNetworkOperator": {"enabled": False},  # shared RDMA + macvlan/IPoIB, no SR-IOV VFs
+            **maintenance_values(cluster),
+            "operator": {
+                "nodeSelector": cluster.system_node_selector, "tolerations": cluster.system_tolerations,
+                # DOCA/OFED upgrades ask the Maintenance Operator for the node (NodeMaintenance), so
+                # they count against the same limit as GPU driver upgrades (driver_upgrades).
+                **({"maintenanceOperator": {"useRequestor": True}} if cluster.ofed_driver else {}),
+            },
         }
 
     def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
         settings: Settings = self.settings(cluster)
         objs = [custom_resource(nic_cluster_policy(cluster, settings, self.facts(cluster)))]
+        if cluster.ofed_driver:
+            objs.append(custom_resource(maintenance_operator_config(gpu_upgrade_settings(cluster), NAMESPACE)))
         for rail in cluster.rails:
-            objs.append(custom_resource(macvlan_network(rail, settings)))
+            network = ipoib_network(rail, settings.network_namespace) if rail.link_type == INFINIBAND else macvlan_network(rail, settings)
+            objs.append(custom_resource(network))
             objs.append(custom_resource(ip_pool(rail)))
         return objs
-
-    def runtime_crds(self, cluster: ClusterModel) -> list[dict[str, Any]]:
-        # The operator installs nv-ipam's CRDs when it deploys nvIpam; the chart does not ship them.
-        return [nvipam.ippool_crd()] if cluster.rails else []
 
     def examples(self, cluster: ClusterModel) -> list[dict[str, Any]]:
         """A two-node all-reduce over the compute fabric, for people to copy (never synced)."""
@@ -134,18 +158,40 @@ class NetworkOperator(Component):
         return [example_script(), example_pytorchjob(cluster, self.settings(cluster), nodes[0])]
 
 
+def maintenance_values(cluster: ClusterModel) -> dict[str, Any]:
+    """The NVIDIA Maintenance Operator (subchart) when the DOCA/OFED driver runs: it grants the
+    driver upgrades' NodeMaintenance requests within the MaintenanceOperatorConfig's limits."""
+    if not cluster.ofed_driver:
+        return {"maintenanceOperator": {"enabled": False}}
+    return {
+        "maintenanceOperator": {"enabled": True},
+        "maintenance-operator-chart": {"operator": {
+            "nodeSelector": cluster.system_node_selector, "tolerations": cluster.system_tolerations,
+            # Its webhook only validates NodeMaintenance objects, which only the Network Operator's
+            # upgrade controller creates; serving it needs cert-manager (not in these clusters) or a
+            # certificate Secret made by hand. Off, as the parent chart's default, said on purpose.
+            "admissionController": {"enable": False},
+        }},
+    }
+
+
 # ---- NicClusterPolicy ---------------------------------------------------------------------------
 
-def max_parallel_upgrades(nodes: int, percent: int) -> int:
-    """Driver upgrades at once: percent of the driver's nodes, rounded down, at least one."""
-    return max(1, math.floor(nodes * percent / 100))
+def max_parallel_upgrades(nodes: int, percent: int, limit: int | None = None) -> int:
+    """Driver upgrades at once: percent of the driver's nodes, rounded down, at least one, and
+    never more than `limit` (the GPU nodes a driver upgrade may take out at once)."""
+    count = max(1, math.floor(nodes * percent / 100))
+    return min(count, limit) if limit else count
 
 
 def rdma_plugin_config(cluster: ClusterModel) -> PluginConfig:
     return PluginConfig(configList=[
         ResourceConfig(
             resourceName=r.name, resourcePrefix=RDMA_RESOURCE_PREFIX, rdmaHcaMax=RDMA_HCA_MAX,
-            selectors=Selectors(vendors=list(r.vendors), deviceIDs=list(r.device_ids), ifNames=list(r.interfaces)),
+            # linkTypes: a role's ports are all Ethernet or all InfiniBand (forge.inventory.links), and
+            # the selector says which, so a port renamed into ifNames with the other link layer stays out.
+            selectors=Selectors(vendors=list(r.vendors), deviceIDs=list(r.device_ids), ifNames=list(r.interfaces),
+                                linkTypes=[LINK_TYPE[r.link_type]]),
         )
         for r in cluster.rdma_resources
     ])
@@ -178,7 +224,10 @@ def nic_cluster_policy(cluster: ClusterModel, settings: Settings, facts: Network
             **_image("ofedDriver"),
             "upgradePolicy": {
                 "autoUpgrade": True,
-                "maxParallelUpgrades": max_parallel_upgrades(len(cluster.ofed_nodes), settings.upgrade_max_unavailable_percent),
+                "maxParallelUpgrades": max_parallel_upgrades(len(cluster.ofed_nodes), settings.upgrade_max_unavailable_percent,
+                                                             gpu_upgrade_settings(cluster).max_parallel),
+                # Training pods on the node finish first, as for GPU driver upgrades (driver_upgrades).
+                "waitForCompletion": upgrade_policy(gpu_upgrade_settings(cluster))["waitForCompletion"],
                 "drain": {
                     "enable": True,
                     "force": False,  # a pod no controller owns blocks the drain rather than being lost
@@ -194,6 +243,8 @@ def nic_cluster_policy(cluster: ClusterModel, settings: Settings, facts: Network
         spec["rdmaSharedDevicePlugin"] = {**_image("rdmaSharedDevicePlugin"), "config": rdma_plugin_config(cluster).to_json()}
     if cluster.rails:
         spec["secondaryNetwork"] = {"cniPlugins": _image("cniPlugins"), "multus": _image("multus")}
+        if ipoib_rails(cluster):
+            spec["secondaryNetwork"]["ipoib"] = _image("ipoib")
         spec["nvIpam"] = {**_image("nvIpam"), "enableWebhook": False}  # the webhook would need cert-manager
     return {
         "apiVersion": "mellanox.com/v1alpha1",
@@ -206,6 +257,8 @@ def nic_cluster_policy(cluster: ClusterModel, settings: Settings, facts: Network
 # ---- rails: one macvlan network and one IP pool each -------------------------------------------
 
 def macvlan_network(rail: RailModel, settings: Settings) -> dict[str, Any]:
+    if rail.link_type == INFINIBAND:  # the inventory rules make this unreachable; never emit it
+        raise ValueError(f"rail {rail.name}: macvlan cannot sit on the IPoIB interface {rail.interface}")
     return {
         "apiVersion": "mellanox.com/v1alpha1",
         "kind": "MacvlanNetwork",
@@ -223,11 +276,8 @@ def macvlan_network(rail: RailModel, settings: Settings) -> dict[str, Any]:
 def ip_pool(rail: RailModel) -> dict[str, Any]:
     # nv-ipam gives each node matching the selector a block; select the rail's nodes by the
     # profile label forge puts on every node, so the pool is sized for exactly those nodes.
-    selector = nvipam.NodeSelector.model_validate({"nodeSelectorTerms": [{"matchExpressions": [
-        {"key": "forge.exa.ai/profile", "operator": "In", "values": list(rail.profiles)}]}]})
-    spec = nvipam.IPPoolSpec(subnet=rail.cidr, perNodeBlockSize=rail.addresses_per_node, nodeSelector=selector)
     # The IPPool CRD comes from the operator once nvIpam runs; until then Argo CD retries.
-    return nvipam.ip_pool(rail.name, NAMESPACE, spec)
+    return nvipam.ip_pool(rail.name, NAMESPACE, rail.cidr, rail.addresses_per_node, f"{LABEL_DOMAIN}/profile", rail.profiles)
 
 
 # ---- the example workload ---------------------------------------------------------------------
@@ -269,12 +319,7 @@ def example_pytorchjob(cluster: ClusterModel, settings: Settings, node: NodeMode
         "name": "pytorch",
         "image": versions.image(EXAMPLE_IMAGE).ref,
         "command": ["torchrun", f"--nproc-per-node={gpus}", "/workspace/allreduce.py"],
-        "env": [
-            # NCCL_DEBUG=INFO logs the transport: "NET/IB ... GDRDMA" when GPUDirect RDMA is on.
-            {"name": "NCCL_DEBUG", "value": "INFO"},
-            # Bootstrap over the pod network; NCCL finds the RDMA devices the plugin mounted itself.
-            {"name": "NCCL_SOCKET_IFNAME", "value": "eth0"},
-        ],
+        "env": nccl_env(cluster),  # InfiniBand or RoCE settings, by the fabric's link type
         "resources": {"limits": limits, "requests": dict(limits)},
         "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},  # RDMA pins memory
         "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}, {"name": "script", "mountPath": "/workspace"}],

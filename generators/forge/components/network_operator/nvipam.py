@@ -1,19 +1,17 @@
-"""NVIDIA IPAM (nv-ipam), the IPAM of the compute fabric's secondary networks, as typed structures.
+"""NVIDIA IPAM (nv-ipam), the IPAM of the compute fabric's secondary networks.
 
-The Network Operator deploys nv-ipam (NicClusterPolicy `spec.nvIpam`) and installs its CRDs itself
-at run time, so the IPPool CRD is not among the chart's CRDs that forge validates against. Instead
-the IPPool spec is built from the model below, whose fields and rules are those of nv-ipam's own
-API (Mellanox/nvidia-k8s-ipam `api/v1alpha1/ippool_type.go` and `ippool_validate.go`, as shipped
-with Network Operator 26.4.1): unknown fields are refused, and `IPPoolSpec` re-checks what nv-ipam's
-webhook would (subnet, block size, gateway in subnet). `ippool_crd()` describes the same model as a
-CRD for `forge validate` (Component.runtime_crds): forge's description of nv-ipam's API, used
-only to validate, never synced (the operator owns the real CRD).
+The Network Operator deploys nv-ipam (NicClusterPolicy `spec.nvIpam`) and applies nv-ipam's CRDs
+(IPPool, CIDRPool) itself at run time, so they are not among the chart's CRDs. `forge validate`
+checks IPPools against those real CRDs, from their own upstream data folder
+(`nv-ipam-network-operator-v<version>`, see NetworkOperator.runtime_crd_data); without
+--upstream they are reported unchecked like every other custom resource.
 
 How nv-ipam fills a pool (`pkg/ipam-controller/allocator`): each node matching the pool's node
 selector gets one block of `perNodeBlockSize` consecutive addresses; blocks start after the
 network address and may not reach the IPv4 broadcast address. A pool therefore serves
 floor(possible / perNodeBlockSize) nodes, with possible = 2^host_bits - 2 for IPv4 (- 1 for IPv6;
-2 for a /31, 1 for a /32), the same count as nv-ipam's `GetPossibleIPCount`.
+2 for a /31, 1 for a /32), the same count as nv-ipam's `GetPossibleIPCount`. The inventory rules
+use it to refuse a rail subnet too small for its nodes.
 """
 from __future__ import annotations
 
@@ -21,9 +19,10 @@ import ipaddress
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 API_VERSION = "nv-ipam.nvidia.com/v1alpha1"
+RUNTIME_KINDS = ("IPPool", "CIDRPool")  # the CRDs the operator applies with nvIpam
 CNI_TYPE = "nv-ipam"
 
 
@@ -47,42 +46,6 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
-class _MatchExpression(_Strict):
-    key: str
-    operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
-    values: list[str] = []
-
-
-class _NodeSelectorTerm(_Strict):
-    matchExpressions: Annotated[list[_MatchExpression], Field(min_length=1)]
-
-
-class NodeSelector(_Strict):
-    nodeSelectorTerms: Annotated[list[_NodeSelectorTerm], Field(min_length=1)]
-
-
-class IPPoolSpec(_Strict):
-    """nv-ipam IPPool spec (the fields forge sets; nv-ipam also knows exclusions, routes,
-    defaultGateway and perNodeExclusions, which the compute fabric does not use)."""
-
-    subnet: str
-    perNodeBlockSize: Annotated[int, Field(ge=1)]
-    gateway: str | None = None
-    nodeSelector: NodeSelector | None = None
-
-    @model_validator(mode="after")
-    def _nv_ipam_rules(self) -> "IPPoolSpec":
-        try:
-            net = ipaddress.ip_network(self.subnet, strict=True)
-        except ValueError as exc:
-            raise ValueError(f"subnet '{self.subnet}' is invalid: {exc}") from None
-        if possible_ip_count(self.subnet) < self.perNodeBlockSize:
-            raise ValueError(f"perNodeBlockSize {self.perNodeBlockSize} is larger than the {possible_ip_count(self.subnet)} addresses of {self.subnet}")
-        if self.gateway is not None and ipaddress.ip_address(self.gateway) not in net:
-            raise ValueError(f"gateway {self.gateway} is not part of the subnet {self.subnet}")
-        return self
-
-
 class IpamConfig(_Strict):
     """The `ipam` block of a CNI network config that takes its addresses from an IPPool
     (nvidia-k8s-ipam `pkg/cni/types.IPAMConf`)."""
@@ -95,48 +58,16 @@ class IpamConfig(_Strict):
         return json.dumps(self.model_dump(), separators=(", ", ": "))
 
 
-def _structural(node: Any, defs: dict[str, Any]) -> Any:
-    """A pydantic JSON schema node as a CRD (structural OpenAPI v3) schema node: references
-    inlined, Optional as nullable, no titles/defaults, no `additionalProperties: false` (CRDs
-    forbid it; unknown fields are pruned, which forge's CRD check reports as errors)."""
-    if isinstance(node, list):
-        return [_structural(n, defs) for n in node]
-    if not isinstance(node, dict):
-        return node
-    if "$ref" in node:
-        return _structural(defs[node["$ref"].rsplit("/", 1)[1]], defs)
-    branches = node.get("anyOf")
-    if branches and any(b.get("type") == "null" for b in branches):
-        rest = [b for b in branches if b.get("type") != "null"]
-        if len(rest) == 1:
-            return {**_structural(rest[0], defs), "nullable": True}
-    skip = {"title", "default", "description", "$defs", "additionalProperties"}
-    return {k: _structural(v, defs) for k, v in node.items() if k not in skip}
-
-
-def ippool_crd() -> dict[str, Any]:
-    schema = IPPoolSpec.model_json_schema()
-    spec = _structural(schema, schema.get("$defs", {}))
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "ippools.nv-ipam.nvidia.com"},
-        "spec": {
-            "group": "nv-ipam.nvidia.com",
-            "names": {"kind": "IPPool", "listKind": "IPPoolList", "plural": "ippools", "singular": "ippool"},
-            "scope": "Namespaced",
-            "versions": [{
-                "name": API_VERSION.rsplit("/", 1)[1], "served": True, "storage": True,
-                "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": spec}, "required": ["spec"]}},
-            }],
-        },
-    }
-
-
-def ip_pool(name: str, namespace: str, spec: IPPoolSpec) -> dict:
+def ip_pool(name: str, namespace: str, subnet: str, block_size: int, label: str, values: tuple[str, ...]) -> dict[str, Any]:
+    """An IPPool handing each node whose `label` is one of `values` one block of `block_size`
+    addresses of `subnet`. Its fields are checked against nv-ipam's
+    own CRD by `forge validate` (Component.runtime_crd_data); the inventory rules have already
+    checked that the subnet holds a block for every node (node_blocks)."""
+    selector = {"nodeSelectorTerms": [{"matchExpressions": [
+        {"key": label, "operator": "In", "values": list(values)}]}]}
     return {
         "apiVersion": API_VERSION,
         "kind": "IPPool",
         "metadata": {"name": name, "namespace": namespace},
-        "spec": spec.model_dump(exclude_none=True),
+        "spec": {"subnet": subnet, "perNodeBlockSize": block_size, "nodeSelector": selector},
     }

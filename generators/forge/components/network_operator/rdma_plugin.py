@@ -11,11 +11,15 @@ Unknown fields are refused: Go's json.Unmarshal would silently drop a misspelt o
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 HexId = Annotated[str, Field(pattern=r"^[0-9a-f]{4}$")]  # PCI vendor/device ID as the plugin compares it
+# The plugin compares `linkTypes` with the netdev's link layer as netlink names it (EncapType of the
+# interface: "ether" for Ethernet/RoCE ports, "infiniband" for IPoIB ports); other words never match.
+PluginLinkType = Literal["ether", "infiniband"]
+LINK_TYPE = {"ethernet": "ether", "infiniband": "infiniband"}  # inventory link_type -> the plugin's word
 
 
 class _Strict(BaseModel):
@@ -29,7 +33,7 @@ class Selectors(_Strict):
     deviceIDs: list[HexId] = []
     drivers: list[str] = []
     ifNames: list[Annotated[str, Field(pattern=r"^[a-zA-Z0-9_.-]{1,15}$")]] = []
-    linkTypes: list[str] = []
+    linkTypes: list[PluginLinkType] = []
 
     def empty(self) -> bool:
         return not (self.vendors or self.deviceIDs or self.drivers or self.ifNames or self.linkTypes)

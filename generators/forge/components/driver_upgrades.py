@@ -1,0 +1,97 @@
+"""Driver upgrades that never kill a training job, and never take more GPU nodes out than the
+inventory allows (`components.gpu-operator.upgrade`).
+
+Two controllers reload drivers on GPU nodes: the GPU Operator's upgrade controller (GPU driver)
+and the Network Operator's (DOCA/OFED driver, on the GPU nodes' ConnectX NICs). Each walks a node
+through cordon -> wait for the selected training pods to finish (up to a timeout) -> drain (with a
+timeout) -> driver reload -> validation -> uncordon, and they are serialised through one knob,
+`max_parallel` (default 1):
+
+* GPU Operator: `maxParallelUpgrades` and `maxUnavailable` both = the knob, as an absolute number.
+  Its upgrade controller (NVIDIA/k8s-operator-libs, pkg/upgrade/common_manager.go:
+  GetUpgradesAvailable, GetCurrentUnavailableNodes) subtracts every cordoned or NotReady node of
+  the driver's nodes from `maxUnavailable` before starting one: a GPU node the Network Operator
+  holds blocks the next GPU driver upgrade.
+* Network Operator: upgrades in requestor mode, so each DOCA/OFED upgrade is a NodeMaintenance
+  request granted by the NVIDIA Maintenance Operator (its subchart); the MaintenanceOperatorConfig
+  sets `maxParallelOperations` and `maxUnavailable` = the knob. The maintenance operator counts
+  every unavailable node of the cluster, so a GPU node the GPU Operator holds blocks the next NIC
+  driver upgrade.
+Limit (the race window): the two controllers read node state independently; when both find a free
+slot in the same reconcile window (seconds), both start, and 2 x the knob nodes can be out until
+one finishes. The knob is the steady-state bound, not a lock.
+
+The policy is one function, `upgrade_policy`, in the shape of the GPU Operator's DriverUpgradePolicy
+(ClusterPolicy `spec.driver.upgradePolicy` and NVIDIADriver `spec.upgradePolicy` alike), so every
+driver spec forge writes uses the same rules.
+"""
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from forge.inventory.schema import Strict
+from forge.model import ClusterModel
+
+GPU_OPERATOR = "gpu-operator"  # the component whose settings hold the knob
+MAINTENANCE_CONFIG_NAME = "default"  # the one MaintenanceOperatorConfig the maintenance operator reads
+# The GPU Operator's upgrade controller holds a node in `validation-required` until these pods (its
+# operator-validator DaemonSet: driver, toolkit, CUDA and plugin checks) run Ready on the new driver.
+VALIDATOR_SELECTOR = "app=nvidia-operator-validator"
+
+
+class WaitForCompletion(Strict):
+    # Label selector of the pods a driver upgrade waits for on a cordoned node (every pod of a
+    # Kubeflow PyTorchJob/MPIJob carries this label).
+    pod_selector: Annotated[str, Field(min_length=1)] = "training.kubeflow.org/job-name"
+    # How long to wait before draining anyway (0: wait forever). A day: jobs checkpoint well within it.
+    timeout_seconds: Annotated[int, Field(ge=0)] = 86400
+
+
+class UpgradeSettings(Strict):
+    # GPU nodes out for a driver upgrade (GPU or NIC) at once.
+    max_parallel: Annotated[int, Field(ge=1)] = 1
+    # How long the drain after the wait may take before the node's upgrade is marked failed.
+    drain_timeout_seconds: Annotated[int, Field(ge=0)] = 1800
+    wait_for_completion: WaitForCompletion = WaitForCompletion()
+
+
+def gpu_upgrade_settings(cluster: ClusterModel) -> UpgradeSettings:
+    """The knob: the GPU Operator's upgrade settings, or the defaults when it has no block."""
+    settings = cluster.component_settings.get(GPU_OPERATOR)
+    return getattr(settings, "upgrade", None) or UpgradeSettings()
+
+
+def upgrade_policy(upgrade: UpgradeSettings) -> dict[str, Any]:
+    """A DriverUpgradePolicySpec (ClusterPolicy.spec.driver.upgradePolicy, NVIDIADriver.spec.upgradePolicy)."""
+    wait = upgrade.wait_for_completion
+    return {
+        "autoUpgrade": True,
+        "maxParallelUpgrades": upgrade.max_parallel,
+        "maxUnavailable": upgrade.max_parallel,  # absolute: a percentage would round up per pool size
+        "waitForCompletion": {"podSelector": wait.pod_selector, "timeoutSeconds": wait.timeout_seconds},
+        # Pods using GPUs that the wait did not cover are evicted, never force-deleted; training
+        # pods keep /dev/shm and scratch space in emptyDir.
+        "podDeletion": {"force": False, "timeoutSeconds": upgrade.drain_timeout_seconds, "deleteEmptyDir": True},
+        "drain": {"enable": True, "force": False, "podSelector": "", "timeoutSeconds": upgrade.drain_timeout_seconds,
+                  "deleteEmptyDir": True},
+    }
+
+
+def chart_upgrade_policy(upgrade: UpgradeSettings) -> dict[str, Any]:
+    """The same policy as the GPU Operator chart's `driver.upgradePolicy` values (the chart calls
+    podDeletion `gpuPodDeletion`)."""
+    policy = upgrade_policy(upgrade)
+    policy["gpuPodDeletion"] = policy.pop("podDeletion")
+    return policy
+
+
+def maintenance_operator_config(upgrade: UpgradeSettings, namespace: str) -> dict[str, Any]:
+    """The Maintenance Operator's limits: the knob, for NodeMaintenance requests (NIC driver upgrades)."""
+    return {
+        "apiVersion": "maintenance.nvidia.com/v1alpha1",
+        "kind": "MaintenanceOperatorConfig",
+        "metadata": {"name": MAINTENANCE_CONFIG_NAME, "namespace": namespace},
+        "spec": {"maxParallelOperations": upgrade.max_parallel, "maxUnavailable": upgrade.max_parallel},
+    }

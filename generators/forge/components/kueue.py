@@ -1,0 +1,234 @@
+"""Kueue (chart kueue 0.19.2): job queueing with all-or-nothing admission, borrowing between
+projects, fair sharing and priorities, in front of the kube-scheduler.
+
+A job (PyTorchJob, MPIJob, RayJob, RayCluster, batch Job or plain Pod) that names a LocalQueue
+(label kueue.x-k8s.io/queue-name) is created suspended (pods: scheduling-gated); Kueue admits it
+when the quota of its ClusterQueue covers ALL its pods at once, then unsuspends it. So two
+16-node jobs never each hold half their GPUs, and pre-emption evicts whole jobs.
+
+What forge writes (cluster-scoped; LocalQueues are Flyte's, in its project namespaces):
+- a ResourceFlavor per GPU pool (forge.capacity: GPU model x MIG layout), selecting its nodes by
+  the labels node-feature-discovery sets from the inventory, with the pool's taints as
+  tolerations (added to admitted pods) and the Topology below;
+- a Topology `racks` (levels forge.exa.ai/rack, kubernetes.io/hostname) for topology-aware
+  placement: a job asking for `kueue.x-k8s.io/podset-required-topology: forge.exa.ai/rack` lands
+  in one rack or waits;
+- a ClusterQueue per Flyte project, all in one cohort, quotas per flavor and resource from
+  forge.queues; a project whose PriorityClass never pre-empts gets a queue that never pre-empts;
+- a WorkloadPriorityClass per PriorityClass of components.scheduling (same name and value), so a
+  job can set its queue priority by label (`kueue.x-k8s.io/priority-class`); without the label
+  Kueue takes the priority of the pods' PriorityClass. System classes are never mapped.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import yaml
+
+from forge.capacity import Capacity, capacity, quantity
+from forge.components.base import WAVE_KUEUE, Component, Contains, Expected, custom_resource
+from forge.components.kueue_checks import FLYTE, RACK_LABEL, check_kueue
+from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL, PriorityClassSpec, Scheduling
+from forge.model import ClusterModel
+from forge.queues import API, FLYTE_PROJECT_LABEL, KueueSettings, ProjectQuotas, project_quotas
+
+NAMESPACE = "kueue-system"  # the chart's CRDs name their conversion webhook's Service there
+RELEASE = "kueue"
+TOPOLOGY = "racks"
+HOSTNAME_LABEL = "kubernetes.io/hostname"  # set by the kubelet: the lowest level places pods on nodes
+# The chart's default integrations plus the Kubeflow v1 PyTorchJob (off by default in 0.19.2):
+# Flyte's PyTorch plugin creates kubeflow.org/v1 PyTorchJobs (training-operator v1.9.4).
+FRAMEWORKS = (
+    "batch/job", "kubeflow.org/mpijob", "kubeflow.org/pytorchjob", "ray.io/rayjob", "ray.io/rayservice",
+    "ray.io/raycluster", "jobset.x-k8s.io/jobset", "workload.codeflare.dev/appwrapper",
+    "trainer.kubeflow.org/trainjob", "pod", "deployment", "statefulset", "leaderworkerset.x-k8s.io/leaderworkerset",
+)
+# Kueue's internal certificate management writes these at run time: Argo CD must leave them be.
+WEBHOOK_SECRET = "kueue-webhook-server-cert"
+
+
+def manager_config(settings: KueueSettings) -> dict[str, Any]:
+    """Kueue's Configuration: the chart's defaults (health, metrics, webhook, leader election,
+    concurrency, client rates) kept, plus what forge needs."""
+    return {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+        "kind": "Configuration",
+        "health": {"healthProbeBindAddress": ":8081"},
+        "metrics": {"bindAddress": ":8443"},
+        "webhook": {"port": 9443},
+        "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+        "controller": {"groupKindConcurrency": {
+            "Job.batch": 5, "Pod": 5, "Workload.kueue.x-k8s.io": 10, "LocalQueue.kueue.x-k8s.io": 5,
+            "ClusterQueue.kueue.x-k8s.io": 5, "ResourceFlavor.kueue.x-k8s.io": 1}},
+        "clientConnection": {"qps": 300, "burst": 500},
+        # Pod-based integrations (and their webhooks) only in Flyte's project namespaces: the
+        # operators' and agents' pods elsewhere never wait on Kueue, even while it is down.
+        "managedJobsNamespaceSelector": {"matchExpressions": [{"key": FLYTE_PROJECT_LABEL, "operator": "Exists"}]},
+        # All-or-nothing at run time as well: an admitted job whose pods are not all ready in time
+        # (an image that cannot be pulled, a node lost) is evicted and requeued with back-off.
+        "waitForPodsReady": {
+            "timeout": f"{settings.pods_ready_timeout_minutes}m",
+            "requeuingStrategy": {"timestamp": "Eviction", "backoffBaseSeconds": 60, "backoffMaxSeconds": 3600},
+        },
+        "integrations": {"frameworks": list(FRAMEWORKS)},
+        # Fair sharing on (its presence enables it): borrowed quota goes to the queue with the
+        # lowest share, and pre-emption between queues of the cohort follows the shares.
+        "fairSharing": {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]},
+    }
+
+
+class Kueue(Component):
+    name = "kueue"
+    namespace = NAMESPACE
+    # After the training-operator and KubeRay (their CRDs are there when Kueue sets up those
+    # integrations) and before Flyte (its LocalQueues need Kueue's CRDs, its jobs Kueue's webhooks).
+    sync_wave = WAVE_KUEUE
+    chart = "kueue"
+    release_name = RELEASE
+    server_side_apply = True  # the Workload CRD embeds pod templates: too large for client-side apply
+    crd_groups = ("kueue.x-k8s.io",)
+    cluster_kinds = (
+        ("apiextensions.k8s.io", "CustomResourceDefinition"),
+        ("rbac.authorization.k8s.io", "ClusterRole"),
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),
+        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"),
+        ("apiregistration.k8s.io", "APIService"),  # the visibility API (pending workloads)
+        ("kueue.x-k8s.io", "ResourceFlavor"),
+        ("kueue.x-k8s.io", "ClusterQueue"),
+        ("kueue.x-k8s.io", "Topology"),
+        ("kueue.x-k8s.io", "WorkloadPriorityClass"),
+    )
+    ignore_differences = (
+        {"group": "", "kind": "Secret", "name": WEBHOOK_SECRET, "namespace": NAMESPACE, "jsonPointers": ["/data"]},
+        {"group": "admissionregistration.k8s.io", "kind": "MutatingWebhookConfiguration",
+         "jqPathExpressions": [".webhooks[]?.clientConfig.caBundle"]},
+        {"group": "admissionregistration.k8s.io", "kind": "ValidatingWebhookConfiguration",
+         "jqPathExpressions": [".webhooks[]?.clientConfig.caBundle"]},
+        {"group": "apiextensions.k8s.io", "kind": "CustomResourceDefinition",
+         "jqPathExpressions": [".spec.conversion.webhook.clientConfig.caBundle"]},
+        {"group": "apiregistration.k8s.io", "kind": "APIService", "jsonPointers": ["/spec/caBundle"]},
+    )
+    inventory_values = frozenset({"managerConfig.controllerManagerConfigYaml"})
+    Settings = KueueSettings
+
+    def enabled(self, cluster: ClusterModel) -> bool:
+        return self.name in cluster.component_settings
+
+    def namespaces(self, cluster: ClusterModel) -> tuple[str, ...]:
+        # The chart binds the visibility API's reader role in kube-system.
+        return (self.namespace, "kube-system")
+
+    def check(self, loaded, settings: KueueSettings, given) -> Iterator:
+        return check_kueue(loaded, settings, given)
+
+    def derive_facts(self, cluster: ClusterModel) -> KueueFacts:
+        s: KueueSettings = self.settings(cluster)
+        cap = capacity(cluster)  # forge.capacity: the same arithmetic Flyte's quotas use
+        flyte = cluster.component_settings[FLYTE]
+        classes = _scheduling_classes(cluster)
+        policy = {c.name: c.preemption == "PreemptLowerPriority" for c in classes}
+        mapped = classes if s.priority_classes is None else [c for c in classes if c.name in s.priority_classes]
+        return KueueFacts(cap, tuple(project_quotas(cap, [(p.name, p.share_percent) for p in flyte.projects], s)),
+                          tuple(mapped), {p.name: policy.get(p.priority_class, True) for p in flyte.projects})
+
+    def values(self, cluster: ClusterModel) -> dict[str, Any]:
+        s: KueueSettings = self.settings(cluster)
+        return {
+            "controllerManager": {
+                "manager": {"priorityClassName": SYSTEM_CLUSTER_CRITICAL},
+                # Two replicas: its webhooks admit every job; one serves while the other restarts.
+                "replicas": 2,
+                "podDisruptionBudget": {"enabled": True},
+                "nodeSelector": cluster.system_node_selector,
+                "tolerations": cluster.system_tolerations,
+            },
+            "managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(manager_config(s), sort_keys=False)},
+        }
+
+    def expected_in_hydrated(self, cluster: ClusterModel) -> list[Expected]:
+        s: KueueSettings = self.settings(cluster)
+        pod = ("spec", "template", "spec")
+        deployment = ("Deployment", "kueue-controller-manager")
+        config = ("ConfigMap", "kueue-manager-config", ("data", "controller_manager_config.yaml"))
+        return [
+            Expected(*config[:2], (*config[2], "integrations", "frameworks"), Contains(*FRAMEWORKS)),
+            Expected(*config[:2], (*config[2], "fairSharing"), manager_config(s)["fairSharing"]),
+            Expected(*deployment, (*pod, "priorityClassName"), SYSTEM_CLUSTER_CRITICAL),
+            Expected(*deployment, (*pod, "nodeSelector"), cluster.system_node_selector),
+        ]
+
+    def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
+        s: KueueSettings = self.settings(cluster)
+        facts: KueueFacts = self.facts(cluster)
+        cap = facts.capacity
+        objs = [topology(), *(resource_flavor(cluster, cap, p.flavor) for p in cap.pools)]
+        objs += [cluster_queue(q, cap, s, facts.preempts[q.project]) for q in facts.quotas]
+        objs += [workload_priority_class(c) for c in facts.classes]
+        return [custom_resource(o) for o in objs]
+
+
+# ---- what the objects are made of -----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class KueueFacts:
+    capacity: Capacity
+    quotas: tuple[ProjectQuotas, ...]  # one per Flyte project, in its order
+    classes: tuple[PriorityClassSpec, ...]  # the PriorityClasses that get a WorkloadPriorityClass
+    preempts: dict[str, bool]  # project -> whether its PriorityClass may pre-empt
+
+
+def _scheduling_classes(cluster: ClusterModel) -> list[PriorityClassSpec]:
+    sched = cluster.component_settings.get(Scheduling.name)
+    return list(sched.priority_classes) if sched is not None else []
+
+
+def topology() -> dict[str, Any]:
+    return {"apiVersion": API, "kind": "Topology", "metadata": {"name": TOPOLOGY},
+            "spec": {"levels": [{"nodeLabel": RACK_LABEL}, {"nodeLabel": HOSTNAME_LABEL}]}}
+
+
+def resource_flavor(cluster: ClusterModel, cap: Capacity, flavor: str) -> dict[str, Any]:
+    pool = cap.pool(flavor)
+    assert pool is not None
+    spec: dict[str, Any] = {"nodeLabels": dict(pool.node_labels)}
+    tolerations = cluster.tolerations_for(pool.nodes)
+    if tolerations:  # added to every pod admitted on this flavor: the pool's taints
+        spec["tolerations"] = tolerations
+    spec["topologyName"] = TOPOLOGY
+    return {"apiVersion": API, "kind": "ResourceFlavor", "metadata": {"name": flavor}, "spec": spec}
+
+
+def cluster_queue(q: ProjectQuotas, cap: Capacity, settings: KueueSettings, preempts: bool) -> dict[str, Any]:
+    flavors = []
+    for pool in cap.pools:
+        resources = []
+        for resource in cap.resources:
+            quota = q.flavors[pool.flavor].get(resource)
+            nominal, borrowing, lending = (quota.nominal, quota.borrowing, quota.lending) if quota else (0, 0, 0)
+            resources.append({"name": resource, "nominalQuota": quantity(resource, nominal),
+                              "borrowingLimit": quantity(resource, borrowing), "lendingLimit": quantity(resource, lending)})
+        flavors.append({"name": pool.flavor, "resources": resources})
+    # Classes with preemption Never (batch preprocessing) wait their turn in Kueue too.
+    preemption = ({"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"} if preempts
+                  else {"reclaimWithinCohort": "Never", "withinClusterQueue": "Never"})
+    return {
+        "apiVersion": API,
+        "kind": "ClusterQueue",
+        "metadata": {"name": q.project},
+        "spec": {
+            "cohortName": settings.cohort,
+            "namespaceSelector": {"matchLabels": {FLYTE_PROJECT_LABEL: q.project}},
+            "queueingStrategy": "BestEffortFIFO",
+            "preemption": preemption,
+            # One group: a pod's CPU, memory, GPUs and RDMA all come from the same pool.
+            "resourceGroups": [{"coveredResources": list(cap.resources), "flavors": flavors}],
+        },
+    }
+
+
+def workload_priority_class(spec: PriorityClassSpec) -> dict[str, Any]:
+    return {"apiVersion": API, "kind": "WorkloadPriorityClass", "metadata": {"name": spec.name},
+            "value": spec.value, "description": spec.description}
+

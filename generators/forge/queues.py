@@ -1,0 +1,127 @@
+"""Queue arithmetic: each Flyte project's Kueue quota per flavor (GPU pool) and resource, from the
+inventory's project shares and the capacity of forge.capacity. Pure: Kueue's ClusterQueues, Flyte's
+ResourceQuota ceilings and `forge queues` all read it.
+
+For project p, flavor f and resource r (capacity C = C[f][r], integers rounded down):
+- nominal   N = floor(C x share / 100), share = the project's `share_percent` in components.flyte,
+  or its override for that flavor, named by the flavor or by its MIG layout
+  (components.kueue.projects.<p>.flavor_shares.<flavor or layout>);
+- borrowing B = floor((C - N) x borrowing% / 100): of what the other projects hold, how much p
+  may use while they leave it idle (100: all of it);
+- lending   L = floor(N x lending% / 100): how much of its own quota p lends while idle (it takes
+  it back by pre-emption when its own work arrives: reclaimWithinCohort).
+With every flavor's shares adding up to at most 100 % (checked), sum over projects of N <= C.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Iterable
+
+from pydantic import Field
+
+from forge.capacity import Capacity, Pool
+from forge.inventory.schema import Name, PositiveInt, Strict
+
+Percent = Annotated[int, Field(ge=0, le=100)]
+API = "kueue.x-k8s.io/v1beta2"  # Kueue 0.19's stored version of its custom resources
+QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
+FLYTE_PROJECT_LABEL = "forge.exa.ai/flyte-project"  # on every Flyte project-domain Namespace
+LOCAL_QUEUE = "default"  # the LocalQueue of every project-domain namespace (Flyte's default label)
+
+
+class ProjectQueue(Strict):
+    """Per-project overrides of the cluster-wide defaults below."""
+
+    borrowing_limit_percent: Percent | None = None
+    lending_limit_percent: Percent | None = None
+    # Share of one flavor (GPU pool) instead of the project's share_percent: e.g. most MIG slices
+    # for the interactive project. Keyed by the flavor, or by a MIG layout (every pool cut that
+    # way: stays valid when the GPU model changes). Every flavor's shares must add up to <= 100.
+    flavor_shares: dict[Name, Percent] = {}
+
+
+class KueueSettings(Strict):
+    cohort: Name = "forge"  # every project's ClusterQueue borrows and lends within it
+    borrowing_limit_percent: Percent = 100
+    lending_limit_percent: Percent = 100
+    # Admitted jobs whose pods are not all running after this long are evicted and requeued, so a
+    # half-started multi-node job gives its GPUs back (waitForPodsReady).
+    pods_ready_timeout_minutes: PositiveInt = 20
+    # WorkloadPriorityClasses to create, by PriorityClass name (default: every class of
+    # components.scheduling). Kubernetes' system classes are never mapped.
+    priority_classes: list[Name] | None = None
+    projects: dict[Name, ProjectQueue] = {}
+
+
+@dataclass(frozen=True)
+class Quota:
+    nominal: int
+    borrowing: int
+    lending: int
+
+    @property
+    def reach(self) -> int:
+        """The most the project can hold of this flavor's resource: its quota plus what it borrows."""
+        return self.nominal + self.borrowing
+
+
+@dataclass(frozen=True)
+class ProjectQuotas:
+    project: str
+    share_percent: int
+    flavors: dict[str, dict[str, Quota]]  # flavor -> resource -> quota, in capacity order
+
+    def reach(self, resource: str) -> int:
+        return sum(q[resource].reach for q in self.flavors.values() if resource in q)
+
+
+def share_key(pool: Pool, shares: dict[str, int]) -> str | None:
+    """Which key of a flavor_shares block applies to `pool`: its flavor, else its MIG layout."""
+    return next((k for k in (pool.flavor, pool.mig_layout) if k is not None and k in shares), None)
+
+
+def share_of(project: str, share: int, pool: Pool, settings: KueueSettings) -> int:
+    override = settings.projects.get(project)
+    key = share_key(pool, override.flavor_shares) if override else None
+    return override.flavor_shares[key] if override and key else share
+
+
+def project_quotas(cap: Capacity, projects: Iterable[tuple[str, int]], settings: KueueSettings) -> list[ProjectQuotas]:
+    """Quotas of each (project, share_percent), in the order given."""
+    out = []
+    for project, share in projects:
+        own = settings.projects.get(project) or ProjectQueue()
+        borrow = settings.borrowing_limit_percent if own.borrowing_limit_percent is None else own.borrowing_limit_percent
+        lend = settings.lending_limit_percent if own.lending_limit_percent is None else own.lending_limit_percent
+        flavors: dict[str, dict[str, Quota]] = {}
+        for pool in cap.pools:
+            pct = share_of(project, share, pool, settings)
+            flavors[pool.flavor] = {}
+            for resource, amount in pool.resources.items():
+                nominal = amount * pct // 100
+                flavors[pool.flavor][resource] = Quota(nominal, (amount - nominal) * borrow // 100, nominal * lend // 100)
+        out.append(ProjectQuotas(project, share, flavors))
+    return out
+
+
+def overcommitted(cap: Capacity, quotas: list[ProjectQuotas]) -> list[tuple[str, str, int, int]]:
+    """(flavor, resource, sum of nominal quotas, capacity) wherever the quotas exceed the capacity."""
+    out = []
+    for pool in cap.pools:
+        for resource, amount in pool.resources.items():
+            total = sum(q.flavors[pool.flavor][resource].nominal for q in quotas)
+            if total > amount:
+                out.append((pool.flavor, resource, total, amount))
+    return out
+
+
+def local_queue(namespace: str, cluster_queue: str, name: str = LOCAL_QUEUE) -> dict:
+    """The queue jobs in `namespace` name (label QUEUE_NAME_LABEL), feeding `cluster_queue`."""
+    return {"apiVersion": API, "kind": "LocalQueue", "metadata": {"name": name, "namespace": namespace},
+            "spec": {"clusterQueue": cluster_queue}}
+
+
+def kueue_settings(cluster) -> KueueSettings | None:
+    """The cluster's typed Kueue settings (the fleet stage validated them), or None when it runs
+    no Kueue (component `kueue`)."""
+    return cluster.component_settings.get("kueue")

@@ -1,0 +1,80 @@
+"""`forge queues CLUSTER`: each project's Kueue quotas per flavor and resource, and the cluster's
+capacity per flavor, as text or as a Markdown PR comment (when the inventory's shares change)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from forge.capacity import Capacity, quantity
+from forge.cli_common import root_option, user_errors
+from forge.errors import ForgeError
+from forge.queues import ProjectQuotas
+
+Table = tuple[list[str], list[list[str]]]
+
+
+def capacity_table(cap: Capacity, quotas: list[ProjectQuotas]) -> Table:
+    rows = []
+    for pool in cap.pools:
+        racks = ",".join(pool.racks)
+        for resource, amount in pool.resources.items():
+            nominal = sum(q.flavors[pool.flavor][resource].nominal for q in quotas)
+            rows.append([pool.flavor, f"{len(pool.nodes)}", racks, resource, pool.unit(resource),
+                         quantity(resource, amount), quantity(resource, nominal)])
+    return ["flavor", "nodes", "racks", "resource", "unit", "capacity", "nominal (all queues)"], rows
+
+
+def project_table(cap: Capacity, q: ProjectQuotas) -> Table:
+    rows = []
+    for pool in cap.pools:
+        for resource, quota in q.flavors[pool.flavor].items():
+            rows.append([pool.flavor, resource, quantity(resource, quota.nominal), quantity(resource, quota.borrowing),
+                         quantity(resource, quota.lending), quantity(resource, pool.resources[resource])])
+    return ["flavor", "resource", "nominal", "borrowing limit", "lending limit", "capacity"], rows
+
+
+def text(table: Table) -> list[str]:
+    header, rows = table
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    right = {i for i, h in enumerate(header) if h in ("nodes", "capacity", "nominal", "borrowing limit", "lending limit", "nominal (all queues)")}
+    fmt = lambda row: "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip()  # noqa: E731
+    return [fmt(header), fmt(["-" * w for w in widths]), *map(fmt, rows)]
+
+
+def markdown(table: Table) -> list[str]:
+    header, rows = table
+    return ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|",
+            *("| " + " | ".join(r) + " |" for r in rows)]
+
+
+def report(cluster, fmt: str) -> str:
+    if "kueue" not in cluster.component_facts:
+        raise ForgeError(f"cluster '{cluster.name}' runs no Kueue: add components.kueue to {cluster.source}")
+    settings, facts = cluster.component_settings["kueue"], cluster.component_facts["kueue"]
+    cap, quotas = facts.capacity, list(facts.quotas)
+    render = markdown if fmt == "markdown" else text
+    heading = (lambda s: f"### {s}") if fmt == "markdown" else (lambda s: s)
+    lines = [heading(f"Kueue queues of {cluster.name}") if fmt == "markdown" else f"Kueue queues of {cluster.name}",
+             "", f"{len(quotas)} ClusterQueues in cohort '{settings.cohort}'; MIG strategy {cluster.mig_strategy}; "
+             f"whole GPUs {cap.whole_gpus}, GPU equivalents {float(sum(p.gpu_equivalents() for p in cap.pools)):g} of "
+             f"{cluster.gpu_count} physical GPUs", "", heading("capacity per flavor"), *render(capacity_table(cap, quotas))]
+    for q in quotas:
+        lines += ["", heading(f"project {q.project} (share {q.share_percent}%)"), *render(project_table(cap, q))]
+    return "\n".join(lines) + "\n"
+
+
+@click.command()
+@click.argument("cluster")
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown"]), default="text", show_default=True,
+              help="markdown: for a pull-request comment when the inventory's shares change.")
+@root_option
+@user_errors
+def queues(cluster: str, fmt: str, root: Path) -> None:
+    """Each project's nominal quota, borrowing and lending limits per flavor (GPU pool) and resource,
+    and the cluster's capacity per flavor, as the inventory gives them to Kueue's ClusterQueues."""
+    from forge.fleet import load_plan
+    from forge.nodes.command import inventory_file
+
+    path, display = inventory_file(root, cluster)
+    click.echo(report(load_plan(path, display, cluster).cluster, fmt), nl=False)

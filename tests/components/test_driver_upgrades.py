@@ -1,0 +1,120 @@
+"""Driver upgrades (forge.components.driver_upgrades): one knob in the inventory drives the GPU
+Operator's upgrade policy, the Network Operator's DOCA/OFED upgrades (requestor mode through the
+Maintenance Operator) and the MaintenanceOperatorConfig; both fleets drain one node at a time and
+wait for training pods."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from forge.components.driver_upgrades import UpgradeSettings, maintenance_operator_config, upgrade_policy
+from forge.components.gpu_operator import GpuOperator
+from forge.components.network_operator import NAMESPACE, NetworkOperator, max_parallel_upgrades
+from forge.validate.crd import CrdSchemas
+from forge.validate.objects import load_yaml_stream
+from tests.helpers import CLUSTERS, H200_FILE, edit, generated, inventory_text, line_of, model, needs_upstream, problems
+
+KNOB = "      wait_for_completion: {pod_selector: training.kubeflow.org/job-name, timeout_seconds: 86400}\n"
+
+
+def _custom(text: str) -> str:
+    text = edit(text, "      max_parallel: 1\n", "      max_parallel: 2\n")
+    text = edit(text, "      drain_timeout_seconds: 1800\n", "      drain_timeout_seconds: 900\n")
+    return edit(text, KNOB, "      wait_for_completion: {pod_selector: 'ray.io/node-type=worker', timeout_seconds: 3600}\n")
+
+
+@pytest.mark.parametrize("cluster", CLUSTERS)
+def test_both_fleets_upgrade_gpu_drivers_one_drained_node_at_a_time_waiting_for_training_pods(cluster):
+    values = generated(f"overlays/{cluster}/gpu-operator/values.yaml")
+    assert values["driver"]["upgradePolicy"] == {
+        "autoUpgrade": True,
+        "maxParallelUpgrades": 1,
+        "maxUnavailable": 1,
+        "waitForCompletion": {"podSelector": "training.kubeflow.org/job-name", "timeoutSeconds": 86400},
+        "drain": {"enable": True, "force": False, "podSelector": "", "timeoutSeconds": 1800, "deleteEmptyDir": True},
+        "gpuPodDeletion": {"force": False, "timeoutSeconds": 1800, "deleteEmptyDir": True},
+    }
+    # and the ClusterPolicy the chart renders must carry it (forge validate --hydrated)
+    expected = {e.path: e.value for e in GpuOperator().expected_in_hydrated(model(cluster)) if e.kind == "ClusterPolicy"}
+    assert expected["spec.driver.upgradePolicy.maxUnavailable"] == 1
+    assert expected["spec.driver.upgradePolicy.drain"]["enable"] is True
+    assert expected["spec.driver.upgradePolicy.waitForCompletion"] == {"podSelector": "training.kubeflow.org/job-name",
+                                                                       "timeoutSeconds": 86400}
+    assert expected["spec.driver.upgradePolicy.podDeletion"]["force"] is False
+
+
+def test_nic_driver_upgrades_ask_the_maintenance_operator_within_the_same_knob():
+    values = generated("overlays/h200/network-operator/values.yaml")
+    assert values["maintenanceOperator"] == {"enabled": True}
+    assert values["operator"]["maintenanceOperator"] == {"useRequestor": True}
+    # no cert-manager here: the webhook is off, said on purpose
+    assert values["maintenance-operator-chart"]["operator"]["admissionController"] == {"enable": False}
+    config = generated("overlays/h200/network-operator/maintenanceoperatorconfig-default.yaml")
+    assert config["metadata"]["name"] == "default" and config["metadata"]["namespace"] == NAMESPACE
+    assert config["spec"] == {"maxParallelOperations": 1, "maxUnavailable": 1}
+    ofed = generated("overlays/h200/network-operator/nicclusterpolicy-nic-cluster-policy.yaml")["spec"]["ofedDriver"]["upgradePolicy"]
+    assert ofed["maxParallelUpgrades"] == 1
+    assert ofed["waitForCompletion"] == {"podSelector": "training.kubeflow.org/job-name", "timeoutSeconds": 86400}
+    assert ofed["drain"]["enable"] is True
+
+
+def test_a100_has_no_nic_driver_and_no_maintenance_operator():
+    cluster = model("a100")
+    assert not NetworkOperator().enabled(cluster)
+
+
+def test_the_knob_comes_from_the_inventory():
+    cluster = model("h200", _custom(inventory_text("h200")))
+    values = GpuOperator().values(cluster)["driver"]["upgradePolicy"]
+    assert (values["maxParallelUpgrades"], values["maxUnavailable"]) == (2, 2)
+    assert values["waitForCompletion"] == {"podSelector": "ray.io/node-type=worker", "timeoutSeconds": 3600}
+    assert values["drain"]["timeoutSeconds"] == 900 and values["gpuPodDeletion"]["timeoutSeconds"] == 900
+    objs = {o["kind"]: o for o in NetworkOperator().manifests(cluster)}
+    assert objs["MaintenanceOperatorConfig"]["spec"] == {"maxParallelOperations": 2, "maxUnavailable": 2}
+    ofed = objs["NicClusterPolicy"]["spec"]["ofedDriver"]["upgradePolicy"]
+    # 10 % of the 18 DOCA nodes is 1: the NIC's own share stays below the knob
+    assert ofed["maxParallelUpgrades"] == 1
+    assert ofed["waitForCompletion"] == {"podSelector": "ray.io/node-type=worker", "timeoutSeconds": 3600}
+
+
+@pytest.mark.parametrize(("nodes", "percent", "limit", "expected"), [(18, 50, 1, 1), (18, 50, 3, 3), (18, 10, 3, 1), (18, 50, None, 9)])
+def test_nic_upgrades_never_exceed_the_gpu_knob(nodes, percent, limit, expected):
+    assert max_parallel_upgrades(nodes, percent, limit) == expected
+
+
+def test_a_knob_of_zero_is_refused_with_its_line():
+    text = edit(inventory_text("h200"), "      max_parallel: 1\n", "      max_parallel: 0\n")
+    [problem] = [p for p in problems(text) if "max_parallel" in p]
+    assert problem.startswith(f"{H200_FILE}:{line_of(text, 'max_parallel: 0')}: components.gpu-operator.upgrade.max_parallel:")
+
+
+def test_the_knob_defaults_to_one_node_without_a_block():
+    text = inventory_text("h200")
+    start = text.index("  gpu-operator:\n")
+    text = text[:start] + text[text.index(KNOB) + len(KNOB):]
+    cluster = model("h200", text)
+    assert GpuOperator().values(cluster)["driver"]["upgradePolicy"]["maxUnavailable"] == 1
+    assert GpuOperator().settings(cluster).upgrade == UpgradeSettings()
+
+
+@needs_upstream
+def test_the_policy_fits_clusterpolicy_nvidiadriver_and_the_maintenance_config(upstream: Path):
+    """One policy for every driver spec: the ClusterPolicy's driver and an NVIDIADriver (per-pool
+    driver CRs) take the same DriverUpgradePolicySpec; the real CRDs reject an unknown field."""
+    schemas = CrdSchemas()
+    for folder, names in (("gpu-operator-v26.7.0", ("clusterpolicies.nvidia.com", "nvidiadrivers.nvidia.com")),
+                          ("network-operator-26.4.1", ("maintenanceoperatorconfigs.maintenance.nvidia.com",))):
+        for name in names:
+            schemas.add_objects(load_yaml_stream((upstream / folder / "crds" / f"{name}.yaml").read_text()))
+    policy = upgrade_policy(UpgradeSettings())
+    driver = {"apiVersion": "nvidia.com/v1alpha1", "kind": "NVIDIADriver", "metadata": {"name": "pool"},
+              "spec": {"default": False, "driverType": "gpu", "image": "driver", "repository": "nvcr.io/nvidia", "version": "1",
+                       "upgradePolicy": policy}}
+    assert schemas.validate(driver) == []
+    cluster_policy = {"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": {"name": "cluster-policy"},
+                      "spec": {"driver": {"upgradePolicy": policy}}}
+    assert not [p for p in schemas.validate(cluster_policy) or [] if "upgradePolicy" in p[0]]
+    assert schemas.validate(maintenance_operator_config(UpgradeSettings(max_parallel=2), NAMESPACE)) == []
+    bad = {**driver, "spec": {**driver["spec"], "upgradePolicy": {**policy, "maxParallel": 1}}}
+    assert any("maxParallel" in reason or "maxParallel" in path for path, reason in schemas.validate(bad))

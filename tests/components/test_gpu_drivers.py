@@ -1,0 +1,84 @@
+"""GPU drivers per pool: one NVIDIADriver per GPU profile when the cluster's GPU generations need
+different branches (charts/versions.yaml gpu_drivers), the ClusterPolicy driver otherwise, and a
+comment in the generated values saying which branch serves which GPUs on a cluster of several
+GPU models."""
+from __future__ import annotations
+
+from typing import Any
+
+from forge.components.gpu_drivers import driver_notes, driver_pools, needs_pools
+from forge.components.gpu_operator import GpuOperator
+from forge.versions import versions
+from tests.helpers import REPO, edit, generated_dir, inventory_text, model
+
+TWO_PROFILES = """  control-plane:
+    server: generic-1u"""
+
+
+def _with_second_gpu_profile(gpu: str, server: str, nics: str = "") -> str:
+    """The h200 inventory with one whole-GPU node (h200-gpu-16) on a second GPU profile."""
+    profile = (f"  second-gpu:\n    server: {server}\n    cpu_threads: 96\n    memory_gib: 1024\n"
+               f"    gpu: {{model: {gpu}, count: 8, nvlink: 3}}\n{nics}"
+               "    nvme:\n      - {device: /dev/nvme0n1, size_gb: 3840, mount: /mnt/nvme0}\n")
+    text = edit(inventory_text("h200"), TWO_PROFILES, profile + TWO_PROFILES)
+    return edit(text, "  - name: h200-gpu-16\n    profile: sr680a-h200\n", "  - name: h200-gpu-16\n    profile: second-gpu\n")
+
+
+def test_shipped_fleets_stay_on_the_clusterpolicy_driver():
+    for cluster in ("a100", "h200"):
+        m = model(cluster)
+        assert not needs_pools(m) and driver_pools(m) == ()
+        assert GpuOperator().values_notes(m) == []
+        assert not [o for o in generated_dir(f"overlays/{cluster}/gpu-operator") if o["kind"] == "NVIDIADriver"]
+        assert GpuOperator().values(m)["driver"]["version"] == versions(REPO).gpu_drivers[m.gpu_models[0].architecture]
+
+
+def test_generations_on_different_branches_get_an_nvidiadriver_per_pool():
+    m = model("h200", _with_second_gpu_profile("A100-80GB", "supermicro-as-4124go-nart+"))
+    pins = versions(REPO).gpu_drivers
+    op = GpuOperator()
+    pools = op.facts(m).driver_pools
+    assert [(p.profile, p.architecture, p.version, p.rdma) for p in pools] == [
+        ("sr680a-h200", "hopper", pins["hopper"], True),  # ConnectX-7 compute rails
+        ("second-gpu", "ampere", pins["ampere"], False)]  # no compute NIC
+    assert pools[1].nodes == ("h200-gpu-16",) and len(pools[0].nodes) == 17
+    crs = op.manifests(m)
+    assert [(c["metadata"]["name"], c["spec"]["nodeSelector"], c["spec"]["version"]) for c in crs] == [
+        ("forge-sr680a-h200", {"forge.exa.ai/profile": "sr680a-h200"}, pins["hopper"]),
+        ("forge-second-gpu", {"forge.exa.ai/profile": "second-gpu"}, pins["ampere"])]
+    assert [c["spec"]["rdma"] for c in crs] == [{"enabled": True, "useHostMofed": False}, {"enabled": False, "useHostMofed": False}]
+    assert all(c["spec"]["default"] is False and "upgradePolicy" not in c["spec"] for c in crs)
+    assert crs[0]["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] == "5"  # after the operator's CRDs
+    assert op.values(m)["driver"] == {"nvidiaDriverCRD": {"enabled": True, "deployDefaultCR": False}}
+    assert op.values_notes(m)[-2:] == [f"  forge-sr680a-h200: {pins['hopper']} for hopper (profile sr680a-h200)",
+                                      f"  forge-second-gpu: {pins['ampere']} for ampere (profile second-gpu)"]
+    expected = {e.path: e.value for e in op.expected_in_hydrated(m) if e.kind == "ClusterPolicy"}
+    assert expected["spec.driver.useNvidiaDriverCRD"] is True and "spec.driver.version" not in expected
+
+
+def test_generations_one_branch_serves_keep_one_driver_and_say_so():
+    # H100 and H200 are both Hopper: one pinned branch serves both.
+    m = model("h200", _with_second_gpu_profile("H100-80GB", "dell-xe9680"))
+    op = GpuOperator()
+    version = versions(REPO).gpu_drivers["hopper"]
+    assert op.facts(m).driver_pools == () and op.manifests(m) == []
+    assert op.values(m)["driver"]["version"] == version
+    assert op.values_notes(m) == [f"One driver branch serves every GPU of this cluster: {version} "
+                                  "(charts/versions.yaml gpu_drivers: hopper) for H100-80GB, H200-141GB."]
+
+
+def test_every_pool_upgrades_like_the_clusterpolicy_driver():
+    # A driver upgradePolicy in the ClusterPolicy values (the GPU driver upgrade work) reaches
+    # every pool's NVIDIADriver unchanged.
+    policy = {"autoUpgrade": True, "maxParallelUpgrades": 1, "drain": {"enable": True}}
+
+    class WithPolicy(GpuOperator):
+        def _values(self, cluster) -> dict[str, Any]:
+            values = super()._values(cluster)
+            values["driver"]["upgradePolicy"] = policy
+            return values
+
+    m = model("h200", _with_second_gpu_profile("A100-80GB", "supermicro-as-4124go-nart+"))
+    crs = WithPolicy().manifests(m)
+    assert len(crs) == 2 and all(c["spec"]["upgradePolicy"] == policy for c in crs)
+    assert driver_notes(m, ()) != []  # two GPU models: the values say which branch serves them

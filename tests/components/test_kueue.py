@@ -1,0 +1,237 @@
+"""Kueue on both fleets: quotas within capacity per flavor and resource, a LocalQueue in every
+Flyte namespace, priorities mapped from the PriorityClasses, the manager configuration, every
+custom resource against Kueue's real CRDs, and the inventory rejections (message and file:line)."""
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+import yaml
+from tests.helpers import (CLUSTERS, edit, generated, generated_dir, inventory_text, line_of, model, needs_upstream,
+                           only_problem, problems_of, rendered, upstream_data)
+
+from forge.capacity import GPU, capacity
+from forge.components.kueue import FRAMEWORKS, Kueue
+from forge.validate.crd import CrdSchemas
+from forge.validate.queues import queue_failures
+from forge.validate.values import check_values
+
+from tests.model.test_capacity import MIXED_H200
+
+
+def kinds(cluster: str, kind: str, component: str = "kueue") -> list[dict]:
+    return [o for o in generated_dir(f"overlays/{cluster}/{component}") if o["kind"] == kind]
+
+
+def nominal(cq: dict, flavor: str, resource: str) -> int:
+    group = cq["spec"]["resourceGroups"][0]
+    f = next(f for f in group["flavors"] if f["name"] == flavor)
+    return int(str(next(r for r in f["resources"] if r["name"] == resource)["nominalQuota"]).removesuffix("Gi"))
+
+
+# ---- quotas -------------------------------------------------------------------------------------------
+
+def test_h200_nominal_gpus_at_most_144_and_mig_has_its_own_quota():
+    cqs = kinds("h200", "ClusterQueue")
+    assert sorted(cq["metadata"]["name"] for cq in cqs) == ["embeddings", "finetune", "research", "training"]
+    whole = sum(nominal(cq, "h200-141gb", GPU) for cq in cqs)
+    slices = sum(nominal(cq, "h200-141gb-all-1g", GPU) for cq in cqs)  # single strategy: slices are nvidia.com/gpu
+    assert whole == 126 <= 128  # the whole GPUs of the 16 uncut nodes
+    assert slices == 110 <= 112  # 1g.18gb slices of the 2 cut nodes, 7 per GPU
+    assert whole + Fraction(slices, 7) <= 144  # in GPUs: never more than the fleet has
+    research = next(cq for cq in cqs if cq["metadata"]["name"] == "research")
+    assert nominal(research, "h200-141gb-all-1g", GPU) == 44  # flavor_shares: 40 % of the slices
+
+
+def test_a100_nominal_gpus_within_whole_gpus_and_mig_quota():
+    cqs = kinds("a100", "ClusterQueue")
+    flavors = ("a100-80gb", "a100-80gb-half-1g")
+    whole = sum(nominal(cq, f, GPU) for cq in cqs for f in flavors)
+    assert whole == 70 + 2 <= 76 < 80  # mixed strategy: the 4 cut GPUs of a100-gpu-10 are not nvidia.com/gpu
+    assert sum(nominal(cq, "a100-80gb-half-1g", "nvidia.com/mig-1g.10gb") for cq in cqs) == 26 <= 28
+    assert all(nominal(cq, "a100-80gb", "nvidia.com/mig-1g.10gb") == 0 for cq in cqs)
+
+
+def test_mixed_fixture_no_gpu_quota_above_the_whole_gpus():
+    m = model("h200", edit(inventory_text("h200"), *MIXED_H200))
+    cqs = [o for o in Kueue().manifests(m) if o["kind"] == "ClusterQueue"]
+    assert sum(nominal(cq, f, GPU) for cq in cqs for f in ("h200-141gb", "h200-141gb-all-1g")) <= 128
+    for profile, total in (("1g.18gb", 32), ("2g.35gb", 16), ("3g.71gb", 16)):
+        got = sum(nominal(cq, "h200-141gb-all-1g", f"nvidia.com/mig-{profile}") for cq in cqs)
+        assert 0 < got <= total
+
+
+@pytest.mark.parametrize("cluster", CLUSTERS)
+def test_every_flavor_and_resource_within_capacity(cluster):
+    cap = capacity(model(cluster))
+    quotas = Kueue().facts(model(cluster)).quotas
+    for pool in cap.pools:
+        for resource, amount in pool.resources.items():
+            assert sum(q.flavors[pool.flavor][resource].nominal for q in quotas) <= amount
+            for q in quotas:
+                quota = q.flavors[pool.flavor][resource]
+                assert quota.nominal + quota.borrowing <= amount and quota.lending <= quota.nominal
+
+
+def test_queue_shape_cohort_fair_sharing_and_preemption():
+    cqs = {cq["metadata"]["name"]: cq["spec"] for cq in kinds("h200", "ClusterQueue")}
+    assert {s["cohortName"] for s in cqs.values()} == {"forge"}
+    assert cqs["training"]["namespaceSelector"] == {"matchLabels": {"forge.exa.ai/flyte-project": "training"}}
+    assert cqs["training"]["resourceGroups"][0]["coveredResources"] == [
+        "cpu", "memory", GPU, "rdma/rdma_network", "rdma/rdma_storage"]
+    # urgent-finetune pre-empts (its project reclaims its quota); batch-preprocessing never does
+    assert cqs["finetune"]["preemption"] == {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}
+    assert cqs["embeddings"]["preemption"] == {"reclaimWithinCohort": "Never", "withinClusterQueue": "Never"}
+    finetune = next(f for f in cqs["finetune"]["resourceGroups"][0]["flavors"] if f["name"] == "h200-141gb")
+    gpu = next(r for r in finetune["resources"] if r["name"] == GPU)
+    assert gpu == {"name": GPU, "nominalQuota": "25", "borrowingLimit": "103", "lendingLimit": "12"}  # lends 50 %
+
+
+# ---- flavors, topology, priorities, local queues ----------------------------------------------------
+
+@pytest.mark.parametrize("cluster", CLUSTERS)
+def test_flavors_select_nodes_by_labels_nfd_sets(cluster):
+    m = model(cluster)
+    rules = {r["metadata"]["name"]: r for r in generated_dir(f"overlays/{cluster}/node-feature-discovery", "nodefeaturerule-")}
+    for flavor in kinds(cluster, "ResourceFlavor"):
+        selector = flavor["spec"]["nodeLabels"]
+        nodes = [n for n in m.workload_nodes if n.gpu and all(n.labels.get(k) == v for k, v in selector.items())]
+        assert nodes == list(capacity(m).pool(flavor["metadata"]["name"]).nodes)
+        for node in nodes:  # node-feature-discovery puts exactly these labels (and the rack) on the node
+            labels = rules[f"forge-node-{node.name}"]["spec"]["rules"][0]["labels"]
+            assert selector.items() <= labels.items() and labels["forge.exa.ai/rack"] == node.rack
+        assert flavor["spec"]["topologyName"] == "racks"
+        assert flavor["spec"]["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    assert [t["spec"] for t in kinds(cluster, "Topology")] == [
+        {"levels": [{"nodeLabel": "forge.exa.ai/rack"}, {"nodeLabel": "kubernetes.io/hostname"}]}]
+
+
+@pytest.mark.parametrize("cluster", CLUSTERS)
+def test_workload_priority_classes_mirror_the_priority_classes(cluster):
+    pcs = {o["metadata"]["name"]: o["value"] for o in generated_dir(f"overlays/{cluster}/scheduling")}
+    wpcs = {o["metadata"]["name"]: o["value"] for o in kinds(cluster, "WorkloadPriorityClass")}
+    assert wpcs == pcs and wpcs["urgent-finetune"] > wpcs["batch-preprocessing"]
+    assert not [n for n in wpcs if n.startswith("system-")]
+
+
+@pytest.mark.parametrize("cluster", CLUSTERS)
+def test_every_flyte_namespace_has_a_local_queue(cluster):
+    namespaces = [o for o in generated_dir(f"overlays/{cluster}/flyte", "namespace-")]
+    queues = {(q["metadata"]["namespace"], q["metadata"]["name"]): q["spec"]["clusterQueue"]
+              for q in kinds(cluster, "LocalQueue", "flyte")}
+    assert len(namespaces) == len(queues) == 12
+    for ns in namespaces:
+        assert queues[(ns["metadata"]["name"], "default")] == ns["metadata"]["labels"]["forge.exa.ai/flyte-project"]
+    values = generated(f"overlays/{cluster}/flyte/values.yaml")
+    assert values["configuration"]["inline"]["plugins"]["k8s"]["default-labels"] == {"kueue.x-k8s.io/queue-name": "default"}
+
+
+# ---- the chart's values and the CRDs ------------------------------------------------------------------
+
+@pytest.mark.parametrize("cluster", CLUSTERS)
+def test_manager_config_integrations_fair_sharing_and_namespaces(cluster):
+    values = generated(f"overlays/{cluster}/kueue/values.yaml")
+    config = yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"])
+    assert config["apiVersion"] == "config.kueue.x-k8s.io/v1beta2"
+    frameworks = config["integrations"]["frameworks"]
+    assert {"batch/job", "pod", "kubeflow.org/pytorchjob", "kubeflow.org/mpijob", "ray.io/rayjob", "ray.io/raycluster"} <= set(frameworks)
+    assert list(FRAMEWORKS) == frameworks
+    assert config["fairSharing"]["preemptionStrategies"]  # present: fair sharing on
+    assert config["managedJobsNamespaceSelector"] == {"matchExpressions": [{"key": "forge.exa.ai/flyte-project", "operator": "Exists"}]}
+    assert config["waitForPodsReady"]["timeout"] == "20m"
+    assert values["controllerManager"]["manager"]["priorityClassName"] == "system-cluster-critical"
+    app = generated(f"clusters/{cluster}/argocd/application-kueue.yaml")
+    assert app["spec"]["sources"][0] == {"repoURL": "registry.k8s.io/kueue/charts", "chart": "kueue", "targetRevision": "0.19.2",
+                                         "helm": {"releaseName": "kueue", "valueFiles": [f"$values/overlays/{cluster}/kueue/values.yaml"]}}
+    waves = {c: int(generated(f"clusters/{cluster}/argocd/application-{c}.yaml")["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"])
+             for c in ("training-operator", "kuberay-operator", "kueue", "flyte")}
+    assert waves["training-operator"] < waves["kueue"] < waves["flyte"] and waves["kuberay-operator"] < waves["kueue"]
+
+
+@needs_upstream
+@pytest.mark.parametrize("cluster", CLUSTERS)
+def test_values_match_the_chart_and_objects_the_crds(cluster):
+    data = upstream_data("kueue-0.19.2")
+    assert check_values(generated(f"overlays/{cluster}/kueue/values.yaml"), data, Kueue.declared_values) == []
+    crds = CrdSchemas()
+    crds.add_dir(data / "crds")
+    objs = [o for o in rendered(cluster, "kueue") + rendered(cluster, "flyte") if o["apiVersion"].startswith("kueue.x-k8s.io/")]
+    assert {o["kind"] for o in objs} == {"ResourceFlavor", "ClusterQueue", "Topology", "WorkloadPriorityClass", "LocalQueue"}
+    for obj in objs:
+        assert crds.validate(obj) == [], obj["metadata"]["name"]
+    bad = next(o for o in objs if o["kind"] == "ClusterQueue")
+    bad["spec"]["cohort"] = "v1beta1-name"  # renamed cohortName in v1beta2: the CRD must refuse it
+    assert crds.validate(bad) != []
+
+
+# ---- rejections (inventory) and cross-object checks (rendered output) ----------------------------------
+
+def test_rejects_flavor_shares_over_capacity():
+    text = edit(inventory_text("h200"), "research: {flavor_shares: {all-1g: 40}}", "research: {flavor_shares: {all-1g: 70}}")
+    p = only_problem(problems_of("h200", text), "components.kueue.projects.research.flavor_shares.all-1g")
+    assert p.message.startswith("nominal quotas of flavor 'h200-141gb-all-1g' exceed its capacity (cpu 496 > 384, memory 5324Gi > 4096Gi, "
+                                "nvidia.com/gpu 144 > 112, ")
+    assert p.message.endswith("its shares add up to 130%")
+    assert p.line == line_of(text, "all-1g: 70")
+
+
+def test_rejects_unknown_flavor_and_project():
+    text = edit(inventory_text("a100"), "research: {flavor_shares: {half-1g: 40}}", "reserch: {flavor_shares: {half-2g: 40}}")
+    problems = problems_of("a100", text)
+    p = only_problem(problems, "components.kueue.projects.reserch")
+    assert p.message == "unknown Flyte project 'reserch' (expected one of: training, finetune, embeddings, research)"
+    assert p.line == line_of(text, "reserch:")
+    p = only_problem(problems, "components.kueue.projects.reserch.flavor_shares.half-2g")
+    assert p.message == ("no GPU pool nor MIG layout in use 'half-2g' on this cluster (pools: a100-80gb, a100-80gb-half-1g; "
+                         "layouts: half-1g): drop or rename this share")
+
+
+def test_rejects_a_workload_priority_class_without_priority_class():
+    text = edit(inventory_text("h200"), "  kueue:\n    projects:", "  kueue:\n    priority_classes: [urgent-finetune, urgnt]\n    projects:")
+    p = only_problem(problems_of("h200", text), "components.kueue.priority_classes[1]")
+    assert p.message.startswith("no PriorityClass 'urgnt' in components.scheduling (expected one of: urgent-finetune,")
+    assert p.line == line_of(text, "priority_classes: [urgent-finetune, urgnt]")
+
+
+def test_rejects_a_rack_label_contradicting_the_rack():
+    text = edit(inventory_text("h200"), "      exa.ai/pool: interactive\n", "      exa.ai/pool: interactive\n      forge.exa.ai/rack: h200-r04\n", count=2)
+    problems = [p for p in problems_of("h200", text) if p.path.endswith("labels.forge.exa.ai/rack")]
+    assert [p.path for p in problems] == ["nodes[19].labels.forge.exa.ai/rack", "nodes[20].labels.forge.exa.ai/rack"]
+    assert problems[0].message == ("label forge.exa.ai/rack=h200-r04 contradicts the node's rack 'h200-r05': "
+                                   "Kueue's Topology places jobs by this label")
+    assert [p.line for p in problems] == [line_of(text, "forge.exa.ai/rack: h200-r04", nth=1), line_of(text, "forge.exa.ai/rack: h200-r04", nth=2)]
+
+
+def test_rejects_kueue_without_flyte():
+    text = inventory_text("a100")
+    start, end = text.index("  # Flyte (forge.components.flyte)"), text.index("  # Queues (forge.components.kueue)")
+    text = text[:start] + text[end:]
+    p = only_problem(problems_of("a100", text), "components.kueue")
+    assert p.message == "Kueue's ClusterQueues are Flyte's projects: add components.flyte"
+    assert p.line == line_of(text, "  kueue:", whole=True)
+
+
+def test_cross_object_checks_fire_on_broken_renders():
+    m = model("h200")
+    objects = {"kueue": Kueue().manifests(m), "flyte": [o for o in rendered("h200", "flyte")],
+               "scheduling": rendered("h200", "scheduling")}
+    assert queue_failures(m, objects) == []
+    objects["flyte"] = [o for o in objects["flyte"] if not (o["kind"] == "LocalQueue" and o["metadata"]["namespace"] == "research-staging")]
+    wpc = next(o for o in objects["kueue"] if o["kind"] == "WorkloadPriorityClass" and o["metadata"]["name"] == "interactive")
+    wpc["value"] = 1
+    topology = next(o for o in objects["kueue"] if o["kind"] == "Topology")
+    topology["spec"]["levels"].insert(0, {"nodeLabel": "forge.exa.ai/row"})
+    lines = sorted(f.line() for f in queue_failures(m, objects))
+    assert lines[0] == "h200 / flyte / Namespace/research-staging / - / runs Flyte executions but has no LocalQueue 'default'"
+    assert "h200 / kueue / WorkloadPriorityClass/interactive / value / 1 differs from PriorityClass 'interactive' (50000)" in lines
+    assert ("h200 / kueue / ResourceFlavor/h200-141gb / spec.topologyName / node h200-gpu-01 lacks the Topology's "
+            "level label(s) forge.exa.ai/row") in lines
+
+
+def test_flavor_shares_by_flavor_name_or_by_mig_layout_agree():
+    by_layout = Kueue().facts(model("h200")).quotas
+    text = edit(inventory_text("h200"), "{flavor_shares: {all-1g:", "{flavor_shares: {h200-141gb-all-1g:", count=2)
+    by_flavor = Kueue().facts(model("h200", text)).quotas
+    assert by_flavor == by_layout
+    assert by_flavor[3].flavors["h200-141gb-all-1g"][GPU].nominal == 44  # research: 40 % of 112 slices
+    assert by_flavor[3].flavors["h200-141gb"][GPU].nominal == 12  # its share_percent (10 %) elsewhere
