@@ -52,7 +52,7 @@ def _crds(root: Path, upstream: Path | None):
 def validate_one(args: tuple[str, str, str | None, str]) -> dict[str, Any] | None:
     """One cluster (in a worker): its plan, its rendered objects parsed once, the engine, values.
     None when its inventory has problems (the fleet stage reports them)."""
-    from forge.validate.run import validate_everything
+    from forge.validate.run import check_cluster
 
     root, inventory, upstream_s, rendered = Path(args[0]), Path(args[1]), args[2], Path(args[3])
     upstream = Path(upstream_s) if upstream_s else None
@@ -62,7 +62,7 @@ def validate_one(args: tuple[str, str, str | None, str]) -> dict[str, Any] | Non
         return None
     objects = {f.stem: load_yaml_stream(f.read_text(encoding="utf-8")) for f in sorted((rendered / plan.name).glob("*.yaml"))}
     report = Report()
-    validate_everything(root, plan.cluster, list(plan.components), objects, _crds(root, upstream), upstream, report)
+    check_cluster(root, plan.cluster, list(plan.components), objects, _crds(root, upstream), upstream, report)
     return {"failures": [list(f.__dict__.values()) for f in report.failures],
             "warnings": [list(f.__dict__.values()) for f in report.warnings],
             "unchecked": report.unchecked, "values_files": report.values_files,

@@ -127,19 +127,18 @@ def _validate_values_file(root: Path, cluster: ClusterModel, component: Componen
     report.failures += [Failure(cluster.name, component.name, rel.as_posix(), path, reason) for path, reason in problems]
 
 
-def validate_everything(root: Path, cluster: ClusterModel, components: list[Component],
-                        objects: dict[str, list[dict[str, Any]]], base_crds: LazyCrdFolder, upstream: Path | None,
-                        report: Report) -> None:
-    """Every check of one cluster's rendered output and values files (full and cached runs alike)."""
+def validate_repo(root: Path, upstream: Path | None = None, rendered: Path | None = None) -> Report:
+    return validate_fleet(root, [(p.cluster, list(p.components)) for p in load_fleet(root)], upstream, rendered)
+
+
+def check_cluster(root: Path, cluster: ClusterModel, components: list[Component], objects: dict[str, list[dict[str, Any]]],
+                  base_crds: LazyCrdFolder, upstream: Path | None, report: Report) -> None:
+    """Every check of one cluster (also run per cluster by forge.validate.cached)."""
     validate_cluster(cluster, components, objects, base_crds, upstream, report)
     validate_values(root, cluster, components, upstream, report)
     if upstream:
         report.failures += missing_runtime_data(cluster.name, components, upstream)
     report.failures += admission_failures(root, cluster, components, objects)
-
-
-def validate_repo(root: Path, upstream: Path | None = None, rendered: Path | None = None) -> Report:
-    return validate_fleet(root, [(p.cluster, list(p.components)) for p in load_fleet(root)], upstream, rendered)
 
 
 def validate_fleet(root: Path, fleet: list[tuple[ClusterModel, list[Component]]], upstream: Path | None = None,
@@ -150,7 +149,7 @@ def validate_fleet(root: Path, fleet: list[tuple[ClusterModel, list[Component]]]
     base_crds = upstream_crds(root, upstream)
     objects = rendered_objects(rendered or root / RENDERED_DIR, [c.name for c, _ in fleet])
     for cluster, components in fleet:
-        validate_everything(root, cluster, components, objects[cluster.name], base_crds, upstream, report)
+        check_cluster(root, cluster, components, objects[cluster.name], base_crds, upstream, report)
     report.seconds = time.perf_counter() - started
     report.sort()
     return report
