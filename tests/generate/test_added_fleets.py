@@ -144,7 +144,9 @@ def test_mixed_cluster_gives_each_pool_a_driver_that_supports_its_gpus(fleet: Pa
                        "mx-h200-01": "595.91.07", "mx-h200-02": "595.91.07"}
     # The ClusterPolicy leaves the driver to those CRs; its default CR stays off.
     gpu = overlay(fleet, "mixed-gen", "gpu-operator")
-    assert gpu["driver"] == {"nvidiaDriverCRD": {"enabled": True, "deployDefaultCR": False}}
+    assert gpu["driver"]["nvidiaDriverCRD"] == {"enabled": True, "deployDefaultCR": False}
+    assert set(gpu["driver"]) == {"nvidiaDriverCRD", "upgradePolicy"}  # no cluster-wide version or RDMA
+    assert all(cr["spec"]["upgradePolicy"]["podDeletion"] == gpu["driver"]["upgradePolicy"]["gpuPodDeletion"] for cr in drivers)
 
 
 def test_mixed_cluster_turns_gpudirect_rdma_and_the_nic_driver_on_only_where_the_nics_do_it(fleet: Path):

@@ -72,7 +72,9 @@ class GpuOperator(Component):
         if self.facts(cluster).driver_pools:
             # One branch does not serve every GPU generation here: the drivers are NVIDIADriver
             # CRs, one per pool (gpu_drivers.py); the chart's default CR stays off.
-            values["driver"] = {"nvidiaDriverCRD": {"enabled": True, "deployDefaultCR": False}}
+            # The ClusterPolicy keeps the same upgrade policy as every pool's CR.
+            values["driver"] = {"nvidiaDriverCRD": {"enabled": True, "deployDefaultCR": False},
+                                "upgradePolicy": values["driver"]["upgradePolicy"]}
         return values
 
     def values_notes(self, cluster: ClusterModel) -> list[str]:
