@@ -183,7 +183,7 @@ def test_every_crd_the_charts_and_sources_ship_sits_where_nothing_prunes_it(clus
     for name, objs in raw.items():
         CrdPrune(before)(report, cluster, name, objs)
     want = {"gpu-operator", "node-feature-discovery", "kuberay-operator", "training-operator", "prometheus-crds", "flyte",
-            "external-secrets"}
+            "external-secrets", "kueue"}
     assert want | ({"network-operator"} if "network-operator" in apps else set()) == {f.component for f in report.failures}
 
 

@@ -79,7 +79,8 @@ class GpuOperator(Component):
         return gpu_drivers.driver_notes(cluster, self.facts(cluster).driver_pools)
 
     def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
-        policy = self._values(cluster)["driver"].get("upgradePolicy")
+        # The custom resource's own field names (the chart's values call podDeletion gpuPodDeletion).
+        policy = upgrade_policy(self.settings(cluster).upgrade)
         return [custom_resource(gpu_drivers.nvidia_driver(cluster, pool, policy)) for pool in self.facts(cluster).driver_pools]
 
     def _values(self, cluster: ClusterModel) -> dict[str, Any]:
