@@ -66,7 +66,8 @@ def test_check_lists_drifted_and_stale_files(repo_inputs: Path):
     runner.invoke(main, ["generate", "--root", str(repo_inputs)])
     assert runner.invoke(main, ["check", "--root", str(repo_inputs)]).exit_code == 0
     values = repo_inputs / "overlays/h200/gpu-operator/values.yaml"
-    values.write_text(values.read_text().replace("strategy: single", "strategy: mixed"))
+    assert "strategy: mixed" in values.read_text()
+    values.write_text(values.read_text().replace("strategy: mixed", "strategy: single"))
     (repo_inputs / "overlays/h200/gpu-operator/extra.yaml").write_text("kind: ConfigMap\n")
     result = runner.invoke(main, ["check", "--root", str(repo_inputs)])
     assert result.exit_code == 1
