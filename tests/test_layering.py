@@ -13,12 +13,12 @@ PACKAGE = Path(__file__).resolve().parents[1] / "generators" / "forge"
 # modules). Every module must have a stage, so a new one is placed on purpose.
 STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("forge", "forge.hardware", "forge.errors", "forge.emit", "forge.paths", "forge.folders",
-                    "forge.tools", "forge.versions", "forge.cli_common")),
+                    "forge.tools", "forge.versions", "forge.cli_common", "forge.cache", "forge.progress")),
     ("inventory", ("forge.inventory",)),
     ("model", ("forge.model", "forge.capacity", "forge.queues")),
     ("components", ("forge.components", "forge.observability")),
     ("fleet", ("forge.fleet",)),
-    ("commands", ("forge.generate", "forge.argocd", "forge.writer", "forge.render", "forge.bench", "forge.validate",
+    ("commands", ("forge.generate", "forge.argocd", "forge.writer", "forge.incremental", "forge.render", "forge.render_batch", "forge.bench", "forge.validate",
                   "forge.upstream", "forge.diff", "forge.nodes", "forge.queues_cli")),
     # Entry points: `python -m forge.inventory` checks a file with every rule generate applies.
     ("cli", ("forge.cli", "forge.inventory.__main__")),

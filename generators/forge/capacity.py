@@ -12,8 +12,8 @@ Units, per node, as the device plugins advertise them:
 - whole GPUs: `nvidia.com/gpu`; a GPU a MIG layout cuts is no longer a whole GPU;
 - MIG slices: under the `mixed` strategy each profile is its own resource,
   `nvidia.com/mig-<profile>` (GPUs count x instances per GPU); under the `single` strategy the
-  device plugin advertises the slices as `nvidia.com/gpu` (single is only chosen when every cut
-  node carries one profile on all its GPUs, so a node offers slices or whole GPUs, never both);
+  device plugin advertises the slices as `nvidia.com/gpu` (single is only chosen when every GPU
+  node carries one profile on all its GPUs, so the cluster has no whole GPUs to confuse them with);
 - RDMA: `rdma/<name>` of the shared device plugin, RDMA_HCA_MAX pods per node that has the role's
   NICs (a ceiling on pods, not bandwidth).
 

@@ -19,17 +19,24 @@ def main() -> None:
     """
 
 
+jobs_option = click.option("--jobs", "-j", type=click.IntRange(1, 256), default=None,
+                           help="Parallel workers (default: the CPU count).")
+
+
 @main.command()
 @root_option
+@jobs_option
 @user_errors
-def generate(root: Path) -> None:
-    """Write overlays/ and clusters/*/argocd/ from every inventory (atomically)."""
-    from forge.generate import build_tree
-    from forge.writer import write_tree
+def generate(root: Path, jobs: int | None) -> None:
+    """Write overlays/ and clusters/*/argocd/ from every inventory (atomically, incrementally:
+    only clusters whose inputs changed are built, only changed files are written)."""
+    from forge.incremental import generate as run
+    from forge.progress import Progress
 
-    tree = build_tree(root)
-    write_tree(root, tree)
-    click.echo(f"generated {len(tree.files)} files from {len({p.split('/')[1] for p in tree.files if p.startswith('overlays/')})} clusters")
+    progress = Progress("generate")
+    outcome = run(root, jobs, progress)
+    progress.finish(f"{len(outcome.built)} built, {outcome.written} files written")
+    click.echo(f"generated {outcome.files} files from {outcome.clusters} clusters")
 
 
 @main.command()
@@ -53,14 +60,17 @@ def check(root: Path) -> None:
 
 @main.command()
 @root_option
-@click.option("--jobs", "-j", type=click.IntRange(1, 64), default=None, help="Parallel kustomize builds (default: CPU count).")
+@jobs_option
 @user_errors
 def render(root: Path, jobs: int | None) -> None:
     """kustomize build every overlay and bootstrap into build/rendered/<cluster>/."""
+    from forge.progress import Progress
     from forge.render import render_all
 
     started = time.perf_counter()
-    counts = render_all(root, jobs=jobs)
+    progress = Progress("render")
+    counts = render_all(root, jobs=jobs, progress=progress)
+    progress.finish()
     for cluster, count in sorted(counts.items()):
         click.echo(f"{cluster}: {count} objects")
     click.echo(f"rendered in {time.perf_counter() - started:.2f}s")
@@ -76,10 +86,14 @@ def render(root: Path, jobs: int | None) -> None:
                    "policies, values keys the chart ignores or sets to its default, what the charts' custom resources carry.")
 @click.option("--component", "components", multiple=True, metavar="NAME",
               help="With --hydrated: only this component (repeatable).")
+@jobs_option
 @user_errors
-def validate(root: Path, upstream: Path | None, hydrated: bool, components: tuple[str, ...]) -> None:
-    """Validate build/rendered/ and the values files: schemas, CRDs, chart values, policies."""
-    from forge.validate.run import validate_repo
+def validate(root: Path, upstream: Path | None, hydrated: bool, components: tuple[str, ...], jobs: int | None) -> None:
+    """Validate build/rendered/ and the values files: schemas, CRDs, chart values, policies.
+    Clusters whose rendered files, values, inventory and upstream data did not change are not
+    validated again: their stored result is replayed."""
+    from forge.progress import Progress
+    from forge.validate.cached import validate_incremental
 
     if hydrated:
         from forge.upstream.cli import validate_hydrated_command
@@ -90,7 +104,9 @@ def validate(root: Path, upstream: Path | None, hydrated: bool, components: tupl
 
         raise ForgeError("--component goes with --hydrated")
 
-    report = validate_repo(root, upstream or None)
+    progress = Progress("validate")
+    report, validated = validate_incremental(root, upstream or None, jobs=jobs, progress=progress)
+    progress.finish(f"{validated} validated, {progress.total - validated} unchanged")
     for failure in report.failures:
         click.echo(f"FAIL {failure.line()}", err=True)
     for item, count in sorted(Counter(report.unchecked).items()):
@@ -103,16 +119,18 @@ def validate(root: Path, upstream: Path | None, hydrated: bool, components: tupl
 
 @main.command()
 @root_option
-@click.option("--nodes", type=click.IntRange(10, 100_000), default=1000, show_default=True, help="GPU nodes in the synthetic fleet.")
-@click.option("--clusters", type=click.IntRange(1, 100), default=10, show_default=True, help="Clusters the synthetic nodes are spread over.")
+@click.option("--nodes", type=click.IntRange(1, 10_000), default=100, show_default=True, help="GPU nodes per synthetic cluster.")
+@click.option("--clusters", type=click.IntRange(1, 1000), default=10, show_default=True, help="Synthetic clusters.")
 @click.option("--upstream", type=click.Path(file_okay=False, path_type=Path), envvar="FORGE_UPSTREAM",
               help="Upstream chart data, as for validate. [env: FORGE_UPSTREAM]")
+@jobs_option
 @user_errors
-def bench(root: Path, nodes: int, clusters: int, upstream: Path | None) -> None:
-    """Time generate, render and validate; print objects/s and `ratio:` against bare kustomize."""
+def bench(root: Path, nodes: int, clusters: int, upstream: Path | None, jobs: int | None) -> None:
+    """Time generate, render and validate (cold, warm, one-node change) and forge diff; print
+    objects/s, peak memory and the ratios against bare kustomize."""
     from forge.bench import bench as run_bench
 
-    run_bench(root, nodes, clusters, upstream or None)
+    run_bench(root, nodes, clusters, upstream or None, jobs)
 
 
 # Commands that live in their own modules; they import forge.cli_common, never this module.

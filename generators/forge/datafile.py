@@ -101,7 +101,7 @@ def _message(err: Any) -> str:
     return message
 
 
-def _data_path(data: Any, loc: tuple) -> Key:
+def data_path(data: Any, loc: tuple) -> Key:
     """Pydantic's location, minus the tags it adds that are not keys of the data."""
     path: list[str | int] = []
     node = data
@@ -121,7 +121,7 @@ def _data_path(data: Any, loc: tuple) -> Key:
 def problems(exc: ValidationError, data: Any, lines: dict[Key, int], file: str) -> list[Problem]:
     out = []
     for err in exc.errors(include_url=False):
-        path = _data_path(data, err["loc"])
+        path = data_path(data, err["loc"])
         out.append(Problem(file, line_of(lines, path), dotted(path), _message(err)))
     return out
 

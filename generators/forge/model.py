@@ -258,16 +258,22 @@ class ClusterModel:
 
     @cached_property
     def mig_strategy(self) -> str:
-        """'single' when every MIG GPU on a node is cut the same way, else 'mixed'.
+        """'single' only when every GPU node has all its GPUs cut by MIG into one profile, else 'mixed'.
 
-        The device plugin's single strategy advertises MIG slices as plain nvidia.com/gpu, which
-        is only well-defined when all GPUs of a node carry one profile and none is left whole. A layout is 'uniform' when it
-        is one group over `all` GPUs with one profile; nodes with MIG off fit either strategy.
+        Under single the device plugin advertises MIG slices as plain nvidia.com/gpu. With whole
+        GPUs anywhere in the cluster (MIG off, a GPU that cannot do MIG, a layout that leaves GPUs
+        whole or mixes profiles) that merges two things under one name: quotas over nvidia.com/gpu
+        add slices to whole GPUs (h200 would hand out 126 whole + 110 slices, more than its 144
+        GPUs) and a job asking for 8 GPUs could be placed on 8 slices. Mixed gives every MIG
+        profile its own resource (nvidia.com/mig-<profile>) with its own quota, and
+        nvidia.com/gpu always means a whole GPU.
         """
-        for groups in self.mig_layouts_used.values():
-            if groups and not (len(groups) == 1 and groups[0].gpus == "all" and len(groups[0].profiles) == 1):
-                return "mixed"
-        return "single"
+        def uniform(layout: str | None) -> bool:
+            groups = self.settings.mig_layouts.get(layout) if layout and layout != MIG_DISABLED else None
+            return bool(groups) and len(groups) == 1 and groups[0].gpus == "all" and len(groups[0].profiles) == 1
+
+        cut_everywhere = bool(self.gpu_nodes) and all(uniform(n.mig_layout) for n in self.gpu_nodes)
+        return "single" if cut_everywhere else "mixed"
 
     @cached_property
     def label_namespaces(self) -> tuple[str, ...]:

@@ -116,14 +116,40 @@ def _read(root: Path) -> Versions:
     return datafile.load(root / VERSIONS_FILE, Versions, VERSIONS_FILE.as_posix(), rules=Versions.rules)
 
 
-@cache
+def _stamp(root: Path) -> tuple[int, int] | None:
+    """What the file looks like now: the caches below are keyed on it, so an edit in the same
+    process (forge diff's working tree, forge bench's change, tests) is never served stale."""
+    try:
+        st = (root / VERSIONS_FILE).stat()
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
+
+
 def versions(root: Path = REPO_ROOT) -> Versions:
+    return _versions(root, _stamp(root))
+
+
+def chart_pins(root: Path = REPO_ROOT) -> dict[str, ChartPin]:
+    return _chart_pins(root, _stamp(root))
+
+
+@cache
+def _versions(root: Path, stamp: tuple[int, int] | None) -> Versions:
     return _read(root)
 
 
 @cache
-def chart_pins(root: Path = REPO_ROOT) -> dict[str, ChartPin]:
+def _chart_pins(root: Path, stamp: tuple[int, int] | None) -> dict[str, ChartPin]:
     return {key: ChartPin(key, v.repo, v.chart, v.version) for key, v in _read(root).charts.items()}
+
+
+def _clear() -> None:
+    _versions.cache_clear()
+    _chart_pins.cache_clear()
+
+
+versions.cache_clear = chart_pins.cache_clear = _clear  # type: ignore[attr-defined]
 
 
 def _missing(section: str, key: str, have: dict) -> ForgeError:

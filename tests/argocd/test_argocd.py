@@ -118,7 +118,7 @@ def test_crd_only_application_is_never_pruned_automatically():
     assert files["apps/application-prometheus-crds.yaml"]["spec"]["syncPolicy"]["automated"] == {"prune": False, "selfHeal": True}
     # Operators whose charts ship CRDs that values cannot annotate Prune=false never prune automatically either
     # (forge.validate.cluster_policies); the rest keep pruning.
-    for name in ("gpu-operator", "network-operator", "node-feature-discovery", "kuberay-operator", "flyte"):
+    for name in ("gpu-operator", "network-operator", "node-feature-discovery", "kuberay-operator", "flyte", "kueue"):
         assert files[f"apps/application-{name}.yaml"]["spec"]["syncPolicy"]["automated"] == {"prune": False, "selfHeal": True}, name
     for name in ("training-operator", "prometheus", "loki", "alluxio", "alloy", "scheduling"):
         assert files[f"apps/application-{name}.yaml"]["spec"]["syncPolicy"]["automated"] == {"prune": True, "selfHeal": True}, name
@@ -139,6 +139,18 @@ IGNORED = {
     "external-secrets": [
         {"group": "admissionregistration.k8s.io", "kind": "ValidatingWebhookConfiguration",
          "jqPathExpressions": [".webhooks[]?.clientConfig.caBundle"]},
+    ],
+    # Kueue's internal cert manager writes its serving certificate and every CA it serves: webhooks,
+    # the CRDs' conversion webhook, the visibility APIService
+    "kueue": [
+        {"group": "", "kind": "Secret", "name": "kueue-webhook-server-cert", "namespace": "kueue-system", "jsonPointers": ["/data"]},
+        {"group": "admissionregistration.k8s.io", "kind": "MutatingWebhookConfiguration",
+         "jqPathExpressions": [".webhooks[]?.clientConfig.caBundle"]},
+        {"group": "admissionregistration.k8s.io", "kind": "ValidatingWebhookConfiguration",
+         "jqPathExpressions": [".webhooks[]?.clientConfig.caBundle"]},
+        {"group": "apiextensions.k8s.io", "kind": "CustomResourceDefinition",
+         "jqPathExpressions": [".spec.conversion.webhook.clientConfig.caBundle"]},
+        {"group": "apiregistration.k8s.io", "kind": "APIService", "jsonPointers": ["/spec/caBundle"]},
     ],
     # the training-operator writes its own serving certificate and the webhook's CA
     "training-operator": [

@@ -92,13 +92,13 @@ def test_ctrl_c_after_generate_swapped_the_tree_exits_130(git_repo: Path):
     """The writer holds SIGINT while it swaps folders and delivers it once the tree is whole: that
     late KeyboardInterrupt is an interruption (130), not click's `Aborted!` with exit 1."""
     driver = ("import os, signal, sys\n"
-              "import forge.writer as writer\n"
-              "real = writer.write_tree\n"
+              "import forge.incremental as writer\n"  # generate's writer (the journaled swap of changed clusters)
+              "real = writer.write_clusters\n"
               "def write_then_ctrl_c(*args):\n"
               "    real(*args)\n"
               "    os.kill(os.getpid(), signal.SIGINT)\n"
               "    signal.sigtimedwait([], 0) if hasattr(signal, 'sigtimedwait') else None\n"
-              "writer.write_tree = write_then_ctrl_c\n"
+              "writer.write_clusters = write_then_ctrl_c\n"
               "from forge.cli import main\n"
               "main(['generate', '--root', sys.argv[1]])\n")
     proc = subprocess.run([sys.executable, "-c", driver, str(git_repo)], capture_output=True, text=True, env=ENV, timeout=300)

@@ -14,10 +14,10 @@ from forge.capacity import quantity
 from forge.components.flyte import DomainSpec, Flyte, FlyteSettings, ProjectSpec, log_link, quotas
 from forge.components.kueue import Kueue
 
-# Workload capacity per resource (forge.capacity). h200: MIG strategy single, so the 2 x 8 GPUs
-# cut into 7 x 1g.18gb count as 112 nvidia.com/gpu slices; a100: mixed, a100-gpu-10 cuts GPUs 0-3
-# into 7 x 1g.10gb each, leaving 76 whole GPUs.
-TOTALS = {"h200": {"cpu": 18 * 192, "memory": 18 * 2048, "nvidia.com/gpu": 16 * 8 + 2 * 8 * 7,
+# Workload capacity per resource (forge.capacity). Both fleets use the mixed MIG strategy (whole
+# GPUs and slices coexist). h200: the 2 x 8 GPUs cut into 7 x 1g.18gb are 112 nvidia.com/mig-1g.18gb
+# slices, leaving 128 whole GPUs; a100: a100-gpu-10 cuts GPUs 0-3 into 7 x 1g.10gb each, leaving 76.
+TOTALS = {"h200": {"cpu": 18 * 192, "memory": 18 * 2048, "nvidia.com/gpu": 16 * 8, "nvidia.com/mig-1g.18gb": 2 * 8 * 7,
                    "rdma/rdma_network": 18_000, "rdma/rdma_storage": 18_000},
           "a100": {"cpu": 10 * 96, "memory": 10 * 1024, "nvidia.com/gpu": 76, "nvidia.com/mig-1g.10gb": 28}}
 
@@ -48,8 +48,10 @@ def test_capacity_is_the_workload_nodes(cluster):
 
 @pytest.mark.parametrize("cluster, project, domain, expect", [
     # Without Kueue: floor(capacity x project% x domain% / 10000) per resource
-    ("h200", "training", "production", {"cpu": 1382, "memory": 14745, "nvidia.com/gpu": 96}),  # 240 x .4 = 96
-    ("h200", "research", "development", {"cpu": 34, "memory": 368, "nvidia.com/gpu": 2}),  # 240 x .01 = 2.4
+    ("h200", "training", "production", {"cpu": 1382, "memory": 14745, "nvidia.com/gpu": 51,  # 128 x .4 = 51.2
+                                        "nvidia.com/mig-1g.18gb": 44}),  # 112 x .4 = 44.8
+    ("h200", "research", "development", {"cpu": 34, "memory": 368, "nvidia.com/gpu": 1,  # 128 x .01 = 1.28
+                                         "nvidia.com/mig-1g.18gb": 1}),  # 112 x .01 = 1.12
     ("a100", "training", "production", {"cpu": 307, "memory": 3276, "nvidia.com/gpu": 24, "nvidia.com/mig-1g.10gb": 8}),  # 76 x .32 = 24.3
     ("a100", "finetune", "staging", {"cpu": 28, "memory": 307, "nvidia.com/gpu": 2, "nvidia.com/mig-1g.10gb": 0}),  # 28 x .03 = 0.84
 ])
@@ -66,6 +68,9 @@ def test_quotas_without_kueue_never_hand_out_more_than_exists(cluster):
     for resource, total in TOTALS[cluster].items():
         assert total - len(objs) <= sum(hard(q, resource) for q in objs) <= total  # rounding loses < 1 per namespace
     # Issue 12: under the mixed strategy, nvidia.com/gpu counts whole GPUs only, and the slices have their own quota.
+    if cluster == "h200":
+        assert sum(hard(q, "nvidia.com/gpu") for q in objs) <= 128 < 144
+        assert sum(hard(q, "nvidia.com/mig-1g.18gb") for q in objs) <= 112
     if cluster == "a100":
         assert sum(hard(q, "nvidia.com/gpu") for q in objs) == 72 <= 76 < 80  # 30 + 22 + 14 + 6
         assert sum(hard(q, "nvidia.com/mig-1g.10gb") for q in objs) == 22 <= 28
@@ -91,8 +96,9 @@ def test_h200_rendered_quotas_are_ceilings_of_whole_gpus_and_slices():
     objs = [o for o in rendered("h200", "flyte") if o["kind"] == "ResourceQuota"]
     assert len(objs) == 12
     research = next(o for o in objs if o["metadata"]["namespace"] == "research-production")
-    # 12 nominal + 116 borrowable whole GPUs, 44 nominal + 68 borrowable 1g.18gb slices (single strategy: nvidia.com/gpu)
-    assert hard(research, "nvidia.com/gpu") == 12 + 116 + 44 + 68
+    # 12 nominal + 116 borrowable whole GPUs; 44 nominal + 68 borrowable 1g.18gb slices, their own resource (mixed strategy)
+    assert hard(research, "nvidia.com/gpu") == 12 + 116
+    assert hard(research, "nvidia.com/mig-1g.18gb") == 44 + 68
 
 
 @pytest.mark.parametrize("cluster", ["h200", "a100"])

@@ -4,8 +4,7 @@ comment in the generated values saying which branch serves which GPUs on a clust
 GPU models."""
 from __future__ import annotations
 
-from typing import Any
-
+from forge.components.driver_upgrades import chart_upgrade_policy, upgrade_policy
 from forge.components.gpu_drivers import driver_notes, driver_pools, needs_pools
 from forge.components.gpu_operator import GpuOperator
 from forge.versions import versions
@@ -47,9 +46,10 @@ def test_generations_on_different_branches_get_an_nvidiadriver_per_pool():
         ("forge-sr680a-h200", {"forge.exa.ai/profile": "sr680a-h200"}, pins["hopper"]),
         ("forge-second-gpu", {"forge.exa.ai/profile": "second-gpu"}, pins["ampere"])]
     assert [c["spec"]["rdma"] for c in crs] == [{"enabled": True, "useHostMofed": False}, {"enabled": False, "useHostMofed": False}]
-    assert all(c["spec"]["default"] is False and "upgradePolicy" not in c["spec"] for c in crs)
+    assert all(c["spec"]["default"] is False for c in crs)
     assert crs[0]["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] == "5"  # after the operator's CRDs
-    assert op.values(m)["driver"] == {"nvidiaDriverCRD": {"enabled": True, "deployDefaultCR": False}}
+    assert op.values(m)["driver"] == {"nvidiaDriverCRD": {"enabled": True, "deployDefaultCR": False},
+                                      "upgradePolicy": chart_upgrade_policy(op.settings(m).upgrade)}
     assert op.values_notes(m)[-2:] == [f"  forge-sr680a-h200: {pins['hopper']} for hopper (profile sr680a-h200)",
                                       f"  forge-second-gpu: {pins['ampere']} for ampere (profile second-gpu)"]
     expected = {e.path: e.value for e in op.expected_in_hydrated(m) if e.kind == "ClusterPolicy"}
@@ -68,17 +68,15 @@ def test_generations_one_branch_serves_keep_one_driver_and_say_so():
 
 
 def test_every_pool_upgrades_like_the_clusterpolicy_driver():
-    # A driver upgradePolicy in the ClusterPolicy values (the GPU driver upgrade work) reaches
-    # every pool's NVIDIADriver unchanged.
-    policy = {"autoUpgrade": True, "maxParallelUpgrades": 1, "drain": {"enable": True}}
-
-    class WithPolicy(GpuOperator):
-        def _values(self, cluster) -> dict[str, Any]:
-            values = super()._values(cluster)
-            values["driver"]["upgradePolicy"] = policy
-            return values
-
+    # The driver upgrade policy (components.gpu-operator.upgrade) reaches every pool's NVIDIADriver
+    # under the custom resource's field names, and the ClusterPolicy under the chart's.
     m = model("h200", _with_second_gpu_profile("A100-80GB", "supermicro-as-4124go-nart+"))
-    crs = WithPolicy().manifests(m)
+    op = GpuOperator()
+    policy = upgrade_policy(op.settings(m).upgrade)
+    crs = op.manifests(m)
     assert len(crs) == 2 and all(c["spec"]["upgradePolicy"] == policy for c in crs)
+    assert "podDeletion" in policy and "gpuPodDeletion" not in policy
+    chart = op.values(m)["driver"]["upgradePolicy"]
+    assert chart["gpuPodDeletion"] == policy["podDeletion"]
+    assert {k: v for k, v in chart.items() if k != "gpuPodDeletion"} == {k: v for k, v in policy.items() if k != "podDeletion"}
     assert driver_notes(m, ()) != []  # two GPU models: the values say which branch serves them

@@ -31,16 +31,37 @@ def nominal(cq: dict, flavor: str, resource: str) -> int:
 
 # ---- quotas -------------------------------------------------------------------------------------------
 
+def all_flavors_nominal(cqs: list[dict], resource: str) -> int:
+    return sum(int(r["nominalQuota"]) for cq in cqs for f in cq["spec"]["resourceGroups"][0]["flavors"]
+               for r in f["resources"] if r["name"] == resource)
+
+
+@pytest.mark.parametrize("cluster, gpus, mig, slices", [("h200", 144, "nvidia.com/mig-1g.18gb", 112),
+                                                        ("a100", 80, "nvidia.com/mig-1g.10gb", 28)])
+def test_done_when_nominal_gpus_within_the_fleet_and_mig_has_its_own_quota(cluster, gpus, mig, slices):
+    """Issue 13's Done-when: the nominal nvidia.com/gpu over all ClusterQueues is at most the
+    fleet's GPUs (at most its whole GPUs: the mixed strategy never advertises a slice as one), and
+    the MIG resource has its own nominal quotas."""
+    cqs = kinds(cluster, "ClusterQueue")
+    assert model(cluster).mig_strategy == "mixed"  # whole GPUs and slices coexist
+    whole = capacity(model(cluster)).whole_gpus
+    assert 0 < all_flavors_nominal(cqs, GPU) <= whole < gpus
+    assert 0 < all_flavors_nominal(cqs, mig) <= slices
+    assert all(mig in cq["spec"]["resourceGroups"][0]["coveredResources"] for cq in cqs)
+
+
 def test_h200_nominal_gpus_at_most_144_and_mig_has_its_own_quota():
     cqs = kinds("h200", "ClusterQueue")
     assert sorted(cq["metadata"]["name"] for cq in cqs) == ["embeddings", "finetune", "research", "training"]
     whole = sum(nominal(cq, "h200-141gb", GPU) for cq in cqs)
-    slices = sum(nominal(cq, "h200-141gb-all-1g", GPU) for cq in cqs)  # single strategy: slices are nvidia.com/gpu
+    slices = sum(nominal(cq, "h200-141gb-all-1g", "nvidia.com/mig-1g.18gb") for cq in cqs)
     assert whole == 126 <= 128  # the whole GPUs of the 16 uncut nodes
+    assert all(nominal(cq, "h200-141gb-all-1g", GPU) == 0 for cq in cqs)  # the cut nodes have no whole GPU
+    assert all(nominal(cq, "h200-141gb", "nvidia.com/mig-1g.18gb") == 0 for cq in cqs)
     assert slices == 110 <= 112  # 1g.18gb slices of the 2 cut nodes, 7 per GPU
     assert whole + Fraction(slices, 7) <= 144  # in GPUs: never more than the fleet has
     research = next(cq for cq in cqs if cq["metadata"]["name"] == "research")
-    assert nominal(research, "h200-141gb-all-1g", GPU) == 44  # flavor_shares: 40 % of the slices
+    assert nominal(research, "h200-141gb-all-1g", "nvidia.com/mig-1g.18gb") == 44  # flavor_shares: 40 % of the slices
 
 
 def test_a100_nominal_gpus_within_whole_gpus_and_mig_quota():
@@ -78,7 +99,7 @@ def test_queue_shape_cohort_fair_sharing_and_preemption():
     assert {s["cohortName"] for s in cqs.values()} == {"forge"}
     assert cqs["training"]["namespaceSelector"] == {"matchLabels": {"forge.exa.ai/flyte-project": "training"}}
     assert cqs["training"]["resourceGroups"][0]["coveredResources"] == [
-        "cpu", "memory", GPU, "rdma/rdma_network", "rdma/rdma_storage"]
+        "cpu", "memory", GPU, "nvidia.com/mig-1g.18gb", "rdma/rdma_network", "rdma/rdma_storage"]
     # urgent-finetune pre-empts (its project reclaims its quota); batch-preprocessing never does
     assert cqs["finetune"]["preemption"] == {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}
     assert cqs["embeddings"]["preemption"] == {"reclaimWithinCohort": "Never", "withinClusterQueue": "Never"}
@@ -108,7 +129,7 @@ def test_flavors_select_nodes_by_labels_nfd_sets(cluster):
 
 @pytest.mark.parametrize("cluster", CLUSTERS)
 def test_workload_priority_classes_mirror_the_priority_classes(cluster):
-    pcs = {o["metadata"]["name"]: o["value"] for o in generated_dir(f"overlays/{cluster}/scheduling")}
+    pcs = {o["metadata"]["name"]: o["value"] for o in generated_dir(f"overlays/{cluster}/scheduling", "priorityclass-")}
     wpcs = {o["metadata"]["name"]: o["value"] for o in kinds(cluster, "WorkloadPriorityClass")}
     assert wpcs == pcs and wpcs["urgent-finetune"] > wpcs["batch-preprocessing"]
     assert not [n for n in wpcs if n.startswith("system-")]
@@ -140,10 +161,10 @@ def test_manager_config_integrations_fair_sharing_and_namespaces(cluster):
     assert config["managedJobsNamespaceSelector"] == {"matchExpressions": [{"key": "forge.exa.ai/flyte-project", "operator": "Exists"}]}
     assert config["waitForPodsReady"]["timeout"] == "20m"
     assert values["controllerManager"]["manager"]["priorityClassName"] == "system-cluster-critical"
-    app = generated(f"clusters/{cluster}/argocd/application-kueue.yaml")
+    app = generated(f"clusters/{cluster}/argocd/apps/application-kueue.yaml")
     assert app["spec"]["sources"][0] == {"repoURL": "registry.k8s.io/kueue/charts", "chart": "kueue", "targetRevision": "0.19.2",
                                          "helm": {"releaseName": "kueue", "valueFiles": [f"$values/overlays/{cluster}/kueue/values.yaml"]}}
-    waves = {c: int(generated(f"clusters/{cluster}/argocd/application-{c}.yaml")["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"])
+    waves = {c: int(generated(f"clusters/{cluster}/argocd/apps/application-{c}.yaml")["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"])
              for c in ("training-operator", "kuberay-operator", "kueue", "flyte")}
     assert waves["training-operator"] < waves["kueue"] < waves["flyte"] and waves["kuberay-operator"] < waves["kueue"]
 
@@ -170,7 +191,7 @@ def test_rejects_flavor_shares_over_capacity():
     text = edit(inventory_text("h200"), "research: {flavor_shares: {all-1g: 40}}", "research: {flavor_shares: {all-1g: 70}}")
     p = only_problem(problems_of("h200", text), "components.kueue.projects.research.flavor_shares.all-1g")
     assert p.message.startswith("nominal quotas of flavor 'h200-141gb-all-1g' exceed its capacity (cpu 496 > 384, memory 5324Gi > 4096Gi, "
-                                "nvidia.com/gpu 144 > 112, ")
+                                "nvidia.com/mig-1g.18gb 144 > 112, ")
     assert p.message.endswith("its shares add up to 130%")
     assert p.line == line_of(text, "all-1g: 70")
 
@@ -233,5 +254,5 @@ def test_flavor_shares_by_flavor_name_or_by_mig_layout_agree():
     text = edit(inventory_text("h200"), "{flavor_shares: {all-1g:", "{flavor_shares: {h200-141gb-all-1g:", count=2)
     by_flavor = Kueue().facts(model("h200", text)).quotas
     assert by_flavor == by_layout
-    assert by_flavor[3].flavors["h200-141gb-all-1g"][GPU].nominal == 44  # research: 40 % of 112 slices
+    assert by_flavor[3].flavors["h200-141gb-all-1g"]["nvidia.com/mig-1g.18gb"].nominal == 44  # research: 40 % of 112 slices
     assert by_flavor[3].flavors["h200-141gb"][GPU].nominal == 12  # its share_percent (10 %) elsewhere

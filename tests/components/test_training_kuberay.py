@@ -161,7 +161,7 @@ def test_rendered_manifests_are_valid_kubernetes_and_follow_house_rules(cluster)
 def test_training_operator_crds_carry_prune_false_after_the_applications_patches(tmp_path, kustomize, upstream):
     """The Application's kustomize patches, applied by the real kustomize to the upstream CRDs of the
     tag: every CRD is annotated Prune=false (the Application itself keeps pruning the rest)."""
-    app = generated("clusters/h200/argocd/application-training-operator.yaml")
+    app = generated("clusters/h200/argocd/apps/application-training-operator.yaml")
     assert app["spec"]["syncPolicy"]["automated"]["prune"] is True
     crds = sorted((upstream_data("training-operator-v1.9.4") / "crds").glob("*.yaml"))
     for path in crds:

@@ -106,7 +106,7 @@ def test_mixed_cluster_caches_on_every_nvme_device_at_its_own_size(fleet: Path):
 
 
 def test_mixed_cluster_pool_release_is_one_more_chart_source_of_the_alluxio_application(fleet: Path):
-    app = yaml.safe_load((fleet / "clusters/mixed-gen/argocd/application-alluxio.yaml").read_text())
+    app = yaml.safe_load((fleet / "clusters/mixed-gen/argocd/apps/application-alluxio.yaml").read_text())
     charts = [s for s in app["spec"]["sources"] if "chart" in s]
     assert [(s["helm"]["releaseName"], s["helm"]["valueFiles"]) for s in charts] == [
         ("alluxio", ["$values/overlays/mixed-gen/alluxio/values.yaml"]),
@@ -144,7 +144,9 @@ def test_mixed_cluster_gives_each_pool_a_driver_that_supports_its_gpus(fleet: Pa
                        "mx-h200-01": "595.91.07", "mx-h200-02": "595.91.07"}
     # The ClusterPolicy leaves the driver to those CRs; its default CR stays off.
     gpu = overlay(fleet, "mixed-gen", "gpu-operator")
-    assert gpu["driver"] == {"nvidiaDriverCRD": {"enabled": True, "deployDefaultCR": False}}
+    assert gpu["driver"]["nvidiaDriverCRD"] == {"enabled": True, "deployDefaultCR": False}
+    assert set(gpu["driver"]) == {"nvidiaDriverCRD", "upgradePolicy"}  # no cluster-wide version or RDMA
+    assert all(cr["spec"]["upgradePolicy"]["podDeletion"] == gpu["driver"]["upgradePolicy"]["gpuPodDeletion"] for cr in drivers)
 
 
 def test_mixed_cluster_turns_gpudirect_rdma_and_the_nic_driver_on_only_where_the_nics_do_it(fleet: Path):

@@ -106,6 +106,6 @@ def test_no_fabric_without_settings_runs_only_the_components_that_need_none(flee
     apps = sorted(p.name for p in (fleet / "clusters/no-fabric/argocd/apps").glob("application-*.yaml"))
     assert apps == sorted(f"application-{c}.yaml" for c in overlays)
     gpu = values(fleet, "no-fabric", "gpu-operator")
-    assert gpu["mig"]["strategy"] == "single"
+    assert gpu["mig"]["strategy"] == "mixed"  # MIG off: every GPU whole, never advertised as slices
     assert yaml.safe_load(gpu["migManager"]["config"]["data"]["config.yaml"])["mig-configs"] == {
         "all-disabled": [{"devices": "all", "mig-enabled": False}]}

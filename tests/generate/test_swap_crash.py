@@ -36,8 +36,9 @@ def tree(version: str) -> Tree:
 
 
 def snapshot(root: Path) -> dict[str, str]:
+    """The tree, without the inputs and the incremental cache's state (.cache/: inodes and times)."""
     return {p.relative_to(root).as_posix(): p.read_text() for p in sorted(root.rglob("*"))
-            if p.is_file() and not p.relative_to(root).as_posix().startswith("inputs/")}
+            if p.is_file() and not p.relative_to(root).as_posix().startswith(("inputs/", ".cache/"))}
 
 
 def killed_at(root: Path, step: int) -> int:
@@ -105,29 +106,41 @@ def generate_killed_at(root: Path, step: int) -> None:
     assert proc.returncode == -signal.SIGKILL, proc.stderr
 
 
+def edit_by_hand(root: Path) -> None:
+    """A change on both clusters, so the incremental generate has every cluster folder to swap."""
+    for path in ("overlays/a100/loki/values.yaml", "clusters/a100/argocd/kustomization.yaml",
+                 "overlays/h200/loki/values.yaml", "clusters/h200/argocd/kustomization.yaml"):
+        (root / path).write_text("edited by hand\n")
+
+
 def test_forge_generate_killed_mid_swap_is_recovered_by_check_and_by_generate(repo_inputs: Path):
-    """The real command, two clusters: SIGKILL after it moved overlays/ aside (overlays/ missing
-    on disk), then after it swapped overlays/ in and moved the first bootstrap folder aside."""
+    """The real command, two clusters, each changed: one journaled swap of their four folders
+    (overlays/<c>, clusters/<c>/argocd). SIGKILL after it moved overlays/a100 aside (missing on
+    disk), then after it swapped that in and moved a100's bootstrap aside, then after every
+    folder was in but the old copies were not yet removed."""
     assert CliRunner().invoke(main, ["generate", "--root", str(repo_inputs)]).exit_code == 0
+    clean = snapshot(repo_inputs)
+    edit_by_hand(repo_inputs)
     before = snapshot(repo_inputs)
     generate_killed_at(repo_inputs, 2)
-    assert not (repo_inputs / "overlays").exists()
+    assert not (repo_inputs / "overlays/a100").exists()
     check = CliRunner().invoke(main, ["check", "--root", str(repo_inputs)])
     assert ("recovered: .forge-staging/journal.json: a generate was interrupted while swapping folders in: "
             "rolled back to the previous tree") in check.output
-    assert check.exit_code == 0 and snapshot(repo_inputs) == before
+    assert check.exit_code == 1 and snapshot(repo_inputs) == before  # the old tree, edits and all
     assert not (repo_inputs / writer.STAGING).exists()
 
     generate_killed_at(repo_inputs, 4)
-    assert not (repo_inputs / "clusters/a100/argocd").exists()
+    assert (repo_inputs / "overlays/a100").exists() and not (repo_inputs / "clusters/a100/argocd").exists()
     result = CliRunner().invoke(main, ["generate", "--root", str(repo_inputs)])
     assert result.exit_code == 0 and "rolled back to the previous tree" in result.output
-    assert snapshot(repo_inputs) == before
+    assert snapshot(repo_inputs) == clean
 
-    generate_killed_at(repo_inputs, 7)  # every folder swapped in, old copies not yet removed
+    edit_by_hand(repo_inputs)
+    generate_killed_at(repo_inputs, 9)  # every folder swapped in, old copies not yet removed
     result = CliRunner().invoke(main, ["check", "--root", str(repo_inputs)])
     assert result.exit_code == 0 and "completed (every new entry was already in place)" in result.output
-    assert snapshot(repo_inputs) == before
+    assert snapshot(repo_inputs) == clean
 
 
 @pytest.mark.parametrize("step", range(1, LAST_RENAME))
@@ -144,6 +157,7 @@ def test_a_disk_error_during_the_swap_is_one_line_exit_2_and_the_old_tree(tmp_pa
 def test_generate_into_an_unwritable_place_says_which_path(repo_inputs: Path):
     """Run as root chmod cannot refuse a write: a file where generate needs a folder does."""
     CliRunner().invoke(main, ["generate", "--root", str(repo_inputs)])
+    edit_by_hand(repo_inputs)  # something to write
     before = snapshot(repo_inputs)
     (repo_inputs / writer.STAGING).write_text("in the way\n")
     result = CliRunner().invoke(main, ["generate", "--root", str(repo_inputs)])

@@ -1,6 +1,6 @@
 """Capacity per GPU pool and extended resource (forge.capacity), under both MIG strategies: whole
-GPUs as nvidia.com/gpu, MIG slices as their own resource (mixed) or as nvidia.com/gpu on their own
-flavor (single), and never more GPUs than the fleet has."""
+GPUs as nvidia.com/gpu, MIG slices as their own resource (mixed) or, when no GPU is left whole, as
+nvidia.com/gpu (single), and never more GPUs than the fleet has."""
 from __future__ import annotations
 
 from fractions import Fraction
@@ -10,24 +10,39 @@ from tests.helpers import edit, inventory_text, model
 from forge.capacity import GPU, capacity, node_gpus
 
 # h200 with its MIG nodes cut three ways (3g + 2g + 2 x 1g = 7 compute, 8 memory slices): the
-# layout is no longer uniform, so the strategy turns mixed and each profile is its own resource.
+# layout is no longer uniform, so each profile of it is its own resource.
 MIXED_H200 = ("profiles: {1g.18gb: 7}", "profiles: {3g.71gb: 1, 2g.35gb: 1, 1g.18gb: 2}")
+# h200 with every GPU node cut into 7 x 1g.18gb (the profile names the layout): no whole GPU is
+# left, the one shape the single strategy fits.
+ALL_MIG_H200 = ("    gpu: {model: H200-141GB, count: 8, nvlink: 4}\n",
+                "    gpu: {model: H200-141GB, count: 8, nvlink: 4}\n    mig_layout: all-1g\n")
 
 
-def test_single_strategy_h200_whole_gpus_and_slices_on_their_own_flavor():
+def test_mixed_strategy_h200_whole_gpus_and_slices_on_their_own_flavor():
     m = model("h200")
-    assert m.mig_strategy == "single"
+    assert m.mig_strategy == "mixed"  # 16 nodes keep whole GPUs next to the 2 cut ones
     cap = capacity(m)
     whole, mig = cap.pools
     assert (whole.flavor, mig.flavor) == ("h200-141gb", "h200-141gb-all-1g")
     assert whole.node_labels == {"forge.exa.ai/gpu-model": "H200-141GB", "nvidia.com/mig.config": "all-disabled"}
     assert mig.node_labels == {"forge.exa.ai/gpu-model": "H200-141GB", "nvidia.com/mig.config": "all-1g"}
     assert whole.resources[GPU] == 16 * 8 and whole.unit(GPU) == "whole GPU"
-    # single: the device plugin offers the 1g.18gb slices as nvidia.com/gpu, 7 per GPU
-    assert mig.resources[GPU] == 2 * 8 * 7 and mig.unit(GPU) == "MIG 1g.18gb slice"
-    assert cap.whole_gpus == 128
+    # mixed: the 1g.18gb slices are their own resource, 7 per GPU; the cut nodes offer no nvidia.com/gpu
+    assert GPU not in mig.resources and mig.resources["nvidia.com/mig-1g.18gb"] == 2 * 8 * 7
+    assert cap.total(GPU) == cap.whole_gpus == 128
     assert (whole.gpu_equivalents(), mig.gpu_equivalents()) == (128, 16)
     assert mig.racks == ("h200-r05",) and len(whole.racks) == 4
+
+
+def test_single_strategy_only_when_every_gpu_is_cut_slices_as_nvidia_gpu():
+    m = model("h200", edit(inventory_text("h200"), *ALL_MIG_H200))
+    assert m.mig_strategy == "single"
+    cap = capacity(m)
+    [mig] = cap.pools
+    assert mig.flavor == "h200-141gb-all-1g" and len(mig.nodes) == 18
+    # single: the device plugin offers the 1g.18gb slices as nvidia.com/gpu, 7 per GPU
+    assert mig.resources[GPU] == 18 * 8 * 7 and mig.unit(GPU) == "MIG 1g.18gb slice"
+    assert cap.whole_gpus == 0 and mig.gpu_equivalents() == 144
 
 
 def test_mixed_strategy_a100_never_counts_cut_gpus_as_whole():

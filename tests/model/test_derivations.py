@@ -6,7 +6,8 @@ import yaml
 from forge.components.gpu_operator import GpuOperator
 from forge.components.node_feature_discovery import NodeFeatureDiscovery
 from tests import helpers
-from tests.helpers import inventory_text
+from tests.helpers import edit, inventory_text
+from tests.model.test_capacity import ALL_MIG_H200
 
 
 def test_h200_fleet_totals_and_driver():
@@ -26,7 +27,7 @@ def test_h200_node_with_mig_layout_yields_its_mig_parted_config():
         "all-1g": [{"devices": "all", "mig-enabled": True, "mig-devices": {"1g.18gb": 7}}],
     }}
     values = GpuOperator().values(h200)
-    assert values["mig"] == {"strategy": "single"}
+    assert values["mig"] == {"strategy": "mixed"}  # whole GPUs on the other 16 nodes
     assert values["migManager"]["config"]["name"] == "forge-mig-parted-config"
     labels = {n.name: n.labels.get("nvidia.com/mig.config") for n in h200.nodes}
     assert labels["h200-gpu-17"] == labels["h200-gpu-18"] == "all-1g"
@@ -41,6 +42,16 @@ def test_config_holds_exactly_the_layouts_in_use():
     text = text.replace("  mig_layouts:\n", "  mig_layouts:\n    unused-3g:\n      - gpus: all\n        profiles: {3g.71gb: 2}\n")
     config = yaml.safe_load(GpuOperator().facts(helpers.model("h200", text)).mig_parted_config)
     assert list(config["mig-configs"]) == ["all-disabled"]
+
+
+def test_single_strategy_only_when_no_gpu_is_left_whole():
+    # every H200 cut into 7 x 1g.18gb: slices are the only GPUs, so single is unambiguous
+    all_cut = helpers.model("h200", edit(inventory_text("h200"), *ALL_MIG_H200))
+    assert GpuOperator().values(all_cut)["mig"] == {"strategy": "single"}
+    # MIG off everywhere: whole GPUs only, advertised as nvidia.com/gpu under mixed
+    text = inventory_text("h200").replace("    mig_layout: all-1g\n", "")
+    text = "".join(line for line in text.splitlines(keepends=True) if "flavor_shares: {all-1g" not in line)
+    assert helpers.model("h200", text).mig_strategy == "mixed"
 
 
 def test_partial_layout_turns_mig_off_on_the_rest_and_needs_the_mixed_strategy():

@@ -17,12 +17,13 @@ def test_h200_table():
     assert result.exit_code == 0, result.output
     out = result.output.splitlines()
     assert out[0] == "Kueue queues of h200"
-    assert out[2] == ("4 ClusterQueues in cohort 'forge'; MIG strategy single; whole GPUs 128, "
+    assert out[2] == ("4 ClusterQueues in cohort 'forge'; MIG strategy mixed; whole GPUs 128, "
                       "GPU equivalents 144 of 144 physical GPUs")
     rows = [line.split() for line in out]
     # capacity per flavor: flavor, nodes, racks, resource, unit, capacity, nominal over all queues
     assert ["h200-141gb", "16", "h200-r01,h200-r02,h200-r03,h200-r04", "nvidia.com/gpu", "whole", "GPU", "128", "126"] in rows
-    assert ["h200-141gb-all-1g", "2", "h200-r05", "nvidia.com/gpu", "MIG", "1g.18gb", "slice", "112", "110"] in rows
+    assert ["h200-141gb-all-1g", "2", "h200-r05", "nvidia.com/mig-1g.18gb", "MIG", "1g.18gb", "slice", "112", "110"] in rows
+    assert not [r for r in rows if r[:1] == ["h200-141gb-all-1g"] and "nvidia.com/gpu" in r]  # no whole GPU left there
     start = out.index("project finetune (share 20%)")
     assert out[start + 1].split() == ["flavor", "resource", "nominal", "borrowing", "limit", "lending", "limit", "capacity"]
     assert ["h200-141gb", "nvidia.com/gpu", "25", "103", "12", "128"] in rows[start:start + 13]

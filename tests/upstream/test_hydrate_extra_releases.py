@@ -24,7 +24,7 @@ def test_each_chart_source_is_rendered_with_its_release_and_values(widget_repo: 
     assert forge(widget_repo, "generate").exit_code == 0
     values = widget_repo / "overlays/a100/widget" / extra_values_file("wdg-pool")
     assert yaml.safe_load(values.read_text()) == EXTRA
-    app = yaml.safe_load((widget_repo / "clusters/a100/argocd/application-widget.yaml").read_text())
+    app = yaml.safe_load((widget_repo / "clusters/a100/argocd/apps/application-widget.yaml").read_text())
     charts = [s["helm"] for s in app["spec"]["sources"] if "chart" in s]
     assert charts == [{"releaseName": "wdg", "valueFiles": ["$values/overlays/a100/widget/values.yaml"]},
                       {"releaseName": "wdg-pool", "valueFiles": ["$values/overlays/a100/widget/values-wdg-pool.yaml"],
@@ -40,6 +40,8 @@ def test_each_chart_source_is_rendered_with_its_release_and_values(widget_repo: 
     names = sorted(f"{o['kind']}/{o['metadata']['name']}" for o in objs)
     assert names == ["ConfigMap/wdg-config", "ConfigMap/wdg-pool-config", "CustomResourceDefinition/widgets.example.com",
                      "Deployment/wdg-pool-widget", "Deployment/wdg-widget", "Namespace/widget",
+                     # the namespace's own NetworkPolicies (deny, same namespace), from the overlay
+                     "NetworkPolicy/allow-same-namespace", "NetworkPolicy/default-deny-ingress",
                      "PodDisruptionBudget/wdg-pool-widget", "PodDisruptionBudget/wdg-widget", "Service/wdg-pool-sidecar",
                      "Service/wdg-sidecar", "Widget/main", "Widget/main"]
     by_name = {f"{o['kind']}/{o['metadata']['name']}": o for o in objs}

@@ -112,9 +112,9 @@ def test_gpu_operator_cluster_policy_must_carry_the_inventory():
     assert [p for e in expected for p in check_expected([good, config], e)] == []
 
     # driver.nvidiaDriverCRD.enabled=true makes the chart leave rdma out of the ClusterPolicy.
-    # And a chart that changed its default MIG strategy while our key was misspelt would say mixed.
-    assert h200.mig_strategy == "single" and h200.gpudirect_rdma
-    dropped = {**good, "spec": {**good["spec"], "driver": {"version": h200.driver_version}, "mig": {"strategy": "mixed"}}}
+    # And with our key misspelt the chart's default MIG strategy (single) would stand in for mixed.
+    assert h200.mig_strategy == "mixed" and h200.gpudirect_rdma
+    dropped = {**good, "spec": {**good["spec"], "driver": {"version": h200.driver_version}, "mig": {"strategy": "single"}}}
     problems = [p for e in expected for p in check_expected([dropped, config], e)]
     assert problems == [
         ("spec.driver.rdma.enabled", "missing: the inventory asks for true"),
@@ -128,7 +128,7 @@ def test_gpu_operator_cluster_policy_must_carry_the_inventory():
             ("podDeletion", 'missing: the inventory asks for {"force": false, "timeoutSeconds": 1800, "deleteEmptyDir"...'),
             ("drain", 'missing: the inventory asks for {"enable": true, "force": false, "podSelector": "", "time...'),
         )),
-        ("spec.mig.strategy", 'is "mixed", the inventory asks for "single"'),
+        ("spec.mig.strategy", 'is "single", the inventory asks for "mixed"'),
     ]
     assert check_expected([config], expected[0]) == [
         ("spec.driver.version", f"the chart rendered no ClusterPolicy named 'cluster-policy' (the inventory asks for "

@@ -166,7 +166,7 @@ def test_every_crd_the_charts_and_sources_ship_sits_where_nothing_prunes_it(clus
     components = components_of(model)
     pins = chart_pins(REPO)
     files = bootstrap_objects(model, components, pins)
-    apps = {c.name: files[f"application-{c.name}.yaml"] for c in components}
+    apps = {c.name: files[f"apps/application-{c.name}.yaml"] for c in components}
     raw = {c.name: _upstream_crds(upstream, c, model, pins) for c in components}
     shipped = {c.name: [_annotated(_patched(o, c.remote_base(model).patches) if c.remote_base(model) else o, c, model)
                         for o in raw[c.name]] for c in components}
@@ -183,7 +183,7 @@ def test_every_crd_the_charts_and_sources_ship_sits_where_nothing_prunes_it(clus
     for name, objs in raw.items():
         CrdPrune(before)(report, cluster, name, objs)
     want = {"gpu-operator", "node-feature-discovery", "kuberay-operator", "training-operator", "prometheus-crds", "flyte",
-            "external-secrets"}
+            "external-secrets", "kueue"}
     assert want | ({"network-operator"} if "network-operator" in apps else set()) == {f.component for f in report.failures}
 
 
@@ -194,7 +194,7 @@ def test_the_shipped_rendered_output_passes_both_policies(cluster):
     components = components_of(model)
     files = bootstrap_objects(model, components, chart_pins(REPO))
     objects = {c.name: c.manifests(model) for c in components}
-    plugins = cluster_plugins(objects, {c.name: files[f"application-{c.name}.yaml"] for c in components}, components, OURS)
+    plugins = cluster_plugins(objects, {c.name: files[f"apps/application-{c.name}.yaml"] for c in components}, components, OURS)
     report = Report()
     for name, objs in objects.items():
         for plugin in plugins:

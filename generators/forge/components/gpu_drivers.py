@@ -65,8 +65,8 @@ def driver_pools(cluster: ClusterModel) -> tuple[DriverPool, ...]:
 
 
 def nvidia_driver(cluster: ClusterModel, pool: DriverPool, upgrade_policy: dict[str, Any] | None) -> dict[str, Any]:
-    """The NVIDIADriver of one pool. `upgrade_policy`: the ClusterPolicy's driver.upgradePolicy as
-    forge's values set it (None: the operator's default), so every pool upgrades the same way."""
+    """The NVIDIADriver of one pool. `upgrade_policy`: the same DriverUpgradePolicySpec as the
+    ClusterPolicy's (None: the operator's default), so every pool upgrades the same way."""
     nodes = [n for n in cluster.gpu_nodes if n.name in pool.nodes]
     spec: dict[str, Any] = {
         "driverType": "gpu",

@@ -80,14 +80,17 @@ class GpuOperator(Component):
         if self.facts(cluster).driver_pools:
             # One branch does not serve every GPU generation here: the drivers are NVIDIADriver
             # CRs, one per pool (gpu_drivers.py); the chart's default CR stays off.
-            values["driver"] = {"nvidiaDriverCRD": {"enabled": True, "deployDefaultCR": False}}
+            # The ClusterPolicy keeps the same upgrade policy as every pool's CR.
+            values["driver"] = {"nvidiaDriverCRD": {"enabled": True, "deployDefaultCR": False},
+                                "upgradePolicy": values["driver"]["upgradePolicy"]}
         return values
 
     def values_notes(self, cluster: ClusterModel) -> list[str]:
         return gpu_drivers.driver_notes(cluster, self.facts(cluster).driver_pools)
 
     def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
-        policy = self._values(cluster)["driver"].get("upgradePolicy")
+        # The custom resource's own field names (the chart's values call podDeletion gpuPodDeletion).
+        policy = upgrade_policy(self.settings(cluster).upgrade)
         return [custom_resource(gpu_drivers.nvidia_driver(cluster, pool, policy)) for pool in self.facts(cluster).driver_pools]
 
     def _values(self, cluster: ClusterModel) -> dict[str, Any]:

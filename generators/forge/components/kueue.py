@@ -115,6 +115,9 @@ class Kueue(Component):
     )
     inventory_values = frozenset({"managerConfig.controllerManagerConfigYaml"})
     Settings = KueueSettings
+    # Only Argo CD's automated pruning is off: the chart templates its CRDs with no annotations value,
+    # so they cannot carry Prune=false (see forge.validate.cluster_policies).
+    prune = False
 
     def enabled(self, cluster: ClusterModel) -> bool:
         return self.name in cluster.component_settings

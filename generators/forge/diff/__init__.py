@@ -5,11 +5,13 @@ risks.py flags what a reviewer must not miss, report.py prints text or a PR comm
 """
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from forge.diff.objects import ObjectChange, compare, values_identity
-from forge.diff.revisions import Side, render_both
+from forge.diff.revisions import Side
+from forge.diff.sides import render_changed
 from forge.diff.risks import Flag, all_flags
 
 
@@ -41,10 +43,12 @@ def compare_sides(ref: str, base: Side, head: Side) -> Report:
         new = {ident: head.values[(cluster, component)]} if (cluster, component) in head.values else {}
         changes += compare(cluster, component, old, new)
     changes.sort(key=lambda c: c.sort_key)
-    clusters = sorted({k[0] for k in (*base.objects, *head.objects)})
+    clusters = sorted({k[0] for k in (*base.objects, *head.objects)} | base.names | head.names)
     return Report(ref, base.label, head.label, clusters, changes, all_flags(changes, base, head), head.stale)
 
 
 def diff_against(root: Path, ref: str) -> Report:
-    base, head = render_both(root, ref)
+    """Only clusters whose render inputs differ are rendered (forge.diff.sides)."""
+    with tempfile.TemporaryDirectory(prefix="forge-diff-") as tmp:
+        base, head = render_changed(root, ref, Path(tmp))
     return compare_sides(ref, base, head)

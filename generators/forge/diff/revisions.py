@@ -42,6 +42,7 @@ class Side:
     chart_versions: dict[str, dict[str, str]] = field(default_factory=dict)
     clusters: dict[str, ClusterModel] = field(default_factory=dict)  # for node counts; may be empty
     stale: list[str] = field(default_factory=list)  # generated files not in step with the inventories
+    names: set[str] = field(default_factory=set)  # every cluster this side has, rendered or not
 
 
 def git(root: Path, *args: str) -> str:
@@ -143,7 +144,9 @@ def render_side(side_root: Path, label: str, out: Path, regenerate: bool) -> Sid
 
 
 def render_both(root: Path, ref: str) -> tuple[Side, Side]:
-    """(base, working tree), both rendered in temporary folders that are gone on return."""
+    """(base, working tree), every cluster rendered (a worktree of the base, a copy of the tree).
+    `forge diff` renders only the clusters whose inputs differ (forge.diff.sides); this whole
+    rendering is the reference a test compares it with."""
     root = root.resolve()
     commit = resolve(root, ref)
     short = commit[:12]

@@ -15,6 +15,7 @@ from typing import Any, Callable
 from pydantic import BaseModel, ValidationError
 import yaml
 
+from forge.datafile import data_path
 from forge.errors import InventoryError, Problem
 from forge.inventory import credentials, guards
 from forge.inventory.checks import check_inventory, check_raw  # rules that span fields
@@ -159,28 +160,11 @@ def _model_at(model: type[BaseModel], path: Path_) -> type[BaseModel] | None:
     return current[0] if current else None
 
 
-def _data_path(data: Any, loc: tuple) -> Path_:
-    """Pydantic's error location, minus its union/validator tags that are not in the data."""
-    path: list[str | int] = []
-    node = data
-    for part in loc:
-        if isinstance(node, dict) and part in node:
-            path.append(part)
-            node = node[part]
-        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
-            path.append(part)
-            node = node[part]
-        elif isinstance(node, dict) and isinstance(part, str) and part.isidentifier():
-            path.append(part)  # a missing key; union and key tags are never identifiers
-            node = None
-    return tuple(path)
-
-
 def problems_from_validation(exc: ValidationError, data: Any, model: type[BaseModel],
                              loaded_file: str, lines: dict[Path_, int], prefix: Path_ = ()) -> list[Problem]:
     problems = []
     for err in exc.errors(include_url=False):
-        path = prefix + _data_path(data, err["loc"])
+        path = prefix + data_path(data, err["loc"])
         kind = err["type"]
         if kind == "extra_forbidden":
             owner = _model_at(model, path[len(prefix):-1])

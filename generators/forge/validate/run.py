@@ -14,7 +14,6 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from forge.argocd import app_name
 from forge.versions import chart_pins
 from forge.components import COMPONENTS, Component
 from forge.components.base import extra_values_file
@@ -137,6 +136,16 @@ def validate_repo(root: Path, upstream: Path | None = None, rendered: Path | Non
     return validate_fleet(root, [(p.cluster, list(p.components)) for p in load_fleet(root)], upstream, rendered)
 
 
+def check_cluster(root: Path, cluster: ClusterModel, components: list[Component], objects: dict[str, list[dict[str, Any]]],
+                  base_crds: LazyCrdFolder, upstream: Path | None, report: Report) -> None:
+    """Every check of one cluster (also run per cluster by forge.validate.cached)."""
+    validate_cluster(cluster, components, objects, base_crds, upstream, report)
+    validate_values(root, cluster, components, upstream, report)
+    if upstream:
+        report.failures += missing_runtime_data(cluster.name, components, upstream)
+    report.failures += admission_failures(root, cluster, components, objects)
+
+
 def validate_fleet(root: Path, fleet: list[tuple[ClusterModel, list[Component]]], upstream: Path | None = None,
                    rendered: Path | None = None) -> Report:
     """The rendered output of each cluster and the components it runs (the engine's one entry)."""
@@ -145,11 +154,7 @@ def validate_fleet(root: Path, fleet: list[tuple[ClusterModel, list[Component]]]
     base_crds = upstream_crds(root, upstream)
     objects = rendered_objects(rendered or root / RENDERED_DIR, [c.name for c, _ in fleet])
     for cluster, components in fleet:
-        validate_cluster(cluster, components, objects[cluster.name], base_crds, upstream, report)
-        validate_values(root, cluster, components, upstream, report)
-        if upstream:
-            report.failures += missing_runtime_data(cluster.name, components, upstream)
-        report.failures += admission_failures(root, cluster, components, objects[cluster.name])
+        check_cluster(root, cluster, components, objects[cluster.name], base_crds, upstream, report)
     report.seconds = time.perf_counter() - started
     report.sort()
     return report

@@ -1,0 +1,133 @@
+"""Content-hash keys for the incremental pipeline, and the git-ignored folder that keeps its state.
+
+A key is a SHA-256 over everything that can change an output. The inputs shared by every cluster
+(`global_inputs`): forge's own code and data files (the hardware catalogue included) and its
+version, the versions file, `base/`, the kustomize binary, and the upstream data folder. Per
+cluster: its inventory bytes (generate), its overlay files (render), its rendered files (validate).
+A change to any of them changes the key, so a cache never serves stale output; anything unknown
+(a file that cannot be read) is hashed as an error marker, which never matches a stored key.
+
+Files are hashed by content, except the upstream data (large, read-only reference data) and the
+kustomize binary: those by path, size and modification time in nanoseconds (a manifest), which a
+replaced or edited file always changes.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Iterable
+
+import forge
+from forge.paths import BASE_DIR
+from forge.versions import VERSIONS_FILE
+
+CACHE_DIR = Path(".cache/forge")
+PACKAGE_DIR = Path(forge.__file__).resolve().parent
+
+
+def digest(*parts: str | bytes) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        data = part.encode() if isinstance(part, str) else part
+        h.update(len(data).to_bytes(8, "little"))  # length-prefixed: ("ab", "c") != ("a", "bc")
+        h.update(data)
+    return h.hexdigest()
+
+
+def file_digest(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError as exc:
+        return f"unreadable:{exc.errno}"
+
+
+def tree_digest(folder: Path, patterns: Iterable[str] = ("**/*",)) -> str:
+    """Every file under `folder` (relative path and content); an absent folder hashes as such."""
+    if not folder.is_dir():
+        return digest("absent", str(folder))
+    files = sorted({p for pattern in patterns for p in folder.glob(pattern) if p.is_file() and "__pycache__" not in p.parts})
+    return digest(*(f"{p.relative_to(folder).as_posix()}={file_digest(p)}" for p in files))
+
+
+def stat_manifest(folder: Path) -> str:
+    """Path, size and mtime (ns) of every file under `folder`: cheap, and any edit changes it."""
+    if not folder.is_dir():
+        return digest("absent", str(folder))
+    rows = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames.sort()
+        for name in sorted(filenames):
+            st = os.stat(os.path.join(dirpath, name))
+            rows.append(f"{os.path.relpath(os.path.join(dirpath, name), folder)}:{st.st_size}:{st.st_mtime_ns}")
+    return digest(*rows)
+
+
+def binary_identity(path: str) -> str:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return f"missing:{path}"
+    return f"{os.path.realpath(path)}:{st.st_size}:{st.st_mtime_ns}"
+
+
+@dataclass
+class GlobalInputs:
+    """The inputs every cluster's outputs depend on, each hashed once per run, when first asked."""
+
+    root: Path
+    upstream: Path | None = None
+
+    @cached_property
+    def code(self) -> str:
+        """forge's version and every module and data file of the package (catalogue included)."""
+        return digest(getattr(forge, "__version__", "0"), tree_digest(PACKAGE_DIR, ("**/*.py", "**/*.yaml", "**/*.json")))
+
+    @cached_property
+    def generate(self) -> str:
+        return digest("generate", self.code, file_digest(self.root / VERSIONS_FILE), tree_digest(self.root / BASE_DIR))
+
+    @cached_property
+    def render(self) -> str:
+        from forge.tools import kustomize_build_command
+
+        command = kustomize_build_command(self.root)
+        return digest("render", self.code, *command, binary_identity(command[0]), tree_digest(self.root / BASE_DIR))
+
+    @cached_property
+    def validate(self) -> str:
+        upstream = stat_manifest(self.upstream) if self.upstream else "no-upstream"
+        return digest("validate", self.code, file_digest(self.root / VERSIONS_FILE), upstream)
+
+
+class State:
+    """A JSON document under .cache/forge/, written atomically (a torn write is never read back:
+    a state that does not parse is an empty one, and everything is rebuilt)."""
+
+    def __init__(self, root: Path, name: str) -> None:
+        self.path = root / CACHE_DIR / f"{name}.json"
+
+    def load(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def save(self, data: dict[str, Any]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(self.path.name + f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(data, sort_keys=True), encoding="utf-8")
+        os.replace(tmp, self.path)
+
+
+def signature(path: Path) -> list[int] | None:
+    """What a file on disk looks like now (size, mtime ns, inode): differs after any rewrite."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns, st.st_ino]

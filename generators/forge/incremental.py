@@ -1,0 +1,206 @@
+"""Incremental `forge generate`: only clusters whose inputs changed are built, only files whose
+content changed are written, and the tree stays whole (old or new) at every instant.
+
+Per cluster the key is `cache.digest(global generate inputs, folder name, inventory bytes)`.
+A cluster is *fresh* when the state (.cache/forge/generate.json) holds that key and every file it
+recorded is on disk as written (size, mtime, inode) with no other file in its folders; a fresh
+cluster is neither loaded nor built. Stale clusters are built in parallel (one process per core),
+then written like `forge.writer.write_tree` does: each one's new folders are staged whole (files
+whose content did not change are hard links to the current ones, never rewritten) and every
+changed folder, and every folder of a retired cluster, goes in through ONE journaled
+`forge.folders.swap`. A crash leaves the old tree or the new one, as for a full generate.
+
+Any problem (an inventory rule, a node name also in a fresh cluster) is reported by the full
+fleet stage, so messages and their order are exactly those of `load_fleet`.
+"""
+from __future__ import annotations
+
+import inspect
+import os
+import shutil
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from forge.cache import PACKAGE_DIR, GlobalInputs, State, digest, signature
+from forge.errors import ForgeError, InventoryError
+from forge.fleet import inventory_paths, load_fleet, load_plan, rules
+from forge.folders import swap, write_error
+from forge.generate import Tree, _bootstrap_files, _component_files
+from forge.paths import ARGOCD_DIR, CLUSTERS_DIR, OVERLAYS_DIR
+from forge.versions import chart_pins
+from forge.writer import STAGING, recover_interrupted
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class Outcome:
+    clusters: int = 0
+    files: int = 0  # generated files in the whole tree
+    built: list[str] = field(default_factory=list)  # clusters whose key changed
+    written: int = 0  # files whose content changed (the only ones written)
+
+
+def cluster_folders(name: str) -> tuple[str, str]:
+    return f"{OVERLAYS_DIR}/{name}", f"{CLUSTERS_DIR}/{name}/{ARGOCD_DIR}"
+
+
+def _files_on_disk(root: Path, name: str) -> set[str]:
+    found = set()
+    for folder in cluster_folders(name):
+        for dirpath, _, filenames in os.walk(root / folder):
+            found |= {Path(dirpath, f).relative_to(root).as_posix() for f in filenames}
+    return found
+
+
+def _fresh(root: Path, entry: dict | None, key: str) -> bool:
+    if not entry or entry.get("key") != key:
+        return False
+    files: dict[str, list[int]] = entry.get("files", {})
+    return _files_on_disk(root, entry["name"]) == set(files) and all(signature(root / rel) == sig for rel, sig in files.items())
+
+
+def build_cluster(root: Path, path: Path) -> tuple[str, dict[str, str], list[str]] | None:
+    """One cluster's generated files (None: its inventory has problems; the fleet stage says which)."""
+    try:
+        plan = load_plan(path, path.relative_to(root).as_posix(), folder=path.parent.name)
+    except InventoryError:
+        return None
+    tree = Tree()
+    for component in plan.components:
+        _component_files(root, tree, plan.cluster, component, list(plan.components))
+    _bootstrap_files(tree, plan.cluster, list(plan.components), chart_pins(root))
+    return plan.name, tree.files, [n.name for n in plan.loaded.inventory.nodes]
+
+
+def _build_job(args: tuple[str, str]) -> tuple[str, dict[str, str], list[str]] | None:
+    return build_cluster(Path(args[0]), Path(args[1]))
+
+
+def build_clusters(root: Path, paths: list[Path], jobs: int, progress: Progress | None) -> list:
+    """Build clusters in `jobs` processes (in this one for a single cluster or job)."""
+    done: list = []
+    tick = (lambda: progress(len(done), len(paths))) if progress else (lambda: None)
+    if jobs <= 1 or len(paths) <= 1:
+        for path in paths:
+            done.append(build_cluster(root, path))
+            tick()
+        return done
+    with ProcessPoolExecutor(max_workers=min(jobs, len(paths))) as pool:
+        for result in pool.map(_build_job, [(str(root), str(p)) for p in paths], chunksize=max(1, len(paths) // (jobs * 8))):
+            done.append(result)
+            tick()
+    return done
+
+
+def _stage_cluster(root: Path, new: Path, files: dict[str, str]) -> int:
+    """Stage a cluster's folders; unchanged files are hard links to the current ones. Returns how
+    many files changed (0: nothing to swap in, the folders on disk are already right)."""
+    changed = 0
+    for rel, text in sorted(files.items()):
+        target, current = new / rel, root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            same = current.read_text(encoding="utf-8") == text
+        except (OSError, UnicodeDecodeError):
+            same = False
+        if same:
+            try:
+                os.link(current, target)
+                continue
+            except OSError:
+                pass  # another file system: write it
+        target.write_text(text, encoding="utf-8")
+        changed += 1
+    return changed
+
+
+def _retired(root: Path, names: set[str]) -> list[Path]:
+    """Folders of clusters that have no inventory any more (and strays in overlays/)."""
+    out = [p for p in sorted((root / OVERLAYS_DIR).glob("*")) if p.name not in names]
+    out += [p for p in sorted((root / CLUSTERS_DIR).glob(f"*/{ARGOCD_DIR}")) if p.parent.name not in names]
+    return out
+
+
+def write_clusters(root: Path, built: dict[str, dict[str, str]], names: set[str]) -> int:
+    """Swap in the folders of the built clusters whose files changed and drop retired ones, all in
+    one journaled swap. Returns the number of files written."""
+    staging = root / STAGING
+    shutil.rmtree(staging, ignore_errors=True)
+    new = staging / "new"
+    pairs: list[tuple[Path | None, Path]] = []
+    written = 0
+    try:
+        for name, files in sorted(built.items()):
+            changed = _stage_cluster(root, new, files)
+            if changed or _files_on_disk(root, name) != set(files):
+                written += changed
+                # A folder the cluster no longer fills (no component left) goes.
+                pairs += [(new / folder if (new / folder).is_dir() else None, root / folder)
+                          for folder in cluster_folders(name) if (new / folder).is_dir() or (root / folder).exists()]
+        pairs += [(None, path) for path in _retired(root, names)]
+        if pairs:
+            swap(staging, pairs)
+    except OSError as exc:
+        raise write_error(exc, "the generated tree") from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return written
+
+
+def _check_fleet(problem_found: bool, names: dict[str, list[str]], root: Path) -> None:
+    """Problems (or a node name in two clusters) are reported by the full fleet stage."""
+    seen: set[str] = set()
+    shared = False
+    for nodes in names.values():
+        shared |= bool(seen & set(nodes))
+        seen |= set(nodes)
+    if problem_found or shared or rules.orphan_folders(root):
+        load_fleet(root)  # raises with every problem, as a full generate reports them
+        raise ForgeError("internal: the incremental generate saw a problem the fleet stage did not")
+
+
+def registry_key() -> str:
+    """The component registry's part of every key. Components from outside forge's package (a
+    test narrowing forge.fleet.COMPONENTS to its own) are code the key cannot see: a key never
+    seen again, so nothing is served from the cache while they are in use."""
+    from forge import fleet
+
+    files = [Path(inspect.getfile(type(c))).resolve() for c in fleet.COMPONENTS]
+    if not all(f.is_relative_to(PACKAGE_DIR) for f in files):
+        return os.urandom(16).hex()
+    return digest(*(f"{c.name}={type(c).__module__}.{type(c).__qualname__}" for c in fleet.COMPONENTS))
+
+
+def cluster_keys(root: Path, paths: list[Path]) -> dict[str, str]:
+    shared = digest(GlobalInputs(root).generate, registry_key())
+    return {p.parent.name: digest(shared, p.parent.name, p.read_bytes()) for p in paths}
+
+
+def generate(root: Path, jobs: int | None = None, progress: Progress | None = None) -> Outcome:
+    recover_interrupted(root)
+    state_file = State(root, "generate")
+    state = state_file.load()
+    paths = inventory_paths(root)
+    if not paths:
+        load_fleet(root)  # says there is no inventory
+    entries: dict[str, dict] = state.get("clusters", {})
+    keys = cluster_keys(root, paths)
+    stale = [p for p in paths if not _fresh(root, entries.get(p.parent.name), keys[p.parent.name])]
+    fresh = len(paths) - len(stale)
+    results = build_clusters(root, stale, jobs or os.cpu_count() or 1,
+                             (lambda done, _: progress(fresh + done, len(paths))) if progress else None)
+    if progress and not stale:
+        progress(fresh, len(paths))
+    names = {n: entries[n]["nodes"] for n in keys if n in entries and n not in {p.parent.name for p in stale}}
+    names.update({r[0]: r[2] for r in results if r})
+    _check_fleet(any(r is None for r in results), names, root)
+    built = {name: files for name, files, _ in results}
+    written = write_clusters(root, built, set(keys))
+    for name, files, nodes in results:
+        entries[name] = {"name": name, "key": keys[name], "nodes": nodes, "files": {rel: signature(root / rel) for rel in files}}
+    state_file.save({"clusters": {n: entries[n] for n in keys}})
+    total = sum(len(entries[n]["files"]) for n in keys)
+    return Outcome(len(keys), total, sorted(built), written)

@@ -1,0 +1,132 @@
+"""Incremental, parallel `forge validate`: a cluster whose inputs did not change is not validated
+again; the others are validated one cluster per process, each parsing its files once.
+
+A cluster's key (forge.cache.digest) covers everything its result depends on: the validate inputs
+shared by all (forge's code, the versions file, the upstream data manifest), the strict-CRD mode,
+its inventory (Kubernetes version, enabled components, runtime CRDs, labels), every rendered file
+of the cluster (a CRD one component ships checks another's custom resources, so the cluster is
+the unit) and every file under overlays/<cluster>/ (values files and examples are checked too). The result (failures, warnings, unchecked, counts) is stored
+under .cache/forge/validate.json by key; a hit replays it exactly.
+"""
+from __future__ import annotations
+
+import os
+from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any, Callable
+
+from forge.cache import GlobalInputs, State, digest, file_digest, stat_manifest, tree_digest
+from forge.errors import ForgeError, InventoryError
+from forge.fleet import inventory_paths, load_fleet, load_plan
+from forge.incremental import registry_key
+from forge.paths import OVERLAYS_DIR, RENDERED_DIR
+from forge.validate.engine import Report
+from forge.validate.failure import Failure
+from forge.validate.objects import load_yaml_stream
+
+Progress = Callable[[int, int], None]
+_CRDS: dict[tuple[str, str, str], Any] = {}  # per process: upstream CRD index by (root, upstream)
+
+
+def cluster_key(root: Path, rendered: Path, inventory: Path, shared: str) -> str:
+    name = inventory.parent.name
+    files = sorted((rendered / name).glob("*.yaml"))
+    if not files:
+        raise ForgeError(f"{rendered / name}: nothing rendered for cluster {name}: run `make render` first")
+    # Every file forge wrote for the cluster: values files and examples are checked too.
+    return digest(shared, name, file_digest(inventory), *(f"{p.name}={file_digest(p)}" for p in files),
+                  tree_digest(root / OVERLAYS_DIR / name))
+
+
+def _crds(root: Path, upstream: Path | None):
+    from forge.validate.run import upstream_crds
+
+    # Keyed on the data's manifest too: the same folder edited in this process is read again.
+    key = (str(root), str(upstream), stat_manifest(upstream) if upstream else "")
+    if key not in _CRDS:
+        _CRDS[key] = upstream_crds(root, upstream)
+    return _CRDS[key]
+
+
+def validate_one(args: tuple[str, str, str | None, str]) -> dict[str, Any] | None:
+    """One cluster (in a worker): its plan, its rendered objects parsed once, the engine, values.
+    None when its inventory has problems (the fleet stage reports them)."""
+    from forge.validate.run import check_cluster
+
+    root, inventory, upstream_s, rendered = Path(args[0]), Path(args[1]), args[2], Path(args[3])
+    upstream = Path(upstream_s) if upstream_s else None
+    try:
+        plan = load_plan(inventory, inventory.relative_to(root).as_posix(), folder=inventory.parent.name)
+    except InventoryError:
+        return None
+    objects = {f.stem: load_yaml_stream(f.read_text(encoding="utf-8")) for f in sorted((rendered / plan.name).glob("*.yaml"))}
+    report = Report()
+    check_cluster(root, plan.cluster, list(plan.components), objects, _crds(root, upstream), upstream, report)
+    return {"failures": [list(f.__dict__.values()) for f in report.failures],
+            "warnings": [list(f.__dict__.values()) for f in report.warnings],
+            "unchecked": report.unchecked, "values_files": report.values_files,
+            "counts": dict(report.per_cluster.get(plan.name, Counter()))}
+
+
+def _merge(report: Report, name: str, result: dict[str, Any]) -> None:
+    report.failures += [Failure(*f) for f in result["failures"]]
+    report.warnings += [Failure(*f) for f in result["warnings"]]
+    report.unchecked += result["unchecked"]
+    report.values_files += result["values_files"]
+    report.per_cluster[name] = Counter(result["counts"])
+
+
+# Each worker pays for its schemas and CRD parsing once; below this many clusters one process is
+# faster than two (the shipped fleet's two clusters).
+PARALLEL_CLUSTERS = 4
+
+
+def _run(jobs_args: list[tuple], jobs: int, progress: Progress | None, fresh: int, total: int) -> list:
+    results: list = []
+    tick = (lambda: progress(fresh + len(results), total)) if progress else (lambda: None)
+    tick()
+    if jobs <= 1 or len(jobs_args) < PARALLEL_CLUSTERS:
+        for args in jobs_args:
+            results.append(validate_one(args))
+            tick()
+        return results
+    root, upstream = Path(jobs_args[0][0]), jobs_args[0][2]
+    _crds(root, Path(upstream) if upstream else None)  # indexed once here; forked workers inherit it
+    with ProcessPoolExecutor(max_workers=min(jobs, len(jobs_args))) as pool:
+        for result in pool.map(validate_one, jobs_args):
+            results.append(result)
+            tick()
+    return results
+
+
+def validate_incremental(root: Path, upstream: Path | None = None, rendered: Path | None = None,
+                         jobs: int | None = None, progress: Progress | None = None) -> tuple[Report, int]:
+    """The report of the whole fleet, and how many clusters were validated (not replayed)."""
+    import time
+
+    started = time.perf_counter()
+    if upstream and not upstream.is_dir():
+        raise ForgeError(f"--upstream {upstream}: no such folder")
+    rendered = rendered or root / RENDERED_DIR
+    paths = inventory_paths(root)
+    if not paths:
+        load_fleet(root)  # says there is no inventory
+    shared = digest(GlobalInputs(root, upstream).validate, registry_key(), "strict" if upstream else "lenient")
+    keys = {p.parent.name: cluster_key(root, rendered, p, shared) for p in paths}
+    state_file = State(root, "validate")
+    stored: dict[str, dict] = state_file.load().get("clusters", {})
+    stale = [p for p in paths if stored.get(p.parent.name, {}).get("key") != keys[p.parent.name]]
+    args = [(str(root), str(p), str(upstream) if upstream else None, str(rendered)) for p in stale]
+    results = _run(args, jobs or os.cpu_count() or 1, progress, len(paths) - len(stale), len(paths))
+    if any(r is None for r in results):
+        load_fleet(root)  # raises with every inventory problem
+    for path, result in zip(stale, results):
+        stored[path.parent.name] = {"key": keys[path.parent.name], "result": result}
+    state_file.save({"clusters": {n: stored[n] for n in keys}})
+    report = Report()
+    for name in keys:
+        _merge(report, name, stored[name]["result"])
+    report.seconds = time.perf_counter() - started
+    report.sort()
+    return report, len(stale)
