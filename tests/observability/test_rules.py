@@ -115,6 +115,16 @@ def gpu_cases(cluster: ClusterModel) -> list[Case]:
                 Case("GpuMemoryTemperatureCritical", {"gpu_model": gm.key}, [(series(m.GPU_MEMORY_TEMP, **d), f"{hbm}x10")],
                      [(series(m.GPU_MEMORY_TEMP, **d), f"{hbm - 1}x10")], [g], "5m"),
             ]
+        else:  # no published limit: the one each GPU reports (93 C here, any value the GPU gives)
+            def hbm_at(temp: int, limit: int = 93) -> list[tuple[str, str]]:
+                return [(series(m.GPU_MEMORY_TEMP, **d), f"{temp}x10"), (series(m.GPU_MEMORY_MAX_TEMP, **d), f"{limit}x10")]
+            cases += [
+                Case("GpuMemoryTemperatureHigh", {"gpu_model": gm.key}, hbm_at(88), hbm_at(87), [g], "10m",
+                     extra_quiet=[hbm_at(88, limit=100),  # another GPU's higher limit
+                                  [(series(m.GPU_MEMORY_TEMP, **d), "99x10")],  # no reported limit: no alert
+                                  hbm_at(40, limit=0)]),  # a limit of 0 (none reported) neither
+                Case("GpuMemoryTemperatureCritical", {"gpu_model": gm.key}, hbm_at(93), hbm_at(92), [g], "5m"),
+            ]
     if any(n.profile.gpu.nvlink for n in cluster.gpu_nodes):
         cases += [
             Case("GpuNvlinkErrors", {}, one(m.NVLINK_CRC_DATA, "0+20x20") + one(m.NVLINK_REPLAY, "0x20"),
@@ -337,9 +347,14 @@ def test_the_issue_asks_for_these_alerts_on_both_fleets(clusters):
               "AlluxioCacheHitRateCollapsed", "FlytePropellerSystemErrors"}
     for cluster in clusters.values():
         assert wanted <= {r["alert"] for r in alert_rules(cluster)}, cluster.name
-    # HBM temperature where the catalogue publishes the model's memory limit (the A100-80GB).
-    assert GPU_MODELS["A100-80GB"].max_memory_temp_c is not None
-    assert {"GpuMemoryTemperatureHigh", "GpuMemoryTemperatureCritical"} <= {r["alert"] for r in alert_rules(clusters["a100"])}
+    # HBM temperature on both: against the catalogue's limit where NVIDIA publishes one (the A100-80GB),
+    # else against the limit the GPU reports (the H200).
+    assert GPU_MODELS["A100-80GB"].max_memory_temp_c is not None and GPU_MODELS["H200-141GB"].max_memory_temp_c is None
+    for cluster in clusters.values():
+        hbm = [r for r in alert_rules(cluster) if r["alert"].startswith("GpuMemoryTemperature")]
+        assert {r["alert"] for r in hbm} == {"GpuMemoryTemperatureHigh", "GpuMemoryTemperatureCritical"}, cluster.name
+    reported = [r["expr"] for r in alert_rules(clusters["h200"]) if r["alert"].startswith("GpuMemoryTemperature")]
+    assert all(m.GPU_MEMORY_MAX_TEMP in e for e in reported), reported
     # RDMA counters only where the inventory lists RDMA NICs: the H200 fleet's ConnectX-7/BlueField-3.
     assert "RdmaPortErrors" in {r["alert"] for r in alert_rules(clusters["h200"])}
     assert "RdmaPortErrors" not in {r["alert"] for r in alert_rules(clusters["a100"])}

@@ -41,14 +41,14 @@ def test_prometheus_size_by_hand_for_a100(clusters):
     assert node_series == 3 * 2_876 + 10 * 4_168 == 50_308
     size = prometheus_size(node_series=node_series, gpus=80, scrape_interval_s=30, retention_days=15)
     per_gpu = sizing.SERIES_PER_GPU
-    assert per_gpu == 54  # 27 DCGM fields (the driver-version label is no series) x 2
+    assert per_gpu == 56  # 28 DCGM fields (the driver-version label is no series) x 2
     samples = (60_000 + 50_308) / 30 + per_gpu * 80 / 15
-    assert size.samples_per_second == round(samples, 1) == 3964.9
+    assert size.samples_per_second == round(samples, 1) == 3975.6
     gib = samples * 15 * 86_400 * 2 * 1.5 / 2**30  # 14.4 GiB
     assert size.volume_gib == 15 == 5 * math.ceil(gib / 5)
     assert size.retention_size_gb == 12  # 85 % of the volume
-    assert size.active_series == 60_000 + 50_308 + 4_320
-    assert size.memory_gib == 2  # 114,628 series x 8 KiB = 0.87 GiB, floor of 2
+    assert size.active_series == 60_000 + 50_308 + 4_480
+    assert size.memory_gib == 2  # 114,788 series x 8 KiB = 0.87 GiB, floor of 2
 
 
 def test_fleets_get_their_own_prometheus_size(clusters):
@@ -72,7 +72,7 @@ def test_fleets_get_their_own_prometheus_size(clusters):
 def test_prometheus_size_grows_with_gpus_nodes_retention_and_shorter_scrapes():
     base = dict(node_series=250_000, gpus=800, scrape_interval_s=30, retention_days=30)
     ref = prometheus_size(**base).volume_gib
-    assert ref == 100  # (60,000 + 250,000) / 30 + 43,200 / 15 = 13,213 samples/s -> 95.7 GiB
+    assert ref == 100  # (60,000 + 250,000) / 30 + 44,800 / 15 = 13,320 samples/s -> 96.5 GiB
     for key, value in (("node_series", 500_000), ("gpus", 1600), ("retention_days", 60), ("scrape_interval_s", 15)):
         assert prometheus_size(**{**base, key: value}).volume_gib > ref, key
     big = prometheus_size(node_series=250_000, gpus=800, scrape_interval_s=30, retention_days=30)

@@ -27,6 +27,7 @@ DCGM_FIELDS: tuple[tuple[str, str, str], ...] = (
     ("DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz)."),
     ("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C)."),
     ("DCGM_FI_DEV_MEMORY_TEMP", "gauge", "Memory temperature (in C)."),
+    ("DCGM_FI_DEV_MEM_MAX_OP_TEMP", "gauge", "Maximum operating temperature of the memory (in C)."),
     ("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W)."),
     ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter", "Total energy consumption since boot (in mJ)."),
     ("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "Total number of PCIe retries."),
@@ -56,6 +57,9 @@ DCGM_CONFIG_NAME = "forge-dcgm-metrics"  # the ConfigMap the GPU Operator create
 
 GPU_TEMP = "DCGM_FI_DEV_GPU_TEMP"
 GPU_MEMORY_TEMP = "DCGM_FI_DEV_MEMORY_TEMP"  # HBM
+# The HBM limit the GPU itself reports (NVML's memory max-operating threshold, the one DCGM's
+# diagnostics check): the HBM alerts' limit for models the catalogue has no published value for.
+GPU_MEMORY_MAX_TEMP = "DCGM_FI_DEV_MEM_MAX_OP_TEMP"
 GPU_POWER = "DCGM_FI_DEV_POWER_USAGE"
 GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
 GPU_FB_USED = "DCGM_FI_DEV_FB_USED"

@@ -136,20 +136,29 @@ def gpu_model_rules(model: GpuModel) -> list[dict[str, Any]]:
 
 
 def hbm_rules(model: GpuModel, only: str, gpu: str, extra: dict[str, str]) -> list[dict[str, Any]]:
-    """HBM (memory) temperature against the model's published limit; none where the catalogue
-    has no limit for it (an alert on a guessed limit would page for nothing or too late)."""
+    """HBM (memory) temperature against the model's published limit (the catalogue's
+    max_memory_temp_c) or, for a model the catalogue has none for, against the limit each GPU
+    reports itself (GPU_MEMORY_MAX_TEMP): never a guessed number, which would page for nothing or
+    too late."""
     limit = model.max_memory_temp_c
+    temp = f"max by ({GPU_BY}) ({m.GPU_MEMORY_TEMP}{only})"
     if limit is None:
-        return []
-    warn_at = limit - TEMP_WARNING_MARGIN_C
+        # `> 0`: a GPU that reports no limit (0) must not page at every temperature
+        reported = f"max by ({GPU_BY}) ({m.GPU_MEMORY_MAX_TEMP}{only} > 0)"
+        warn, crit = (f"{temp} >= on ({GPU_BY}) ({reported} - {TEMP_WARNING_MARGIN_C})",
+                      f"{temp} >= on ({GPU_BY}) {reported}")
+        warn_text = f"within {TEMP_WARNING_MARGIN_C} C of the memory limit the GPU reports"
+        crit_text = "the memory limit the GPU reports"
+    else:
+        warn, crit = f"{temp} >= {limit - TEMP_WARNING_MARGIN_C}", f"{temp} >= {limit}"
+        warn_text = f"at or above {limit - TEMP_WARNING_MARGIN_C} C ({model.key}'s memory limit is {limit} C)"
+        crit_text = f"{model.key}'s memory limit of {limit} C"
     return [
-        alert("GpuMemoryTemperatureHigh", f"max by ({GPU_BY}) ({m.GPU_MEMORY_TEMP}{only}) >= {warn_at}", "warning",
-              f"{gpu} HBM is at or above {warn_at} C ({model.key}'s memory limit is {limit} C)",
+        alert("GpuMemoryTemperatureHigh", warn, "warning", f"{gpu} HBM is {warn_text}",
               "HBM heats with memory-bound work and poor airflow across the baseboard: check fans and inlet "
               "temperature before the GPU throttles its memory clock.",
               for_="5m", labels=extra),
-        alert("GpuMemoryTemperatureCritical", f"max by ({GPU_BY}) ({m.GPU_MEMORY_TEMP}{only}) >= {limit}", "critical",
-              f"{gpu} HBM reached {model.key}'s memory limit of {limit} C",
+        alert("GpuMemoryTemperatureCritical", crit, "critical", f"{gpu} HBM reached {crit_text}",
               "The memory is throttling and may raise ECC errors: fix cooling now; drain the node if it stays.",
               for_="2m", labels=extra),
     ]
