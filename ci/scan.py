@@ -55,7 +55,7 @@ def checkov(dirs: list[Path]) -> list[dict]:
     """Failed checks of checkov's kubernetes framework over `dirs`."""
     exe = Path(sys.executable).with_name("checkov")
     if not exe.is_file():
-        raise ScanError(f"{exe} is missing: run `make setup` (checkov is pinned in requirements.lock)")
+        raise ScanError(f"{exe} is missing: run `make scan` (it installs checkov, pinned in ci/scan.lock, into .venv-scan/)")
     command = [str(exe), "--framework", "kubernetes", "--output", "json", "--quiet", "--compact", "--skip-download"]
     for d in dirs:
         command += ["--directory", str(d)]
