@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from forge.components import alluxio, flyte, network
+from forge.components import alluxio, flyte, kueue, network
 from forge.components.network import Allow, default_deny
 from forge.fleet import components_of
 from forge.components.training_operator import WEBHOOK_PORT
@@ -77,6 +77,9 @@ def test_webhooks_are_open_to_the_api_server_from_any_source():
     assert ports(policies("h200", "prometheus")[("monitoring", "allow-api-server-webhook")]) == {10250}
     assert ports(policies("h200", "external-secrets")[("external-secrets", "allow-api-server-webhook")]) == {10250}
     assert ports(policies("h200", "kueue")[("kueue-system", "allow-api-server-webhook")]) == {9443}  # admits every job
+    # Kueue's visibility APIService: the API server proxies to it; blocked, namespace deletion hangs.
+    visibility = policies("h200", "kueue")[("kueue-system", "allow-api-server-visibility")]
+    assert visibility["spec"]["ingress"] == [{"ports": [{"protocol": "TCP", "port": kueue.VISIBILITY_PORT}]}]
     # Components without a webhook open nothing to every source.
     assert ("loki", "allow-api-server-webhook") not in policies("h200", "loki")
 

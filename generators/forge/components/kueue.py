@@ -49,6 +49,10 @@ FRAMEWORKS = (
 WEBHOOK_SECRET = "kueue-webhook-server-cert"
 WEBHOOK_PORT = 9443  # its admission and CRD conversion webhooks: the API server calls them for every job
 METRICS_PORT = 8443
+# The visibility API server (pending workloads): the chart always registers its APIService, and the
+# API server proxies to this port (the chart's visibility Service, 443 -> 8082). Unreachable, the
+# APIService turns Unavailable and aggregated discovery fails: namespace deletion hangs.
+VISIBILITY_PORT = 8082
 
 
 def manager_config(settings: KueueSettings) -> dict[str, Any]:
@@ -140,7 +144,8 @@ class Kueue(Component):
                           tuple(mapped), {p.name: policy.get(p.priority_class, True) for p in flyte.projects})
 
     def ingress(self, cluster: ClusterModel) -> tuple[network.Allow, ...]:
-        return (network.webhook([WEBHOOK_PORT]), network.scrape([METRICS_PORT]))
+        return (network.webhook([WEBHOOK_PORT]), network.scrape([METRICS_PORT]),
+                network.Allow("api-server-visibility", (VISIBILITY_PORT,), anywhere=True))
 
     def values(self, cluster: ClusterModel) -> dict[str, Any]:
         s: KueueSettings = self.settings(cluster)
