@@ -16,10 +16,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import forge
 from forge.paths import BASE_DIR
@@ -38,19 +39,82 @@ def digest(*parts: str | bytes) -> str:
     return h.hexdigest()
 
 
-def file_digest(path: Path) -> str:
+def file_digest(path: Path | str) -> str:
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        with open(path, "rb") as handle:
+            return hashlib.sha256(handle.read()).hexdigest()
     except OSError as exc:
         return f"unreadable:{exc.errno}"
 
 
-def tree_digest(folder: Path, patterns: Iterable[str] = ("**/*",)) -> str:
+def tree_digest(folder: Path, patterns: Iterable[str] = ("**/*",), digests: Digests | None = None) -> str:
     """Every file under `folder` (relative path and content); an absent folder hashes as such."""
     if not folder.is_dir():
         return digest("absent", str(folder))
-    files = sorted({p for pattern in patterns for p in folder.glob(pattern) if p.is_file() and "__pycache__" not in p.parts})
-    return digest(*(f"{p.relative_to(folder).as_posix()}={file_digest(p)}" for p in files))
+    if tuple(patterns) == ("**/*",):
+        files = _walk(str(folder))
+    else:
+        files = sorted((p.relative_to(folder).as_posix(), str(p)) for pattern in patterns for p in folder.glob(pattern)
+                       if p.is_file() and "__pycache__" not in p.parts)
+    of = digests.file if digests else file_digest
+    return digest(*(f"{rel}={of(path)}" for rel, path in files))
+
+
+def _walk(folder: str) -> list[tuple[str, str]]:
+    """(relative posix path, path) of every file under `folder`, sorted by the relative path
+    (os.walk on strings: far cheaper than pathlib's `**/*` on a tree of thousands of files)."""
+    found = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+        rel = os.path.relpath(dirpath, folder).replace(os.sep, "/")
+        prefix = "" if rel == "." else rel + "/"
+        found += [(prefix + name, os.path.join(dirpath, name)) for name in filenames]
+    return sorted(found, key=lambda item: item[0].split("/"))
+
+
+class Digests:
+    """Content digests remembered by what the file looks like on disk (size, mtime, ctime, inode),
+    as git's index does, so a warm run reads only the files that were written since. Each stage
+    keeps its own in .cache/forge/<name>.json when `root` is given (`save`), holding exactly the
+    files it read last time.
+
+    A digest is remembered only for a file last modified more than RACY_NS before it was read: a
+    write in the same clock tick as the read could leave every stat field as it was ("racy git"),
+    so such a file is read again next time. Any rewrite changes mtime or ctime, so a remembered
+    digest is never served for content it was not computed from."""
+
+    RACY_NS = 2_000_000_000
+
+    def __init__(self, root: Path | None = None, name: str = "digests",
+                 of: Callable[[str], str] = file_digest) -> None:
+        self.of = of  # what is remembered: a SHA-256 of the content, or a git blob id (forge diff)
+        self.state = State(root, name) if root is not None else None
+        data = self.state.load() if self.state else {}
+        self.known: dict[str, list] = data.get("files", {}) if isinstance(data.get("files"), dict) else {}
+        self.seen: dict[str, list] = {}
+
+    def file(self, path: Path | str) -> str:
+        key = os.path.abspath(path)
+        try:
+            st = os.stat(key)
+        except OSError as exc:
+            return f"unreadable:{exc.errno}"
+        look = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+        entry = self.seen.get(key) or self.known.get(key)
+        if entry and entry[:4] == look:
+            self.seen[key] = entry
+            return entry[4]
+        value = self.of(key)
+        if value.startswith("unreadable:"):
+            return value
+        if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > self.RACY_NS:
+            self.seen[key] = [*look, value]
+        return value
+
+    def save(self) -> None:
+        """Remember the digests of the files read in this run (only those: deleted files go)."""
+        if self.state is not None:
+            self.state.save({"files": self.seen})
 
 
 def stat_manifest(folder: Path) -> str:
@@ -124,10 +188,10 @@ class State:
         os.replace(tmp, self.path)
 
 
-def signature(path: Path) -> list[int] | None:
+def signature(path: Path | str) -> list[int] | None:
     """What a file on disk looks like now (size, mtime ns, inode): differs after any rewrite."""
     try:
-        st = path.stat()
+        st = os.stat(path)
     except OSError:
         return None
     return [st.st_size, st.st_mtime_ns, st.st_ino]

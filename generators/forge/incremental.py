@@ -49,9 +49,11 @@ def cluster_folders(name: str) -> tuple[str, str]:
 
 def _files_on_disk(root: Path, name: str) -> set[str]:
     found = set()
+    base = str(root)
     for folder in cluster_folders(name):
-        for dirpath, _, filenames in os.walk(root / folder):
-            found |= {Path(dirpath, f).relative_to(root).as_posix() for f in filenames}
+        for dirpath, _, filenames in os.walk(os.path.join(base, folder)):
+            rel = os.path.relpath(dirpath, base).replace(os.sep, "/")
+            found.update(f"{rel}/{f}" for f in filenames)
     return found
 
 
@@ -59,7 +61,10 @@ def _fresh(root: Path, entry: dict | None, key: str) -> bool:
     if not entry or entry.get("key") != key:
         return False
     files: dict[str, list[int]] = entry.get("files", {})
-    return _files_on_disk(root, entry["name"]) == set(files) and all(signature(root / rel) == sig for rel, sig in files.items())
+    base = str(root)
+    # Strings, not Paths: this runs for every generated file of the fleet on every generate.
+    return _files_on_disk(root, entry["name"]) == set(files) and all(
+        signature(os.path.join(base, rel)) == sig for rel, sig in files.items())
 
 
 def build_cluster(root: Path, path: Path) -> tuple[str, dict[str, str], list[str]] | None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from forge.cache import CACHE_DIR, GlobalInputs, digest, signature, tree_digest
+from forge.cache import CACHE_DIR, Digests, GlobalInputs, digest, signature, tree_digest
 from forge.errors import ForgeError
 from forge.folders import recover, swap
 from forge.paths import ARGOCD_DIR, CLUSTERS_DIR, OVERLAYS_DIR, RENDERED_DIR
@@ -54,11 +54,12 @@ def count_objects(text: str) -> int:
     return sum(1 for doc in text.split("\n---\n") if doc.strip())
 
 
-def _keys(root: Path, todo: list[Target], inputs: GlobalInputs) -> dict[Target, str]:
+def _keys(root: Path, todo: list[Target], inputs: GlobalInputs, digests: Digests) -> dict[Target, str]:
     """Each target's render key: the render inputs (kustomize, base/, forge) and its own files."""
     # The folder's kind and depth count (its relative references resolve from there), not the
     # cluster's name: identical overlays share one rendering (forge diff's two sides do).
-    return {t: digest(inputs.render, t.source.parts[0], str(len(t.source.parts)), tree_digest(root / t.source)) for t in todo}
+    return {t: digest(inputs.render, t.source.parts[0], str(len(t.source.parts)), tree_digest(root / t.source, digests=digests))
+            for t in todo}
 
 
 def _build_cluster(root: Path, targets_: list[Target], command: list[str]) -> dict[Target, str]:
@@ -89,7 +90,8 @@ def render_all(root: Path, out: Path | None = None, jobs: int | None = None, pro
     store = store or root / CACHE_DIR / "render"
     command = kustomize_build_command(root)
     todo = targets(root)
-    keys = _keys(root, todo, GlobalInputs(root))
+    digests = Digests(root, "render-inputs")
+    keys = _keys(root, todo, GlobalInputs(root), digests)
     by_cluster: dict[str, dict[Target, str]] = {}
     for target in todo:
         by_cluster.setdefault(target.cluster, {})[target] = keys[target]
@@ -105,6 +107,7 @@ def render_all(root: Path, out: Path | None = None, jobs: int | None = None, pro
                           "files": {f"{t.component}.yaml": signature(out / cluster / f"{t.component}.yaml") for t in by_cluster[cluster]}}
     state = {c: state[c] for c in by_cluster}
     _save(state_file, state)
+    digests.save()
     return {c: sum(state[c]["counts"].values()) for c in sorted(by_cluster)}
 
 

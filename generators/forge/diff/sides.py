@@ -21,8 +21,8 @@ from pathlib import Path
 
 import yaml
 
-from forge.cache import CACHE_DIR, State, digest
-from forge.diff.objects import parse_objects
+from forge.cache import CACHE_DIR, Digests, State, digest
+from forge.diff.objects import LOADER, parse_objects
 from forge.diff.revisions import Side, git, resolve
 from forge.errors import ForgeError
 from forge.fleet import inventory_paths, load_plan, load_plan_text
@@ -34,6 +34,25 @@ from forge.versions import VERSIONS_FILE
 
 def blob_id(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def file_blob_id(path: str) -> str:
+    try:
+        with open(path, "rb") as handle:
+            return blob_id(handle.read())
+    except OSError as exc:
+        return f"unreadable:{exc.errno}"
+
+
+def _disk_blobs(root: Path, folder: str, blobs: Digests) -> dict[str, str]:
+    """Blob ids of the files under `folder`, read only when written since the last diff."""
+    base = str(root)
+    out = {}
+    for dirpath, _, names in os.walk(os.path.join(base, folder)):
+        rel = os.path.relpath(dirpath, base).replace(os.sep, "/")
+        for name in names:
+            out[f"{rel}/{name}"] = blobs.file(os.path.join(dirpath, name))
+    return out
 
 
 def base_blobs(root: Path, commit: str) -> dict[str, str]:
@@ -67,14 +86,17 @@ def head_files(root: Path) -> tuple[dict[str, dict[str, str]], dict[str, dict[st
     built = {name: files for name, files, _ in results}
     blobs: dict[str, dict[str, str]] = {}
     lines: list[str] = []
+    known = Digests(root if (root / CACHE_DIR).is_dir() else None, "diff-blobs", of=file_blob_id)
     for name in keys:
-        on_disk = {rel: data for folder in cluster_folders(name) for rel, data in _disk_files(root, folder).items()}
-        files = {rel: text.encode() for rel, text in built[name].items()} if name in built else on_disk
-        blobs[name] = {rel: blob_id(data) for rel, data in files.items()}
-        if name in built:
-            lines += [f"{rel} (changed)" for rel in files if rel in on_disk and on_disk[rel] != files[rel]]
-            lines += [f"{rel} (missing)" for rel in files if rel not in on_disk]
-            lines += [f"{rel} (stale: the inventory no longer produces it)" for rel in on_disk if rel not in files]
+        on_disk = {rel: blob for folder in cluster_folders(name) for rel, blob in _disk_blobs(root, folder, known).items()}
+        if name not in built:
+            blobs[name] = on_disk
+            continue
+        blobs[name] = {rel: blob_id(text.encode()) for rel, text in built[name].items()}
+        lines += [f"{rel} (changed)" for rel, blob in blobs[name].items() if rel in on_disk and on_disk[rel] != blob]
+        lines += [f"{rel} (missing)" for rel in blobs[name] if rel not in on_disk]
+        lines += [f"{rel} (stale: the inventory no longer produces it)" for rel in on_disk if rel not in blobs[name]]
+    known.save()
     return blobs, built, sorted(lines)
 
 
@@ -109,7 +131,7 @@ def _read_side(side: Side, side_root: Path, out: Path, clusters: set[str]) -> No
         if path.parent.parent.name not in clusters:
             continue
         try:
-            side.values[(path.parent.parent.name, path.parent.name)] = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            side.values[(path.parent.parent.name, path.parent.name)] = yaml.load(path.read_text(encoding="utf-8"), Loader=LOADER) or {}
         except yaml.YAMLError as exc:
             raise ForgeError(f"{side.label}: {path.relative_to(side_root).as_posix()} is not YAML: {exc}") from None
 

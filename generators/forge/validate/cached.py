@@ -16,7 +16,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
-from forge.cache import GlobalInputs, State, digest, file_digest, stat_manifest, tree_digest
+from forge.cache import Digests, GlobalInputs, State, digest, stat_manifest, tree_digest
 from forge.errors import ForgeError, InventoryError
 from forge.fleet import inventory_paths, load_fleet, load_plan
 from forge.incremental import registry_key
@@ -29,14 +29,14 @@ Progress = Callable[[int, int], None]
 _CRDS: dict[tuple[str, str, str], Any] = {}  # per process: upstream CRD index by (root, upstream)
 
 
-def cluster_key(root: Path, rendered: Path, inventory: Path, shared: str) -> str:
+def cluster_key(root: Path, rendered: Path, inventory: Path, shared: str, digests: Digests) -> str:
     name = inventory.parent.name
     files = sorted((rendered / name).glob("*.yaml"))
     if not files:
         raise ForgeError(f"{rendered / name}: nothing rendered for cluster {name}: run `make render` first")
     # Every file forge wrote for the cluster: values files and examples are checked too.
-    return digest(shared, name, file_digest(inventory), *(f"{p.name}={file_digest(p)}" for p in files),
-                  tree_digest(root / OVERLAYS_DIR / name))
+    return digest(shared, name, digests.file(inventory), *(f"{p.name}={digests.file(p)}" for p in files),
+                  tree_digest(root / OVERLAYS_DIR / name, digests=digests))
 
 
 def _crds(root: Path, upstream: Path | None):
@@ -113,7 +113,8 @@ def validate_incremental(root: Path, upstream: Path | None = None, rendered: Pat
     if not paths:
         load_fleet(root)  # says there is no inventory
     shared = digest(GlobalInputs(root, upstream).validate, registry_key(), "strict" if upstream else "lenient")
-    keys = {p.parent.name: cluster_key(root, rendered, p, shared) for p in paths}
+    digests = Digests(root, "validate-inputs")
+    keys = {p.parent.name: cluster_key(root, rendered, p, shared, digests) for p in paths}
     state_file = State(root, "validate")
     stored: dict[str, dict] = state_file.load().get("clusters", {})
     stale = [p for p in paths if stored.get(p.parent.name, {}).get("key") != keys[p.parent.name]]
@@ -124,6 +125,7 @@ def validate_incremental(root: Path, upstream: Path | None = None, rendered: Pat
     for path, result in zip(stale, results):
         stored[path.parent.name] = {"key": keys[path.parent.name], "result": result}
     state_file.save({"clusters": {n: stored[n] for n in keys}})
+    digests.save()
     report = Report()
     for name in keys:
         _merge(report, name, stored[name]["result"])
