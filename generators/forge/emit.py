@@ -14,7 +14,7 @@ same bytes on every generated file and on random documents of tricky scalars.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import yaml
 
@@ -147,17 +147,22 @@ def _ask_value(value: Any) -> Scalar | None:
     return head, tuple(line[2:] for line in lines), keep
 
 
+def _remembered(table: dict, memo: Any, decide: Callable[[Any], Any], value: Any) -> Any:
+    """`decide(value)`, asked once per memo (the table is emptied when it grows too large)."""
+    found = table.get(memo, _UNASKED)
+    if found is _UNASKED:
+        if len(table) > _REMEMBERED:
+            table.clear()
+        found = table[memo] = decide(value)
+    if found is None:
+        raise _Fallback
+    return found
+
+
 def _key(key: Any) -> str:
     if type(key) is not str:
         raise _Fallback
-    text = _keys.get(key, _UNASKED)
-    if text is _UNASKED:
-        if len(_keys) > _REMEMBERED:
-            _keys.clear()
-        text = _keys[key] = _ask_key(key)
-    if text is None:
-        raise _Fallback
-    return text
+    return _remembered(_keys, key, _ask_key, key)
 
 
 def _scalar(value: Any) -> Scalar:
@@ -166,16 +171,10 @@ def _scalar(value: Any) -> Scalar:
         raise _Fallback
     if kind is str and len(value) > _REMEMBERED_LONGEST:
         found = _decide_value(value)
-    else:
-        memo = (kind, repr(value)) if kind is float else (kind, value)
-        found = _values.get(memo, _UNASKED)
-        if found is _UNASKED:
-            if len(_values) > _REMEMBERED:
-                _values.clear()
-            found = _values[memo] = _decide_value(value)
-    if found is None:
-        raise _Fallback
-    return found
+        if found is None:
+            raise _Fallback
+        return found
+    return _remembered(_values, (kind, repr(value)) if kind is float else (kind, value), _decide_value, value)
 
 
 def _write(node: dict | list | tuple, indent: int, out: list[str], inline: bool) -> None:

@@ -23,6 +23,17 @@ def age(path: Path, seconds: int = 60) -> None:
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns - seconds * 1_000_000_000))
 
 
+def remembered(folder: Path, text: str) -> Path:
+    """A file (with an old mtime) whose digest a saved Digests of `folder` holds."""
+    path = folder / "a.yaml"
+    path.write_text(text)
+    age(path)
+    digests = Digests(folder)
+    assert digests.file(path) == sha(text)
+    digests.save()
+    return path
+
+
 @pytest.fixture
 def no_racy_window(monkeypatch):
     """Files written by the test a moment ago count as settled (the window is tested on its own)."""
@@ -30,12 +41,7 @@ def no_racy_window(monkeypatch):
 
 
 def test_a_remembered_digest_is_served_without_reading(tmp_path: Path, no_racy_window):
-    path = tmp_path / "a.yaml"
-    path.write_text("one\n")
-    age(path)
-    digests = Digests(tmp_path)
-    assert digests.file(path) == sha("one\n")
-    digests.save()
+    path = remembered(tmp_path, "one\n")
     reads: list[str] = []
     again = Digests(tmp_path, of=lambda p: reads.append(p) or "read")
     assert again.file(path) == sha("one\n") and reads == []
@@ -44,12 +50,7 @@ def test_a_remembered_digest_is_served_without_reading(tmp_path: Path, no_racy_w
 
 
 def test_an_edit_of_the_same_size_is_read_again_even_with_its_mtime_put_back(tmp_path: Path, no_racy_window):
-    path = tmp_path / "a.yaml"
-    path.write_text("one\n")
-    age(path)
-    first = Digests(tmp_path)
-    assert first.file(path) == sha("one\n")
-    first.save()
+    path = remembered(tmp_path, "one\n")
     st = path.stat()
     path.write_text("two\n")  # same size, same inode
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # mtime as it was: ctime still moved
@@ -72,12 +73,7 @@ def test_a_file_read_in_the_racy_window_is_not_remembered(tmp_path: Path, monkey
 
 
 def test_a_replaced_file_and_a_missing_file(tmp_path: Path, no_racy_window):
-    path = tmp_path / "a.yaml"
-    path.write_text("one\n")
-    age(path)
-    digests = Digests(tmp_path)
-    digests.file(path)
-    digests.save()
+    path = remembered(tmp_path, "one\n")
     replacement = tmp_path / "new.yaml"
     replacement.write_text("uno\n")
     age(replacement)  # even an old mtime: another inode

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import yaml
 
-from forge.cache import CACHE_DIR, Digests, State, digest
+from forge.cache import CACHE_DIR, State, digest
 from forge.diff.objects import LOADER, parse_objects
 from forge.diff.revisions import Side, git, resolve
 from forge.errors import ForgeError
@@ -36,22 +36,24 @@ def blob_id(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
-def file_blob_id(path: str) -> str:
-    try:
-        with open(path, "rb") as handle:
-            return blob_id(handle.read())
-    except OSError as exc:
-        return f"unreadable:{exc.errno}"
+def working_blobs(root: Path, folders: tuple[str, ...]) -> dict[str, str]:
+    """Blob ids of every file under `folders` in the working tree. git's index already names the
+    tracked files by blob id and knows (by its stat data) which may differ from it: only those,
+    and files git does not track, are read. A fresh clone reads nothing."""
+    def listing(*args: str) -> list[str]:
+        return [p for p in git(root, *args, "--", *folders).split("\0") if p]
 
-
-def _disk_blobs(root: Path, folder: str, blobs: Digests) -> dict[str, str]:
-    """Blob ids of the files under `folder`, read only when written since the last diff."""
-    base = str(root)
     out = {}
-    for dirpath, _, names in os.walk(os.path.join(base, folder)):
-        rel = os.path.relpath(dirpath, base).replace(os.sep, "/")
-        for name in names:
-            out[f"{rel}/{name}"] = blobs.file(os.path.join(dirpath, name))
+    for entry in listing("ls-files", "--stage", "-z"):
+        meta, _, path = entry.partition("\t")
+        out[path] = meta.split()[1]
+    for path in {*listing("diff-files", "--name-only", "--relative", "-z"), *listing("ls-files", "--others", "-z")}:
+        try:
+            out[path] = blob_id((root / path).read_bytes())
+        except FileNotFoundError:
+            out.pop(path, None)  # deleted from the working tree
+        except OSError as exc:
+            raise ForgeError(f"{path}: cannot be read ({exc.strerror})") from None
     return out
 
 
@@ -86,9 +88,9 @@ def head_files(root: Path) -> tuple[dict[str, dict[str, str]], dict[str, dict[st
     built = {name: files for name, files, _ in results}
     blobs: dict[str, dict[str, str]] = {}
     lines: list[str] = []
-    known = Digests(root if (root / CACHE_DIR).is_dir() else None, "diff-blobs", of=file_blob_id)
+    working = _by_cluster(working_blobs(root, (OVERLAYS_DIR, CLUSTERS_DIR)))
     for name in keys:
-        on_disk = {rel: blob for folder in cluster_folders(name) for rel, blob in _disk_blobs(root, folder, known).items()}
+        on_disk = working.get(name, {})
         if name not in built:
             blobs[name] = on_disk
             continue
@@ -96,7 +98,6 @@ def head_files(root: Path) -> tuple[dict[str, dict[str, str]], dict[str, dict[st
         lines += [f"{rel} (changed)" for rel, blob in blobs[name].items() if rel in on_disk and on_disk[rel] != blob]
         lines += [f"{rel} (missing)" for rel in blobs[name] if rel not in on_disk]
         lines += [f"{rel} (stale: the inventory no longer produces it)" for rel in on_disk if rel not in blobs[name]]
-    known.save()
     return blobs, built, sorted(lines)
 
 
@@ -174,7 +175,7 @@ def render_changed(root: Path, ref: str, tmp: Path) -> tuple[Side, Side]:
     commit = resolve(root, ref)
     base_all = base_blobs(root, commit)
     head_by, built, stale_lines = head_files(root)
-    head_base = {rel: blob_id(data) for rel, data in _disk_files(root, BASE_DIR).items()}
+    head_base = working_blobs(root, (BASE_DIR,))
     base_base = {k: v for k, v in base_all.items() if k.startswith(BASE_DIR + "/")}
     base_by = _by_cluster(base_all)
     changed = {c for c in set(base_by) | set(head_by)
