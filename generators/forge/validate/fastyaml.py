@@ -67,6 +67,9 @@ _DIRECTIVE = re.compile(r"^%", re.M)
 _SUSPECT: dict[str, re.Pattern[str] | None] = {}  # string -> its plain occurrences, None when harmless
 
 
+_NONE = type(None)
+
+
 class _Unsure(Exception):
     """This document is for PyYAML."""
 
@@ -110,24 +113,32 @@ def _read(text: str, directives: bool) -> list[Any]:
 
 def _check(chunk: str, docs: list[Any], directives: bool) -> None:
     """Raise _Unsure unless ryaml's reading of the chunk is PyYAML's (see the module doc)."""
+    keys: set[Any] = set()
     strings: set[str] = set()
     stack = list(docs)
     while stack:
         node = stack.pop()
-        for key, value in node.items() if type(node) is dict else enumerate(node):
-            if type(key) is str:
-                if key[:1] == "!" and type(node) is dict:
-                    raise _Unsure  # a local tag, or a key that looks like one
-                strings.add(key)
-            elif type(node) is dict and type(key) not in (int, bool, type(None)):
-                raise _Unsure
+        if type(node) is dict:
+            keys.update(node)  # checked below, once per distinct key
+            values: Any = node.values()
+        else:
+            values = node
+        for value in values:
             kind = type(value)
             if kind is str:
                 strings.add(value)
             elif kind is dict or kind is list:
                 stack.append(value)
-            elif kind is float or kind not in (int, bool, type(None)):
-                raise _Unsure
+            elif kind is not int and kind is not bool and kind is not _NONE:
+                raise _Unsure  # a float (their forms differ), or a type ryaml should not make
+    for key in keys:
+        kind = type(key)
+        if kind is str:
+            if key[:1] == "!":
+                raise _Unsure  # a local tag, or a key that looks like one
+            strings.add(key)
+        elif kind is not int and kind is not bool and kind is not _NONE:
+            raise _Unsure
     if "0o" in chunk or "0O" in chunk:
         raise _Unsure
     if "!" in chunk or "&" in chunk:
