@@ -30,6 +30,7 @@ _TOKENS = (
 # is lower-case hex, so it never matches). Every pattern here runs in linear time: no unbounded
 # repetition that could be retried from each position of a long line.
 _BASE64_40 = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+=]{40}(?![A-Za-z0-9/+=])")
+_NEEDLES = re.compile("|".join(re.escape(needle) for needles, _, _ in _TOKENS for needle in needles))
 # Keys whose value is a credential. `credentials_secret` (the name of a Secret) is not one.
 _SECRET_KEY_NAME = re.compile(r"(^|[_.-])(password|passwd|passphrase|secret|secret_key|secret_access_key|"
                               r"access_key|api_key|apikey|token|auth_token|private_key|client_secret)$", re.I)
@@ -45,6 +46,8 @@ def find_credentials(data: Any) -> list[tuple[tuple, str]]:
 def find_in_text(text: str) -> list[tuple[int, str]]:
     """(line, what) of well-known credentials anywhere in the text, comments included: a comment
     is committed to git as much as a value is."""
+    if not _maybe(text):  # no pattern can match any line (none spans a line break)
+        return []
     found = []
     for number, line in enumerate(text.splitlines(), 1):
         what = next(_walk_text(line, ()), None)
@@ -58,21 +61,35 @@ def message(what: str) -> str:
 
 
 def _walk(value: Any, path: tuple) -> Iterator[tuple[tuple, str]]:
+    # Only containers and strings that may hold a credential are visited (a 100-node inventory
+    # has thousands of scalars).
     if isinstance(value, dict):
         for key, item in value.items():
-            yield from _walk_text(key, path + (key,)) if isinstance(key, str) else ()
-            if isinstance(key, str) and isinstance(item, str) and _SECRET_KEY_NAME.search(key) and _SECRET_VALUE.match(item):
-                yield path + (key,), f"a secret under the key '{key}'"
-                continue
-            yield from _walk(item, path + (key,))
+            if isinstance(key, str):
+                if _maybe(key):
+                    yield from _walk_text(key, path + (key,))
+                if isinstance(item, str) and _SECRET_KEY_NAME.search(key) and _SECRET_VALUE.match(item):
+                    yield path + (key,), f"a secret under the key '{key}'"
+                    continue
+            if isinstance(item, (dict, list)) or (isinstance(item, str) and _maybe(item)):
+                yield from _walk(item, path + (key,))
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            yield from _walk(item, path + (index,))
+            if isinstance(item, (dict, list)) or (isinstance(item, str) and _maybe(item)):
+                yield from _walk(item, path + (index,))
     elif isinstance(value, str):
         yield from _walk_text(value, path)
 
 
+def _maybe(text: str) -> bool:
+    """False when no pattern can match `text`: one search for every needle (a pattern matches only
+    where its needle is) and one for the base64 run, instead of one test per needle."""
+    return bool(_NEEDLES.search(text) or (len(text) >= 40 and _BASE64_40.search(text)))
+
+
 def _walk_text(text: str, path: tuple) -> Iterator[tuple[tuple, str]]:
+    if not _maybe(text):
+        return
     for needles, pattern, what in _TOKENS:
         if any(needle in text for needle in needles) and pattern.search(text):
             yield path, what

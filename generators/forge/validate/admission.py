@@ -15,10 +15,12 @@ reads is produced from Git or is the one bootstrap credential.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterable, NamedTuple
+from typing import Any, Callable, Iterable, NamedTuple
 
 from forge.validate.objects import load_yaml_stream, object_id
 from forge.validate.podsecurity import ENFORCE, LEVELS, WARN, level_of, pod_specs, violations
+
+Specs = Callable[[dict[str, Any]], list[tuple[str, dict[str, Any]]]]  # pod_specs, or a PodSpecs memo
 from forge.validate.secretrefs import ALL_NAMESPACES, Ref, object_refs, produced, value_refs
 
 EXAMPLES_DIR = "examples"
@@ -57,7 +59,8 @@ def example_objects(root: Path, cluster: str) -> dict[str, list[tuple[str, dict[
 
 
 def pod_security(objects: dict[str, list[dict[str, Any]]], destinations: dict[str, str],
-                 examples: dict[str, list[tuple[str, dict[str, Any]]]], all_objects: Iterable[dict[str, Any]]) -> list[Problem]:
+                 examples: dict[str, list[tuple[str, dict[str, Any]]]], all_objects: Iterable[dict[str, Any]],
+                 specs: Specs = pod_specs) -> list[Problem]:
     """Pod Security problems of every pod spec in `objects` (component -> objects) and `examples`.
     `destinations`: component -> its Application's namespace; `all_objects`: the whole cluster's
     output, where the Namespaces are."""
@@ -67,18 +70,21 @@ def pod_security(objects: dict[str, list[dict[str, Any]]], destinations: dict[st
     for component, objs in sorted(objects.items()):
         for obj in objs:
             ns = (obj.get("metadata") or {}).get("namespace") or destinations.get(component, "")
-            out += _check(component, object_id(obj), obj, [ns], labels)
+            found = specs(obj)
+            if found:
+                out += _check(component, object_id(obj), found, [ns], labels)
     for component, items in sorted(examples.items()):
         for rel, obj in items:
             ns = (obj.get("metadata") or {}).get("namespace")
-            out += _check(component, f"{rel} {object_id(obj)}", obj, [ns] if ns else workload or [destinations.get(component, "")], labels)
+            found = specs(obj)
+            if found:
+                out += _check(component, f"{rel} {object_id(obj)}", found, [ns] if ns else workload or [destinations.get(component, "")],
+                              labels)
     return out
 
 
-def _check(component: str, where: str, obj: dict[str, Any], namespaces: list[str], labels: dict[str, dict[str, Any]]) -> list[Problem]:
-    specs = list(pod_specs(obj))
-    if not specs:
-        return []
+def _check(component: str, where: str, specs: list[tuple[str, dict[str, Any]]], namespaces: list[str],
+           labels: dict[str, dict[str, Any]]) -> list[Problem]:
     out = []
     for ns in namespaces:
         if ns not in labels:
@@ -102,7 +108,7 @@ def _check(component: str, where: str, obj: dict[str, Any], namespaces: list[str
 
 def secret_references(objects: dict[str, list[dict[str, Any]]], values: dict[str, Any], destinations: dict[str, str],
                       namespaces: dict[str, tuple[str, ...]], runtime: dict[str, dict[str, str]],
-                      bootstrap: tuple[str, str] | None) -> list[Problem]:
+                      bootstrap: tuple[str, str] | None, specs: Specs = pod_specs) -> list[Problem]:
     """Secrets read (by pods, Ingresses, secret stores, chart values) that nothing in Git produces
     and that are not the bootstrap credential (forge.validate.secretrefs). Per component:
     `values` its Helm values, `namespaces` all it deploys into, `runtime` the Secrets its chart or
@@ -125,7 +131,7 @@ def secret_references(objects: dict[str, list[dict[str, Any]]], values: dict[str
     for component, objs in sorted(objects.items()):
         for obj in objs:
             ns = (obj.get("metadata") or {}).get("namespace") or destinations.get(component, "")
-            for ref in object_refs(obj, ns):
+            for ref in object_refs(obj, ns, specs):
                 need(component, object_id(obj), ref)
     for component, vals in sorted(values.items()):
         for name, path in value_refs(vals):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from itertools import chain
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from forge.components.base import Component
 from forge.components.external_secrets import ExternalSecrets
@@ -14,23 +14,28 @@ from forge.paths import OVERLAYS_DIR
 from forge.validate.admission import example_objects, pod_security, secret_references
 from forge.validate.failure import Failure
 from forge.validate.objects import load_yaml_stream
+from forge.validate.podsecurity import PodSpecs
 
 
 def admission_failures(root: Path, cluster: ClusterModel, components: Sequence[Component],
-                       objects: dict[str, list[dict[str, Any]]]) -> list[Failure]:
+                       objects: dict[str, list[dict[str, Any]]], values: Mapping[str, Any] | None = None) -> list[Failure]:
     """Pod Security and Secret-reference failures of a cluster's output (`objects`: component ->
     objects) and of the examples and values files forge wrote for `components` (those checked:
-    all the cluster runs, or those `--component` selects)."""
+    all the cluster runs, or those `--component` selects). `values`: component -> its values.yaml
+    already read (the rest are read here)."""
+    read = values or {}
     names = {c.name for c in components}
     destinations = {c.name: c.namespace for c in components_of(cluster)}
     examples = {k: v for k, v in example_objects(root, cluster.name).items() if k in names}
     eso = ExternalSecrets()
-    problems = pod_security(objects, destinations, examples, chain.from_iterable(objects.values()))
+    specs = PodSpecs()
+    problems = pod_security(objects, destinations, examples, chain.from_iterable(objects.values()), specs)
     problems += secret_references(
-        objects, values={c.name: _values(root, cluster.name, c.name) for c in components if c.chart},
+        objects, values={c.name: read[c.name] if c.name in read else _values(root, cluster.name, c.name)
+                         for c in components if c.chart},
         destinations=destinations, namespaces={c.name: c.namespaces(cluster) for c in components},
         runtime={c.name: c.produced_secrets(cluster) for c in components},
-        bootstrap=eso.bootstrap_secret(cluster) if eso.enabled(cluster) else None)
+        bootstrap=eso.bootstrap_secret(cluster) if eso.enabled(cluster) else None, specs=specs)
     return [Failure(cluster.name, p.component, p.where, p.path, p.reason) for p in problems]
 
 

@@ -22,12 +22,12 @@ from __future__ import annotations
 import json
 import re
 from functools import cached_property
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import jsonschema_rs
 
+from forge.inventory.schema import kubernetes_schema_dir
 from forge.validate._schema import check
 
 _DEFS_URI = "https://kubernetes.io/api/_definitions.json"  # the `$id` inside _definitions.json
@@ -35,7 +35,7 @@ _DIR_RE = re.compile(r"^v(\d+\.\d+)\.0-local-strict$")
 
 
 def _schema_root() -> Path:
-    return Path(str(resources.files("kubernetes_validate").joinpath("kubernetes-json-schema")))
+    return kubernetes_schema_dir()
 
 
 def available_versions() -> list[str]:

@@ -56,18 +56,38 @@ class Violation(tuple):
     detail = property(lambda self: self[2])
 
 
-def pod_specs(node: Any, path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
-    """(dotted path, pod spec) of every pod spec inside an object."""
-    if isinstance(node, dict):
-        containers = node.get("containers")
-        if isinstance(containers, list) and containers and all(isinstance(c, dict) and "name" in c for c in containers):
-            yield path, node
-            return
-        for key, value in node.items():
-            yield from pod_specs(value, f"{path}.{key}" if path else str(key))
-    elif isinstance(node, list):
-        for i, value in enumerate(node):
-            yield from pod_specs(value, f"{path}[{i}]")
+def pod_specs(node: Any, path: str = "") -> list[tuple[str, dict[str, Any]]]:
+    """(dotted path, pod spec) of every pod spec inside an object, in document order."""
+    found: list[tuple[str, dict[str, Any]]] = []
+    stack: list[tuple[str, Any]] = [(path, node)]
+    while stack:  # depth first, without a generator per node (objects have thousands)
+        path, node = stack.pop()
+        if isinstance(node, dict):
+            containers = node.get("containers")
+            if isinstance(containers, list) and containers and all(isinstance(c, dict) and "name" in c for c in containers):
+                found.append((path, node))
+                continue
+            children = [(f"{path}.{key}" if path else str(key), value) for key, value in node.items()
+                        if isinstance(value, (dict, list))]  # scalars hold none
+        elif isinstance(node, list):
+            children = [(f"{path}[{i}]", value) for i, value in enumerate(node) if isinstance(value, (dict, list))]
+        else:
+            continue
+        stack += reversed(children)
+    return found
+
+
+class PodSpecs:
+    """pod_specs of each object, found once: Pod Security and the Secret references both ask."""
+
+    def __init__(self) -> None:
+        self._found: dict[int, tuple[Any, list[tuple[str, dict[str, Any]]]]] = {}
+
+    def __call__(self, obj: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+        entry = self._found.get(id(obj))
+        if entry is None:  # the object is kept with its result: its id cannot be reused meanwhile
+            entry = self._found[id(obj)] = (obj, pod_specs(obj))
+        return entry[1]
 
 
 def level_of(labels: dict[str, Any], key: str = ENFORCE) -> str:

@@ -58,6 +58,8 @@ def _images(node: Any, path: list[str | int], out: list[tuple[str, str]]) -> Non
     """
     if isinstance(node, dict):
         for key, value in node.items():
+            if key != "image" and not isinstance(value, (dict, list)):
+                continue  # a scalar that is not an image: nothing below it (most of an object)
             here = path + [key]
             if key == "image" and isinstance(value, str):
                 sibling = _sibling_tag(node)
@@ -76,7 +78,8 @@ def _images(node: Any, path: list[str | int], out: list[tuple[str, str]]) -> Non
                 _images(value, here, out)
     elif isinstance(node, list):
         for i, value in enumerate(node):
-            _images(value, path + [i], out)
+            if isinstance(value, (dict, list)):
+                _images(value, path + [i], out)
 
 
 def check_policies(obj: dict[str, Any], *, required_labels: dict[str, str]) -> list[tuple[str, str]]:

@@ -104,19 +104,24 @@ def validate_cluster(cluster: ClusterModel, components: list[Component], objects
 
 
 def validate_values(root: Path, cluster: ClusterModel, components: list[Component], upstream: Path | None,
-                    report: Report) -> None:
+                    report: Report) -> dict[str, Any]:
+    """Check every values file; return each chart component's values.yaml as read (the admission
+    checks read it too: parsed once)."""
     pins = chart_pins(root)
+    read: dict[str, Any] = {}
     for component in components:
         if not component.chart:
             continue
         folder = Path(OVERLAYS_DIR, cluster.name, component.name)
         # values.yaml, and one file per further release of the same chart (Component.extra_releases)
         for name in ("values.yaml", *(extra_values_file(r) for r in component.extra_releases(cluster))):
-            _validate_values_file(root, cluster, component, folder / name, pins[component.chart], upstream, report)
+            values = _validate_values_file(root, cluster, component, folder / name, pins[component.chart], upstream, report)
+            read.setdefault(component.name, values)  # values.yaml comes first
+    return read
 
 
 def _validate_values_file(root: Path, cluster: ClusterModel, component: Component, rel: Path, pin, upstream: Path | None,
-                          report: Report) -> None:
+                          report: Report) -> Any:
     values = load_yaml_stream((root / rel).read_text(encoding="utf-8"))
     values = values[0] if values else {}
     report.values_files += 1
@@ -130,6 +135,7 @@ def _validate_values_file(root: Path, cluster: ClusterModel, component: Componen
     else:
         report.unchecked.append(f"{cluster.name} / {component.name} / {rel.as_posix()} (values against chart {pin.chart} {pin.version})")
     report.failures += [Failure(cluster.name, component.name, rel.as_posix(), path, reason) for path, reason in problems]
+    return values
 
 
 def validate_repo(root: Path, upstream: Path | None = None, rendered: Path | None = None) -> Report:
@@ -140,10 +146,10 @@ def check_cluster(root: Path, cluster: ClusterModel, components: list[Component]
                   base_crds: LazyCrdFolder, upstream: Path | None, report: Report) -> None:
     """Every check of one cluster (also run per cluster by forge.validate.cached)."""
     validate_cluster(cluster, components, objects, base_crds, upstream, report)
-    validate_values(root, cluster, components, upstream, report)
+    values = validate_values(root, cluster, components, upstream, report)
     if upstream:
         report.failures += missing_runtime_data(cluster.name, components, upstream)
-    report.failures += admission_failures(root, cluster, components, objects)
+    report.failures += admission_failures(root, cluster, components, objects, values)
 
 
 def validate_fleet(root: Path, fleet: list[tuple[ClusterModel, list[Component]]], upstream: Path | None = None,

@@ -17,7 +17,7 @@ credential of the external-secrets component, and there is at most one per clust
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, NamedTuple
+from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 from forge.validate.podsecurity import pod_specs
 
@@ -59,9 +59,10 @@ def pod_refs(spec: dict[str, Any], namespace: str, at: str) -> Iterator[Ref]:
         yield Ref(namespace, ref.get("name", ""), f"{at}.imagePullSecrets[{i}]")
 
 
-def object_refs(obj: dict[str, Any], namespace: str) -> Iterator[Ref]:
+def object_refs(obj: dict[str, Any], namespace: str,
+                specs: Callable[[dict[str, Any]], list[tuple[str, dict[str, Any]]]] = pod_specs) -> Iterator[Ref]:
     """Secrets one object (its pod specs, Ingress TLS, secret-store credentials) reads."""
-    for at, spec in pod_specs(obj):
+    for at, spec in specs(obj):
         yield from pod_refs(spec, namespace, at)
     spec = obj.get("spec") or {}
     if obj.get("kind") == "Ingress":
