@@ -13,7 +13,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "generators" / "forge"
 # modules). Every module must have a stage, so a new one is placed on purpose.
 STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("forge", "forge.hardware", "forge.errors", "forge.emit", "forge.paths", "forge.folders",
-                    "forge.tools", "forge.versions", "forge.cli_common", "forge.cache", "forge.progress")),
+                    "forge.tools", "forge.versions", "forge.cli_common", "forge.cache", "forge.progress",
+                    "forge.workers")),
     ("inventory", ("forge.inventory",)),
     ("model", ("forge.model", "forge.capacity", "forge.queues")),
     ("components", ("forge.components", "forge.observability")),

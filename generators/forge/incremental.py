@@ -18,7 +18,6 @@ from __future__ import annotations
 import inspect
 import os
 import shutil
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -31,6 +30,7 @@ from forge.generate import Tree, _bootstrap_files, _component_files
 from forge.paths import ARGOCD_DIR, CLUSTERS_DIR, OVERLAYS_DIR
 from forge.versions import chart_pins
 from forge.writer import STAGING, recover_interrupted
+from forge.workers import process_pool
 
 Progress = Callable[[int, int], None]
 
@@ -93,7 +93,7 @@ def build_clusters(root: Path, paths: list[Path], jobs: int, progress: Progress 
             done.append(build_cluster(root, path))
             tick()
         return done
-    with ProcessPoolExecutor(max_workers=min(jobs, len(paths))) as pool:
+    with process_pool(min(jobs, len(paths))) as pool:
         for result in pool.map(_build_job, [(str(root), str(p)) for p in paths], chunksize=max(1, len(paths) // (jobs * 8))):
             done.append(result)
             tick()

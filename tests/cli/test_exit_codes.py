@@ -140,3 +140,28 @@ def test_make_diff_accepts_only_0_and_1():
     command = recipe.strip().lstrip("@").split("  #")[0].replace("$$", "$").replace("forge diff --base $(BASE)", "sh -c 'exit $0'")
     for code, ok in ((0, True), (1, True), (2, False), (130, False)):
         assert (subprocess.run(["sh", "-c", command.replace("$0", str(code))]).returncode == 0) is ok, code
+
+
+def test_ctrl_c_while_workers_build_clusters_exits_130_without_a_traceback(git_repo: Path):
+    """Cold generate builds clusters in worker processes; Ctrl-C reaches them too. h200's build is
+    made slow here, so the signal surely arrives while one worker is busy and the other waits for
+    work (a waiting worker is the one that used to print a KeyboardInterrupt traceback)."""
+    driver = ("import sys, time\n"
+              "import forge.incremental as incremental\n"
+              "real = incremental.build_cluster\n"
+              "def slow(*args):\n"
+              "    time.sleep(60 if 'h200' in str(args[1]) else 0)\n"
+              "    return real(*args)\n"
+              "incremental.build_cluster = slow\n"  # forked workers inherit the slow build
+              "from forge.cli import main\n"
+              "main(['generate', '--jobs', '2', '--root', sys.argv[1]])\n")
+    proc = subprocess.Popen([sys.executable, "-c", driver, str(git_repo)], env=ENV, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    wait_for_a_child(proc.pid)
+    time.sleep(2)  # a100 built, h200 building
+    started = time.monotonic()
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, (proc.returncode, err[-2000:])
+    assert "Traceback" not in err and err.split() == ["interrupted"]
+    assert time.monotonic() - started < 30  # the workers' remaining minute was not waited for

@@ -14,7 +14,6 @@ from __future__ import annotations
 import gc
 import os
 from collections import Counter
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
@@ -27,6 +26,7 @@ from forge.validate.admission import EXAMPLES_DIR
 from forge.validate.engine import Report
 from forge.validate.failure import Failure
 from forge.validate.objects import load_yaml_stream
+from forge.workers import process_pool
 
 Progress = Callable[[int, int], None]
 _CRDS: dict[tuple[str, str, str], Any] = {}  # per process: upstream CRD index by (root, upstream)
@@ -116,7 +116,7 @@ def _run(jobs_args: list[tuple], jobs: int, progress: Progress | None, fresh: in
         return results
     root, upstream, shared = Path(jobs_args[0][0]), jobs_args[0][2], jobs_args[0][4]
     _crds(root, Path(upstream) if upstream else None, shared)  # indexed once here; forked workers inherit it
-    with ProcessPoolExecutor(max_workers=min(jobs, len(jobs_args))) as pool:
+    with process_pool(min(jobs, len(jobs_args))) as pool:
         for result in pool.map(validate_one, jobs_args):
             results.append(result)
             tick()

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +33,7 @@ from forge.validate.objects import load_yaml_stream, object_id
 from forge.validate.policies import check_values_images
 from forge.validate.queues import queue_failures
 from forge.validate.values import check_values
+from forge.workers import process_pool
 
 
 def upstream_crds(root: Path, upstream: Path | None) -> LazyCrdFolder:
@@ -67,7 +67,7 @@ def rendered_objects(rendered: Path, clusters: list[str]) -> dict[str, dict[str,
         files += [(cluster, f) for f in found]
     paths = [f for _, f in files]
     if sum(f.stat().st_size for f in paths) > PARALLEL_PARSE_BYTES and (os.cpu_count() or 1) > 1:
-        with ProcessPoolExecutor(max_workers=os.cpu_count()) as pool:
+        with process_pool(os.cpu_count()) as pool:
             parsed = list(pool.map(_parse_file, paths, chunksize=max(1, len(paths) // (4 * (os.cpu_count() or 1)))))
     else:
         parsed = [_parse_file(f) for f in paths]

@@ -1,0 +1,32 @@
+"""Worker processes for the stages that use every core (generate's builds, validate's clusters).
+
+Ctrl-C on a terminal reaches the whole foreground process group. A worker that raised its own
+KeyboardInterrupt would print a traceback per worker, so workers take SIGINT's default action
+(they end, silently) and the parent alone turns it into `interrupted` (exit 130). When the parent
+stops early for any reason, queued work is cancelled and running workers are ended: leaving the
+`with` block never waits for the rest of the fleet.
+"""
+from __future__ import annotations
+
+import signal
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
+from typing import Iterator
+
+
+def _quiet_on_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@contextmanager
+def process_pool(workers: int) -> Iterator[ProcessPoolExecutor]:
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=_quiet_on_sigint)
+    try:
+        yield pool
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        # The executor has no public way to stop work already running in a worker.
+        for process in list((getattr(pool, "_processes", None) or {}).values()):
+            process.terminate()
+        raise
+    pool.shutdown()
