@@ -19,7 +19,7 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("model", ("forge.model", "forge.capacity", "forge.queues")),
     ("components", ("forge.components", "forge.observability")),
     ("fleet", ("forge.fleet",)),
-    ("commands", ("forge.generate", "forge.argocd", "forge.writer", "forge.incremental", "forge.render", "forge.render_batch", "forge.bench", "forge.validate",
+    ("commands", ("forge.generate", "forge.argocd", "forge.writer", "forge.incremental", "forge.plan_cache", "forge.render", "forge.render_batch", "forge.bench", "forge.validate",
                   "forge.upstream", "forge.diff", "forge.nodes", "forge.queues_cli")),
     # Entry points: `python -m forge.inventory` checks a file with every rule generate applies.
     ("cli", ("forge.cli", "forge.inventory.__main__")),

@@ -24,13 +24,14 @@ from typing import Callable
 
 from forge.cache import PACKAGE_DIR, GlobalInputs, State, digest, signature
 from forge.errors import ForgeError, InventoryError
-from forge.fleet import inventory_paths, load_fleet, load_plan, rules
+from forge.fleet import inventory_paths, load_fleet, rules
 from forge.folders import swap, write_error
 from forge.generate import Tree, _bootstrap_files, _component_files
 from forge.paths import ARGOCD_DIR, CLUSTERS_DIR, OVERLAYS_DIR
+from forge.plan_cache import plan_for, prune as prune_plans
 from forge.versions import chart_pins
-from forge.writer import STAGING, recover_interrupted
 from forge.workers import process_pool
+from forge.writer import STAGING, recover_interrupted
 
 Progress = Callable[[int, int], None]
 
@@ -67,10 +68,11 @@ def _fresh(root: Path, entry: dict | None, key: str) -> bool:
         signature(os.path.join(base, rel)) == sig for rel, sig in files.items())
 
 
-def build_cluster(root: Path, path: Path) -> tuple[str, dict[str, str], list[str]] | None:
-    """One cluster's generated files (None: its inventory has problems; the fleet stage says which)."""
+def build_cluster(root: Path, path: Path, key: str | None = None) -> tuple[str, dict[str, str], list[str]] | None:
+    """One cluster's generated files (None: its inventory has problems; the fleet stage says which).
+    With its generate `key`, the plan is kept for validate (forge.plan_cache)."""
     try:
-        plan = load_plan(path, path.relative_to(root).as_posix(), folder=path.parent.name)
+        plan = plan_for(root, path, key)
     except InventoryError:
         return None
     tree = Tree()
@@ -80,21 +82,24 @@ def build_cluster(root: Path, path: Path) -> tuple[str, dict[str, str], list[str
     return plan.name, tree.files, [n.name for n in plan.loaded.inventory.nodes]
 
 
-def _build_job(args: tuple[str, str]) -> tuple[str, dict[str, str], list[str]] | None:
-    return build_cluster(Path(args[0]), Path(args[1]))
+def _build_job(args: tuple[str, str, str | None]) -> tuple[str, dict[str, str], list[str]] | None:
+    return build_cluster(Path(args[0]), Path(args[1]), args[2])
 
 
-def build_clusters(root: Path, paths: list[Path], jobs: int, progress: Progress | None) -> list:
+def build_clusters(root: Path, paths: list[Path], jobs: int, progress: Progress | None,
+                   keys: dict[str, str] | None = None) -> list:
     """Build clusters in `jobs` processes (in this one for a single cluster or job)."""
     done: list = []
     tick = (lambda: progress(len(done), len(paths))) if progress else (lambda: None)
+    key = (keys or {}).get
     if jobs <= 1 or len(paths) <= 1:
         for path in paths:
-            done.append(build_cluster(root, path))
+            done.append(build_cluster(root, path, key(path.parent.name)))
             tick()
         return done
     with process_pool(min(jobs, len(paths))) as pool:
-        for result in pool.map(_build_job, [(str(root), str(p)) for p in paths], chunksize=max(1, len(paths) // (jobs * 8))):
+        jobs_args = [(str(root), str(p), key(p.parent.name)) for p in paths]
+        for result in pool.map(_build_job, jobs_args, chunksize=max(1, len(paths) // (jobs * 8))):
             done.append(result)
             tick()
     return done
@@ -196,7 +201,7 @@ def generate(root: Path, jobs: int | None = None, progress: Progress | None = No
     stale = [p for p in paths if not _fresh(root, entries.get(p.parent.name), keys[p.parent.name])]
     fresh = len(paths) - len(stale)
     results = build_clusters(root, stale, jobs or os.cpu_count() or 1,
-                             (lambda done, _: progress(fresh + done, len(paths))) if progress else None)
+                             (lambda done, _: progress(fresh + done, len(paths))) if progress else None, keys)
     if progress and not stale:
         progress(fresh, len(paths))
     names = {n: entries[n]["nodes"] for n in keys if n in entries and n not in {p.parent.name for p in stale}}
@@ -207,5 +212,6 @@ def generate(root: Path, jobs: int | None = None, progress: Progress | None = No
     for name, files, nodes in results:
         entries[name] = {"name": name, "key": keys[name], "nodes": nodes, "files": {rel: signature(root / rel) for rel in files}}
     state_file.save({"clusters": {n: entries[n] for n in keys}})
+    prune_plans(root, keys, {p.parent.name: p.relative_to(root).as_posix() for p in paths})
     total = sum(len(entries[n]["files"]) for n in keys)
     return Outcome(len(keys), total, sorted(built), written)

@@ -19,9 +19,10 @@ from typing import Any, Callable
 
 from forge.cache import Digests, GlobalInputs, State, digest, tree_digest
 from forge.errors import ForgeError, InventoryError
-from forge.fleet import inventory_paths, load_fleet, load_plan
-from forge.incremental import registry_key
+from forge.fleet import inventory_paths, load_fleet
+from forge.incremental import cluster_keys, registry_key
 from forge.paths import OVERLAYS_DIR, RENDERED_DIR
+from forge.plan_cache import plan_for
 from forge.validate.admission import EXAMPLES_DIR
 from forge.validate.engine import Report
 from forge.validate.failure import Failure
@@ -60,7 +61,7 @@ def _crds(root: Path, upstream: Path | None, shared: str):
     return _CRDS[key]
 
 
-def validate_one(args: tuple[str, str, str | None, str, str]) -> dict[str, Any] | None:
+def validate_one(args: tuple[str, str, str | None, str, str, str | None]) -> dict[str, Any] | None:
     """One cluster (in a worker): its plan, its rendered objects parsed once, the engine, values.
     None when its inventory has problems (the fleet stage reports them)."""
     # The cluster's objects live until it is done and make no reference cycles: the cyclic
@@ -74,13 +75,13 @@ def validate_one(args: tuple[str, str, str | None, str, str]) -> dict[str, Any] 
             gc.enable()
 
 
-def _validate_one(args: tuple[str, str, str | None, str, str]) -> dict[str, Any] | None:
+def _validate_one(args: tuple[str, str, str | None, str, str, str | None]) -> dict[str, Any] | None:
     from forge.validate.run import check_cluster
 
     root, inventory, upstream_s, rendered, shared = Path(args[0]), Path(args[1]), args[2], Path(args[3]), args[4]
     upstream = Path(upstream_s) if upstream_s else None
     try:
-        plan = load_plan(inventory, inventory.relative_to(root).as_posix(), folder=inventory.parent.name)
+        plan = plan_for(root, inventory, args[5])
     except InventoryError:
         return None
     objects = {f.stem: load_yaml_stream(f.read_text(encoding="utf-8")) for f in sorted((rendered / plan.name).glob("*.yaml"))}
@@ -141,7 +142,9 @@ def validate_incremental(root: Path, upstream: Path | None = None, rendered: Pat
     state_file = State(root, "validate")
     stored: dict[str, dict] = state_file.load().get("clusters", {})
     stale = [p for p in paths if stored.get(p.parent.name, {}).get("key") != keys[p.parent.name]]
-    args = [(str(root), str(p), str(upstream) if upstream else None, str(rendered), shared) for p in stale]
+    plans = cluster_keys(root, stale)  # the plans generate kept (forge.plan_cache)
+    args = [(str(root), str(p), str(upstream) if upstream else None, str(rendered), shared, plans[p.parent.name])
+            for p in stale]
     results = _run(args, jobs or os.cpu_count() or 1, progress, len(paths) - len(stale), len(paths))
     if any(r is None for r in results):
         load_fleet(root)  # raises with every inventory problem
