@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from forge.cache import Digests, file_digest, tree_digest
+from forge.cache import Digests, digest, file_digest, tree_digest
 
 
 def sha(text: str) -> str:
@@ -93,3 +93,15 @@ def test_tree_digest_is_the_same_with_and_without_remembered_digests(tmp_path: P
     (tree / "a/c.yaml").write_text("changed")
     assert tree_digest(tree) != plain
     assert file_digest(tree / "a.yaml") == sha("a.yaml")
+
+
+def test_tree_digest_patterns_select_what_pathlib_glob_selects(tmp_path: Path):
+    tree = tmp_path / "tree"
+    for rel in ("a/values.yaml", "a/values-extra.yaml", "a/b/values.yaml", "values.yaml", "a/examples/x.yaml",
+                "a/examples/deeper/y.yaml", "m.py", "p/q/r.py", "p/__pycache__/r.py", "a/values.yml"):
+        (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tree / rel).write_text(rel)
+    for patterns in (("*/values.yaml", "*/values-*.yaml", "*/examples/*.yaml"), ("**/*.py",), ("a/?/values.yaml",)):
+        globbed = sorted({p for pattern in patterns for p in tree.glob(pattern) if p.is_file() and "__pycache__" not in p.parts})
+        expected = digest(*(f"{p.relative_to(tree).as_posix()}={file_digest(p)}" for p in globbed))
+        assert globbed and tree_digest(tree, patterns) == expected, patterns
