@@ -28,7 +28,7 @@ from forge.fleet import inventory_paths, load_fleet, rules
 from forge.folders import swap, write_error
 from forge.generate import Tree, _bootstrap_files, _component_files
 from forge.paths import ARGOCD_DIR, CLUSTERS_DIR, OVERLAYS_DIR
-from forge.plan_cache import plan_for, prune as prune_plans
+from forge.plan_cache import load as load_plan_of, prune as prune_plans, store as store_plan
 from forge.versions import chart_pins
 from forge.workers import process_pool
 from forge.writer import STAGING, recover_interrupted
@@ -68,21 +68,24 @@ def _fresh(root: Path, entry: dict | None, key: str) -> bool:
         signature(os.path.join(base, rel)) == sig for rel, sig in files.items())
 
 
-def build_cluster(root: Path, path: Path, key: str | None = None) -> tuple[str, dict[str, str], list[str]] | None:
+Built = tuple[str, dict[str, str], list[str], "bytes | None"]  # name, files, node names, plan to keep
+
+
+def build_cluster(root: Path, path: Path, key: str | None = None) -> Built | None:
     """One cluster's generated files (None: its inventory has problems; the fleet stage says which).
-    With its generate `key`, the plan is kept for validate (forge.plan_cache)."""
+    With its generate `key`, the plan comes from (or is returned for) forge.plan_cache."""
     try:
-        plan = plan_for(root, path, key)
+        plan, kept = load_plan_of(root, path, key)
     except InventoryError:
         return None
     tree = Tree()
     for component in plan.components:
         _component_files(root, tree, plan.cluster, component, list(plan.components))
     _bootstrap_files(tree, plan.cluster, list(plan.components), chart_pins(root))
-    return plan.name, tree.files, [n.name for n in plan.loaded.inventory.nodes]
+    return plan.name, tree.files, [n.name for n in plan.loaded.inventory.nodes], kept
 
 
-def _build_job(args: tuple[str, str, str | None]) -> tuple[str, dict[str, str], list[str]] | None:
+def _build_job(args: tuple[str, str, str | None]) -> Built | None:
     return build_cluster(Path(args[0]), Path(args[1]), args[2])
 
 
@@ -207,11 +210,14 @@ def generate(root: Path, jobs: int | None = None, progress: Progress | None = No
     names = {n: entries[n]["nodes"] for n in keys if n in entries and n not in {p.parent.name for p in stale}}
     names.update({r[0]: r[2] for r in results if r})
     _check_fleet(any(r is None for r in results), names, root)
-    built = {name: files for name, files, _ in results}
+    built = {name: files for name, files, _, _ in results}
     written = write_clusters(root, built, set(keys))
-    for name, files, nodes in results:
+    displays = {p.parent.name: p.relative_to(root).as_posix() for p in paths}
+    for name, files, nodes, kept in results:
         entries[name] = {"name": name, "key": keys[name], "nodes": nodes, "files": {rel: signature(root / rel) for rel in files}}
+        if kept is not None:
+            store_plan(root, keys[name], displays[name], kept)
     state_file.save({"clusters": {n: entries[n] for n in keys}})
-    prune_plans(root, keys, {p.parent.name: p.relative_to(root).as_posix() for p in paths})
+    prune_plans(root, keys, displays)
     total = sum(len(entries[n]["files"]) for n in keys)
     return Outcome(len(keys), total, sorted(built), written)

@@ -23,28 +23,42 @@ def _file(root: Path, key: str, display: str) -> Path:
     return root / PLANS_DIR / f"{digest(key, display)}.pickle"
 
 
-def plan_for(root: Path, path: Path, key: str | None) -> ClusterPlan:
-    """The plan of the inventory at `path` (InventoryError as load_plan raises it)."""
+def load(root: Path, path: Path, key: str | None) -> tuple[ClusterPlan, bytes | None]:
+    """The plan of the inventory at `path` (InventoryError as load_plan raises it), and, when it
+    was loaded rather than read back, what `store` keeps of it (None without a key)."""
     display = path.relative_to(root).as_posix()
     if key is None:
-        return load_plan(path, display, folder=path.parent.name)
-    stored = _file(root, key, display)
+        return load_plan(path, display, folder=path.parent.name), None
     try:
-        plan = pickle.loads(stored.read_bytes())
+        plan = pickle.loads(_file(root, key, display).read_bytes())
         if isinstance(plan, ClusterPlan):
-            return plan
+            return plan, None
     except FileNotFoundError:
         pass
     except Exception:  # noqa: BLE001 - any unreadable cache file means: load the inventory again
         pass
     plan = load_plan(path, display, folder=path.parent.name)
+    return plan, pickle.dumps(plan, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def store(root: Path, key: str, display: str, data: bytes) -> None:
+    """Keep a plan `load` returned (generate: only once the run has succeeded, so a refused
+    run leaves the repository exactly as it was)."""
+    stored = _file(root, key, display)
     try:
         stored.parent.mkdir(parents=True, exist_ok=True)
         tmp = stored.with_name(f"{stored.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(pickle.dumps(plan, protocol=pickle.HIGHEST_PROTOCOL))
+        tmp.write_bytes(data)
         os.replace(tmp, stored)  # a reader sees a whole file or none
     except OSError:
-        pass
+        pass  # a cache that cannot be written only costs time
+
+
+def plan_for(root: Path, path: Path, key: str | None) -> ClusterPlan:
+    """The plan, kept at once when it had to be loaded (validate's workers)."""
+    plan, data = load(root, path, key)
+    if data is not None and key is not None:
+        store(root, key, path.relative_to(root).as_posix(), data)
     return plan
 
 

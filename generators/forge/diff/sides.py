@@ -85,7 +85,7 @@ def head_files(root: Path) -> tuple[dict[str, dict[str, str]], dict[str, dict[st
     names = {n: entries[n]["nodes"] for n in keys if n not in {p.parent.name for p in stale}}
     names.update({r[0]: r[2] for r in results if r})
     _check_fleet(any(r is None for r in results), names, root)
-    built = {name: files for name, files, _ in results}
+    built = {name: files for name, files, _, _ in results}
     blobs: dict[str, dict[str, str]] = {}
     lines: list[str] = []
     working = _by_cluster(working_blobs(root, (OVERLAYS_DIR, CLUSTERS_DIR)))
