@@ -8,11 +8,10 @@ import os
 from pathlib import Path
 
 import pytest
-import yaml
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from forge.validate.fastyaml import Loader, load_documents
-from forge.validate.objects import load_yaml_stream
+from forge.validate.fastyaml import load_documents
+from forge.validate.objects import load_yaml_stream, pyyaml_stream
 from tests.helpers import REPO
 
 EXAMPLES = int(os.environ.get("FORGE_FUZZ_EXAMPLES", "100")) * 3
@@ -73,18 +72,6 @@ def stream(draw) -> str:
         docs.append("\n".join(f"{k}:{v}" for k, v in pairs))
     head = draw(st.sampled_from(["", "", "---\n", "%YAML 1.1\n---\n", "\ufeff", "# c\n"]))
     return head + "\n---\n".join(docs) + draw(st.sampled_from(["", "\n", "\n...\n", "\n---\n"]))
-
-
-def pyyaml_stream(text: str) -> list:
-    """What forge read before ryaml: PyYAML alone."""
-    out = []
-    for i, doc in enumerate(yaml.load_all(text, Loader=Loader)):
-        if doc is None:
-            continue
-        if not isinstance(doc, dict):
-            raise ValueError(f"YAML document {i} is a {type(doc).__name__}, not a mapping")
-        out.append(doc)
-    return out
 
 
 def outcome(read, text: str) -> tuple:

@@ -16,8 +16,11 @@ def load_yaml_stream(text: str) -> list[dict[str, Any]]:
     A document that is not a mapping cannot be a Kubernetes object: that is an error, not a skip.
     """
     fast = load_documents(text)
-    if fast is not None:
-        return fast
+    return fast if fast is not None else pyyaml_stream(text)
+
+
+def pyyaml_stream(text: str) -> list[dict[str, Any]]:
+    """The same, read by PyYAML alone (what ryaml's reading must equal)."""
     out: list[dict[str, Any]] = []
     for i, doc in enumerate(yaml.load_all(text, Loader=Loader)):
         if doc is None:
