@@ -24,9 +24,10 @@ def process_pool(workers: int) -> Iterator[ProcessPoolExecutor]:
     try:
         yield pool
     except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)
-        # The executor has no public way to stop work already running in a worker.
+        # The executor has no public way to stop work already running in a worker: end them, then
+        # let the executor see it and wind down (its exit hook must not find it half shut).
         for process in list((getattr(pool, "_processes", None) or {}).values()):
             process.terminate()
+        pool.shutdown(wait=True, cancel_futures=True)
         raise
     pool.shutdown()
