@@ -101,7 +101,7 @@ class Digests:
 
     def __init__(self, root: Path | None = None, name: str = "digests",
                  of: Callable[[str], str] = file_digest) -> None:
-        self.of = of  # what is remembered: a SHA-256 of the content, or a git blob id (forge diff)
+        self.of = of  # how a file is digested when it must be read (tests count the reads)
         self.state = State(root, name) if root is not None else None
         data = self.state.load() if self.state else {}
         self.known: dict[str, list] = data.get("files", {}) if isinstance(data.get("files"), dict) else {}
