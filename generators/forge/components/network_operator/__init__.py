@@ -266,18 +266,8 @@ def nic_cluster_policy(cluster: ClusterModel, settings: Settings, facts: Network
 def macvlan_network(rail: RailModel, settings: Settings) -> dict[str, Any]:
     if rail.link_type == INFINIBAND:  # the inventory rules make this unreachable; never emit it
         raise ValueError(f"rail {rail.name}: macvlan cannot sit on the IPoIB interface {rail.interface}")
-    return {
-        "apiVersion": "mellanox.com/v1alpha1",
-        "kind": "MacvlanNetwork",
-        "metadata": {"name": rail.name},
-        "spec": {
-            "networkNamespace": settings.network_namespace,
-            "master": rail.interface,
-            "mode": "bridge",
-            "mtu": rail.mtu,
-            "ipam": nvipam.IpamConfig(poolName=rail.name).to_json(),
-        },
-    }
+    return nvipam.rail_network("MacvlanNetwork", rail.name, rail.interface, settings.network_namespace,
+                               mode="bridge", mtu=rail.mtu)
 
 
 def ip_pool(rail: RailModel) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from forge.model import ClusterModel, RailModel
-from forge.components.network_operator.nvipam import IpamConfig
+from forge.components.network_operator.nvipam import rail_network
 
 INFINIBAND = "infiniband"
 POD_INTERFACE = "eth0"  # the pod network's interface: NCCL's bootstrap and socket fallback
@@ -27,16 +27,7 @@ POD_INTERFACE = "eth0"  # the pod network's interface: NCCL's bootstrap and sock
 def ipoib_network(rail: RailModel, network_namespace: str) -> dict[str, Any]:
     if rail.link_type != INFINIBAND:
         raise ValueError(f"rail {rail.name}: an IPoIB network needs an infiniband port, {rail.interface} runs {rail.link_type}")
-    return {
-        "apiVersion": "mellanox.com/v1alpha1",
-        "kind": "IPoIBNetwork",
-        "metadata": {"name": rail.name},
-        "spec": {
-            "networkNamespace": network_namespace,
-            "master": rail.interface,
-            "ipam": IpamConfig(poolName=rail.name).to_json(),
-        },
-    }
+    return rail_network("IPoIBNetwork", rail.name, rail.interface, network_namespace)
 
 
 def ipoib_rails(cluster: ClusterModel) -> bool:

@@ -58,6 +58,18 @@ class IpamConfig(_Strict):
         return json.dumps(self.model_dump(), separators=(", ", ": "))
 
 
+def rail_network(kind: str, name: str, interface: str, network_namespace: str, **spec: Any) -> dict[str, Any]:
+    """A rail's secondary network (MacvlanNetwork, IPoIBNetwork) on its interface, taking its
+    addresses from the nv-ipam pool of the same name."""
+    return {
+        "apiVersion": "mellanox.com/v1alpha1",
+        "kind": kind,
+        "metadata": {"name": name},
+        "spec": {"networkNamespace": network_namespace, "master": interface, **spec,
+                 "ipam": IpamConfig(poolName=name).to_json()},
+    }
+
+
 def ip_pool(name: str, namespace: str, subnet: str, block_size: int, label: str, values: tuple[str, ...]) -> dict[str, Any]:
     """An IPPool handing each node whose `label` is one of `values` one block of `block_size`
     addresses of `subnet`. Its fields are checked against nv-ipam's
