@@ -126,6 +126,37 @@ def test_yaml_1_1_wins_where_the_two_differ(text, value):
     assert load_yaml_stream(text) == value
 
 
+def test_every_short_number_like_token_reads_as_pyyaml_reads_it():
+    """Where ryaml makes a float, PyYAML may not (`1e3`, `-.5`) or may read another: every plain
+    token of up to four digits, dots, signs and exponent letters, as a value and as a key."""
+    tokens = [""]
+    for _ in range(4):
+        tokens = [t + c for t in tokens for c in "01._eE+-"]
+        for token in tokens:
+            assert_same(f"k: {token}\nv: 0.5\n")
+            assert_same(f"{token}: v\n")
+
+
+def test_plain_decimals_and_rendered_objects_keep_the_fast_path(monkeypatch):
+    from forge.validate import fastyaml
+
+    def pyyaml(text):
+        raise AssertionError(f"PyYAML was asked to read {text!r}")
+
+    monkeypatch.setattr(fastyaml, "load_all", pyyaml)
+    assert load_documents("a: 0.95\nb: [.5, 1., -2.25]\n") == [{"a": 0.95, "b": [0.5, 1.0, -2.25]}]
+    rule = "spec:\n  groups:\n  - rules:\n    - expr: up{job=\"x\"} != 1\n        != 2 > 0.95\n      for: 5m\n"
+    assert load_documents(rule) == [{"spec": {"groups": [{"rules": [{"expr": 'up{job="x"} != 1 != 2 > 0.95', "for": "5m"}]}]}}]
+
+
+def test_only_strings_starting_as_a_resolver_does_are_looked_at():
+    """The first-character shortcut holds while PyYAML has no resolver for any first character."""
+    from forge.validate.fastyaml import Loader, _TYPED_FIRST
+
+    assert None not in Loader.yaml_implicit_resolvers
+    assert {"y", "o", "0", "-", "~", "", "<"} <= _TYPED_FIRST and not {"a", "h", "/"} & _TYPED_FIRST
+
+
 def test_errors_are_pyyaml_s():
     for text in ("a: !foo 5\n", "a: &x 1\nb: &x 2\n", "a: [1, 2\n", "a: 1\n---\n- b\n"):
         assert outcome(load_yaml_stream, text) == outcome(pyyaml_stream, text)

@@ -25,6 +25,21 @@ def dotted(parts: list[str | int] | tuple[str | int, ...]) -> str:
     return out
 
 
+# A path being walked, as links to the parent's: (parent link, key), None at the root. A walk
+# makes one small tuple per step and spells the path out only where it reports something.
+Link = tuple[Any, str | int] | None
+
+
+def dotted_link(link: Link, prefix: str = "") -> str:
+    """The dotted path a Link ends at, below `prefix` (dotted's spelling)."""
+    parts: list[str | int] = []
+    while link is not None:
+        link, key = link
+        parts.append(key)
+    parts.reverse()
+    return dotted([prefix, *parts]) if prefix else dotted(parts)
+
+
 def _json_type(value: Any) -> str:
     if value is None:
         return "null"

@@ -26,7 +26,7 @@ from forge.plan_cache import plan_for
 from forge.validate.admission import EXAMPLES_DIR
 from forge.validate.engine import Report
 from forge.validate.failure import Failure
-from forge.validate.objects import load_yaml_stream
+from forge.validate.objects import absent_keys, load_yaml_stream
 from forge.workers import process_pool
 
 Progress = Callable[[int, int], None]
@@ -84,9 +84,11 @@ def _validate_one(args: tuple[str, str, str | None, str, str, str | None]) -> di
         plan = plan_for(root, inventory, args[5])
     except InventoryError:
         return None
-    objects = {f.stem: load_yaml_stream(f.read_text(encoding="utf-8")) for f in sorted((rendered / plan.name).glob("*.yaml"))}
+    texts = {f.stem: f.read_text(encoding="utf-8") for f in sorted((rendered / plan.name).glob("*.yaml"))}
+    objects = {stem: load_yaml_stream(text) for stem, text in texts.items()}
+    lacks = {stem: absent_keys(text) for stem, text in texts.items()}  # what no walk need look for
     report = Report()
-    check_cluster(root, plan.cluster, list(plan.components), objects, _crds(root, upstream, shared), upstream, report)
+    check_cluster(root, plan.cluster, list(plan.components), objects, _crds(root, upstream, shared), upstream, report, lacks)
     return {"failures": [list(f.__dict__.values()) for f in report.failures],
             "warnings": [list(f.__dict__.values()) for f in report.warnings],
             "unchecked": report.unchecked, "values_files": report.values_files,
@@ -106,22 +108,28 @@ def _merge(report: Report, name: str, result: dict[str, Any]) -> None:
 PARALLEL_CLUSTERS = 4
 
 
-def _run(jobs_args: list[tuple], jobs: int, progress: Progress | None, fresh: int, total: int) -> list:
+def _run(jobs_args: list[tuple], jobs: int, progress: Progress | None, fresh: int, total: int,
+         meanwhile: Callable[[], Any] = lambda: None) -> tuple[list, Any]:
+    """Each cluster's result, and what `meanwhile` returns: the parent runs it while the workers
+    validate (one process: before)."""
     results: list = []
     tick = (lambda: progress(fresh + len(results), total)) if progress else (lambda: None)
     tick()
     if jobs <= 1 or len(jobs_args) < PARALLEL_CLUSTERS:
+        extra = meanwhile()
         for args in jobs_args:
             results.append(validate_one(args))
             tick()
-        return results
+        return results, extra
     root, upstream, shared = Path(jobs_args[0][0]), jobs_args[0][2], jobs_args[0][4]
     _crds(root, Path(upstream) if upstream else None, shared)  # indexed once here; forked workers inherit it
     with process_pool(min(jobs, len(jobs_args))) as pool:
-        for result in pool.map(validate_one, jobs_args):
+        running = pool.map(validate_one, jobs_args)  # every cluster is queued at once
+        extra = meanwhile()
+        for result in running:
             results.append(result)
             tick()
-    return results
+    return results, extra
 
 
 def validate_incremental(root: Path, upstream: Path | None = None, rendered: Path | None = None,
@@ -138,14 +146,22 @@ def validate_incremental(root: Path, upstream: Path | None = None, rendered: Pat
         load_fleet(root)  # says there is no inventory
     shared = digest(GlobalInputs(root, upstream).validate, registry_key(), "strict" if upstream else "lenient")
     digests = Digests(root, "validate-inputs")
-    keys = {p.parent.name: cluster_key(root, rendered, p, shared, digests) for p in paths}
     state_file = State(root, "validate")
     stored: dict[str, dict] = state_file.load().get("clusters", {})
-    stale = [p for p in paths if stored.get(p.parent.name, {}).get("key") != keys[p.parent.name]]
+
+    def all_keys() -> dict[str, str]:
+        return {p.parent.name: cluster_key(root, rendered, p, shared, digests) for p in paths}
+
+    # Nothing validated yet (a cold run): every cluster is stale whatever its key, so the workers
+    # start at once and the keys their results are kept under are computed meanwhile.
+    keys = all_keys() if stored else {}
+    stale = [p for p in paths if not stored or stored.get(p.parent.name, {}).get("key") != keys[p.parent.name]]
     plans = cluster_keys(root, stale)  # the plans generate kept (forge.plan_cache)
     args = [(str(root), str(p), str(upstream) if upstream else None, str(rendered), shared, plans[p.parent.name])
             for p in stale]
-    results = _run(args, jobs or os.cpu_count() or 1, progress, len(paths) - len(stale), len(paths))
+    results, computed = _run(args, jobs or os.cpu_count() or 1, progress, len(paths) - len(stale), len(paths),
+                             meanwhile=dict if stored else all_keys)
+    keys = keys or computed
     if any(r is None for r in results):
         load_fleet(root)  # raises with every inventory problem
     for path, result in zip(stale, results):

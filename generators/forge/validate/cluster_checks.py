@@ -18,17 +18,20 @@ from forge.validate.podsecurity import PodSpecs
 
 
 def admission_failures(root: Path, cluster: ClusterModel, components: Sequence[Component],
-                       objects: dict[str, list[dict[str, Any]]], values: Mapping[str, Any] | None = None) -> list[Failure]:
+                       objects: dict[str, list[dict[str, Any]]], values: Mapping[str, Any] | None = None,
+                       lacks: Mapping[str, frozenset[str]] | None = None) -> list[Failure]:
     """Pod Security and Secret-reference failures of a cluster's output (`objects`: component ->
     objects) and of the examples and values files forge wrote for `components` (those checked:
     all the cluster runs, or those `--component` selects). `values`: component -> its values.yaml
-    already read (the rest are read here)."""
+    already read (the rest are read here). `lacks`: component -> keys its output cannot hold
+    (forge.validate.objects.absent_keys): without `containers`, no pod spec is searched for."""
     read = values or {}
     names = {c.name for c in components}
     destinations = {c.name: c.namespace for c in components_of(cluster)}
     examples = {k: v for k, v in example_objects(root, cluster.name).items() if k in names}
     eso = ExternalSecrets()
     specs = PodSpecs()
+    specs.none_in(o for c, objs in objects.items() if "containers" in (lacks or {}).get(c, ()) for o in objs)
     problems = pod_security(objects, destinations, examples, chain.from_iterable(objects.values()), specs)
     problems += secret_references(
         objects, values={c.name: read[c.name] if c.name in read else _values(root, cluster.name, c.name)

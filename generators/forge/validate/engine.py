@@ -49,7 +49,10 @@ class Report:
     seconds: float = 0.0
 
     def count(self, cluster: str, what: str, n: int = 1) -> None:
-        self.per_cluster.setdefault(cluster, Counter())[what] += n
+        counts = self.per_cluster.get(cluster)
+        if counts is None:  # (setdefault would build a Counter on every call: once per object)
+            counts = self.per_cluster[cluster] = Counter()
+        counts[what] += n
 
     @property
     def objects(self) -> int:
@@ -70,13 +73,25 @@ def kube_schemas(version: str) -> KubeSchemas:
     return KubeSchemas(version)
 
 
+_RUNTIME: dict[tuple[tuple[str, int, int], ...], LazyCrdFolder] = {}
+
+
 def runtime_crds(components: Iterable[Component], upstream: Path | None) -> LazyCrdFolder:
     """The last resort: the CRDs operators apply at run time (nv-ipam's IPPool), from the upstream
-    data folder each component names; none without upstream data (those objects are unchecked)."""
+    data folder each component names; none without upstream data (those objects are unchecked).
+
+    One per set of files, kept for the process (every cluster compiled them again: ~2 ms each);
+    the key holds each file's size and mtime, so a file edited meanwhile is read again."""
     if upstream is None:
         return LazyCrdFolder([])
-    folders = {upstream / r.data_dir / "crds" for c in components for r in c.runtime_crd_data()}
-    return LazyCrdFolder(sorted(f for f in folders if f.is_dir()))
+    folders = sorted(f for f in {upstream / r.data_dir / "crds" for c in components for r in c.runtime_crd_data()} if f.is_dir())
+    stats = [(str(p), p.stat()) for folder in folders for p in sorted(folder.rglob("*")) if p.is_file()]
+    key = tuple((name, st.st_size, st.st_mtime_ns) for name, st in stats)
+    if key not in _RUNTIME:
+        if len(_RUNTIME) > 16:
+            _RUNTIME.clear()
+        _RUNTIME[key] = LazyCrdFolder(folders)
+    return _RUNTIME[key]
 
 
 def runtime_kinds(components: Iterable[Component]) -> set[tuple[str, str]]:
@@ -91,10 +106,12 @@ def missing_runtime_data(cluster: str, components: Iterable[Component], upstream
             for c in components for r in c.runtime_crd_data() if not (upstream / r.data_dir / "crds").is_dir()]
 
 
-def policies(required_labels: dict[str, str], skip: Callable[[dict[str, Any], str], bool] | None = None) -> ObjectCheck:
-    """The house rules as an object check; `skip(obj, path)` drops a problem the mode excuses."""
+def policies(required_labels: dict[str, str], skip: Callable[[dict[str, Any], str], bool] | None = None,
+             imageless: Callable[[dict[str, Any]], bool] = lambda obj: False) -> ObjectCheck:
+    """The house rules as an object check; `skip(obj, path)` drops a problem the mode excuses;
+    `imageless(obj)`: the object is known to hold no image field (not searched)."""
     def check(obj: dict[str, Any]) -> list[Problem]:
-        found = check_policies(obj, required_labels=required_labels)
+        found = check_policies(obj, required_labels=required_labels, images=not imageless(obj))
         return [p for p in found if not skip(obj, p[0])] if skip else found
 
     return check

@@ -19,6 +19,22 @@ def load_yaml_stream(text: str) -> list[dict[str, Any]]:
     return fast if fast is not None else pyyaml_stream(text)
 
 
+# Keys validation looks for in every object, at any depth: an image field (forge.validate.policies)
+# and a pod spec's `containers` (forge.validate.podsecurity).
+WALKED_KEYS = ("image", "containers")
+_ESCAPES = ("\\x", "\\u", "\\U", "\\\n", "\\\r")  # how a double-quoted key could spell a name without it
+
+
+def absent_keys(text: str, keys: Iterable[str] = WALKED_KEYS) -> frozenset[str]:
+    """Of `keys`, those no mapping read from this YAML text can have at any depth, so that no
+    walk need look for them (most of a cluster's output: the NodeFeatureRules, the alert rules).
+    A key is in the text as written (plain or quoted), unless a double-quoted scalar spells it
+    with an escape (`\\x69mage`, or a line break escaped inside it): then none is absent."""
+    if "\\" in text and any(e in text for e in _ESCAPES):  # one scan when there is no backslash at all
+        return frozenset()
+    return frozenset(k for k in keys if k not in text)
+
+
 def pyyaml_stream(text: str) -> list[dict[str, Any]]:
     """The same, read by PyYAML alone (what ryaml's reading must equal)."""
     out: list[dict[str, Any]] = []

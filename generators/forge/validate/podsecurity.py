@@ -18,7 +18,9 @@ custom resources that embed pod templates (PyTorchJob, RayJob, ...): any mapping
 """
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
+
+from forge.validate._schema import Link, dotted_link
 
 LEVELS = ("privileged", "baseline", "restricted")
 ENFORCE = "pod-security.kubernetes.io/enforce"
@@ -57,14 +59,48 @@ class Violation(tuple):
 
 
 def pod_specs(node: Any, path: str = "") -> list[tuple[str, dict[str, Any]]]:
-    """(dotted path, pod spec) of every pod spec inside an object, in document order."""
+    """(dotted path, pod spec) of every pod spec inside an object, in document order.
+
+    It runs on every object validation sees, so it walks by recursion (about twice as fast as an
+    explicit stack) and spells out the path of a pod spec only when it finds one. Deeper than
+    Python's stack allows: the explicit stack."""
+    found: list[tuple[Link, dict[str, Any]]] = []
+    if not isinstance(node, (dict, list)):
+        return []
+    try:
+        _find(node, None, found)
+    except RecursionError:
+        return pod_specs_deep(node, path)
+    return [(dotted_link(link, path), spec) for link, spec in found]
+
+
+def _is_pod_spec(node: dict[str, Any]) -> bool:
+    containers = node.get("containers")
+    return isinstance(containers, list) and bool(containers) and all(isinstance(c, dict) and "name" in c for c in containers)
+
+
+def _find(node: Any, link: Link, found: list[tuple[Link, dict[str, Any]]]) -> None:
+    if isinstance(node, dict):
+        if "containers" in node and _is_pod_spec(node):
+            found.append((link, node))
+            return
+        for key, value in node.items():
+            if isinstance(value, (dict, list)):  # scalars hold none
+                _find(value, (link, key if type(key) is str else str(key)), found)  # an int key is no index
+    else:
+        for i, value in enumerate(node):
+            if isinstance(value, (dict, list)):
+                _find(value, (link, i), found)
+
+
+def pod_specs_deep(node: Any, path: str = "") -> list[tuple[str, dict[str, Any]]]:
+    """pod_specs with an explicit stack, for any depth (and the oracle tests hold pod_specs to)."""
     found: list[tuple[str, dict[str, Any]]] = []
     stack: list[tuple[str, Any]] = [(path, node)]
-    while stack:  # depth first, without a generator per node (objects have thousands)
+    while stack:  # depth first, without a generator per node
         path, node = stack.pop()
         if isinstance(node, dict):
-            containers = node.get("containers")
-            if isinstance(containers, list) and containers and all(isinstance(c, dict) and "name" in c for c in containers):
+            if _is_pod_spec(node):
                 found.append((path, node))
                 continue
             children = [(f"{path}.{key}" if path else str(key), value) for key, value in node.items()
@@ -82,6 +118,11 @@ class PodSpecs:
 
     def __init__(self) -> None:
         self._found: dict[int, tuple[Any, list[tuple[str, dict[str, Any]]]]] = {}
+
+    def none_in(self, objects: Iterable[dict[str, Any]]) -> None:
+        """These objects are known to hold no pod spec (forge.validate.objects.absent_keys)."""
+        for obj in objects:
+            self._found[id(obj)] = (obj, [])
 
     def __call__(self, obj: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         entry = self._found.get(id(obj))

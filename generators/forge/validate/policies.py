@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from forge.validate._schema import dotted
+from forge.validate._schema import Link, dotted, dotted_link
 
 PSA_ENFORCE = "pod-security.kubernetes.io/enforce"
 PSA_LEVELS = ("privileged", "baseline", "restricted")
@@ -49,41 +49,46 @@ def _sibling_tag(parent: dict[str, Any]) -> str | None:
     return None
 
 
-def _images(node: Any, path: list[str | int], out: list[tuple[str, str]]) -> None:
+def _images(node: Any, link: Link, out: list[tuple[str, str]]) -> None:
     """Every field named `image` below node. Covers pod templates of all workload kinds (their
     containers, initContainers, ephemeralContainers) and custom resources alike.
 
     Operators often split the reference: {repository: nvcr.io/nvidia, image: driver,
     version: 550.54}. A bare name is then pinned by its sibling tag/version.
-    """
+
+    It runs on every object: recursion with the path as links (forge.validate._schema.Link),
+    spelt out only for a problem."""
     if isinstance(node, dict):
         for key, value in node.items():
-            if key != "image" and not isinstance(value, (dict, list)):
-                continue  # a scalar that is not an image: nothing below it (most of an object)
-            here = path + [key]
-            if key == "image" and isinstance(value, str):
-                sibling = _sibling_tag(node)
-                if sibling is not None and ":" not in value.rsplit("/", 1)[-1] and "@" not in value:
-                    problem = "image version is 'latest'" if sibling == "latest" else None
-                else:
-                    problem = image_problem(value)
+            if key == "image" and (isinstance(value, str) or (isinstance(value, dict) and ("repository" in value or "name" in value))):
+                problem = _image_field(node, value)
                 if problem:
-                    out.append((dotted(here), problem))
-            elif key == "image" and isinstance(value, dict) and ("repository" in value or "name" in value):
-                if not _sibling_tag(value) and not value.get("digest"):
-                    out.append((dotted(here), "image has no tag or digest"))
-                elif _sibling_tag(value) == "latest" and not value.get("digest"):
-                    out.append((dotted(here), "image tag is 'latest'"))
-            else:
-                _images(value, here, out)
+                    out.append((dotted_link((link, key)), problem))
+            elif isinstance(value, (dict, list)):  # a scalar that is not an image: nothing below it
+                _images(value, (link, key), out)
     elif isinstance(node, list):
         for i, value in enumerate(node):
             if isinstance(value, (dict, list)):
-                _images(value, path + [i], out)
+                _images(value, (link, i), out)
 
 
-def check_policies(obj: dict[str, Any], *, required_labels: dict[str, str]) -> list[tuple[str, str]]:
-    """House-rule problems of one rendered object, as (dotted path, reason); [] when clean."""
+def _image_field(parent: dict[str, Any], value: str | dict[str, Any]) -> str | None:
+    """What is wrong with `parent`'s `image` (a reference, or a map with a repository or name)."""
+    if isinstance(value, str):
+        sibling = _sibling_tag(parent)
+        if sibling is not None and ":" not in value.rsplit("/", 1)[-1] and "@" not in value:
+            return "image version is 'latest'" if sibling == "latest" else None
+        return image_problem(value)
+    if not _sibling_tag(value) and not value.get("digest"):
+        return "image has no tag or digest"
+    if _sibling_tag(value) == "latest" and not value.get("digest"):
+        return "image tag is 'latest'"
+    return None
+
+
+def check_policies(obj: dict[str, Any], *, required_labels: dict[str, str], images: bool = True) -> list[tuple[str, str]]:
+    """House-rule problems of one rendered object, as (dotted path, reason); [] when clean.
+    `images` False: the object is known to hold no `image` key (forge.validate.objects.absent_keys)."""
     out: list[tuple[str, str]] = []
     kind = obj.get("kind")
     meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
@@ -94,8 +99,11 @@ def check_policies(obj: dict[str, Any], *, required_labels: dict[str, str]) -> l
             if obj.get(field):
                 out.append((field, "Secret carries credentials in Git; reference them (e.g. ExternalSecret) instead"))
 
-    if kind not in _OPAQUE:
-        _images(obj, [], out)
+    if images and kind not in _OPAQUE:
+        try:
+            _images(obj, None, out)
+        except RecursionError:
+            out.append(("", "nested too deeply to check its images"))
 
     for key, want in required_labels.items():
         have = labels.get(key)

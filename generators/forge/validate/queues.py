@@ -78,6 +78,7 @@ def _priority_classes(cluster: str, kinds) -> Iterable[Failure]:
 def _topologies(cluster: ClusterModel, kinds) -> Iterable[Failure]:
     levels = {_name(o): [lv.get("nodeLabel") for lv in (o.get("spec") or {}).get("levels") or []]
               for _, o in kinds.get("Topology", [])}
+    labelled = [(n, n.labels) for n in cluster.nodes]  # a node's labels are derived: once, not per flavor and key
     for component, flavor in kinds.get("ResourceFlavor", []):
         spec = flavor.get("spec") or {}
         name = spec.get("topologyName")
@@ -87,11 +88,11 @@ def _topologies(cluster: ClusterModel, kinds) -> Iterable[Failure]:
             yield Failure(cluster.name, component, object_id(flavor), "spec.topologyName", f"no Topology '{name}'")
             continue
         selector = spec.get("nodeLabels") or {}
-        nodes = [n for n in cluster.nodes if all(n.labels.get(k) == v for k, v in selector.items())]
+        nodes = [(n, labels) for n, labels in labelled if all(labels.get(k) == v for k, v in selector.items())]
         if not nodes:
             yield Failure(cluster.name, component, object_id(flavor), "spec.nodeLabels", "selects no node of the inventory")
-        for node in nodes:
-            missing = [lv for lv in levels[name] if lv not in NODE_SET_LABELS and lv not in node.labels]
+        for node, labels in nodes:
+            missing = [lv for lv in levels[name] if lv not in NODE_SET_LABELS and lv not in labels]
             if missing:
                 yield Failure(cluster.name, component, object_id(flavor), "spec.topologyName",
                               f"node {node.name} lacks the Topology's level label(s) {', '.join(missing)}")

@@ -11,14 +11,14 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from forge.versions import chart_pins
 from forge.components import COMPONENTS, Component
 from forge.components.base import extra_values_file
 from forge.emit import labels_for
 from forge.errors import ForgeError
-from forge.fleet import components_of, load_fleet
+from forge.fleet import load_fleet
 from forge.model import ClusterModel
 from forge.paths import OVERLAYS_DIR, RENDERED_DIR
 from forge.argocd import app_name, bootstrap_project_name
@@ -78,7 +78,8 @@ def rendered_objects(rendered: Path, clusters: list[str]) -> dict[str, dict[str,
 
 
 def validate_cluster(cluster: ClusterModel, components: list[Component], objects: dict[str, list[dict[str, Any]]],
-                     base_crds: LazyCrdFolder, upstream: Path | None, report: Report) -> None:
+                     base_crds: LazyCrdFolder, upstream: Path | None, report: Report,
+                     lacks: Mapping[str, frozenset[str]] | None = None) -> None:
     rendered_crds = CrdSchemas()  # CRDs this cluster's own output ships win over the upstream ones
     for objs in objects.values():
         rendered_crds.add_objects(objs)
@@ -88,8 +89,9 @@ def validate_cluster(cluster: ClusterModel, components: list[Component], objects
             return None
         return [("", f"no CRD for {obj.get('apiVersion')} {obj.get('kind')} in the upstream data or the rendered output")]
 
+    imageless = {id(o) for c, objs in objects.items() if "image" in (lacks or {}).get(c, ()) for o in objs}
     engine = Engine(kube_schemas(cluster.kubernetes_version), [rendered_crds, base_crds, runtime_crds(components, upstream)],
-                    no_schema, [policies(labels_for(cluster.name))])
+                    no_schema, [policies(labels_for(cluster.name), imageless=lambda obj: id(obj) in imageless)])
     # The Applications as rendered from the bootstrap: what Argo CD will be told to prune.
     apps = {o["metadata"]["name"]: o for o in objects.get("argocd", []) if o.get("kind") == "Application"}
     plugins = cluster_plugins(objects, {c.name: apps.get(app_name(cluster, c.name)) for c in components}, components,
@@ -143,13 +145,15 @@ def validate_repo(root: Path, upstream: Path | None = None, rendered: Path | Non
 
 
 def check_cluster(root: Path, cluster: ClusterModel, components: list[Component], objects: dict[str, list[dict[str, Any]]],
-                  base_crds: LazyCrdFolder, upstream: Path | None, report: Report) -> None:
-    """Every check of one cluster (also run per cluster by forge.validate.cached)."""
-    validate_cluster(cluster, components, objects, base_crds, upstream, report)
+                  base_crds: LazyCrdFolder, upstream: Path | None, report: Report,
+                  lacks: Mapping[str, frozenset[str]] | None = None) -> None:
+    """Every check of one cluster (also run per cluster by forge.validate.cached). `lacks`:
+    component -> keys its rendered text cannot hold (forge.validate.objects.absent_keys)."""
+    validate_cluster(cluster, components, objects, base_crds, upstream, report, lacks)
     values = validate_values(root, cluster, components, upstream, report)
     if upstream:
         report.failures += missing_runtime_data(cluster.name, components, upstream)
-    report.failures += admission_failures(root, cluster, components, objects, values)
+    report.failures += admission_failures(root, cluster, components, objects, values, lacks)
 
 
 def validate_fleet(root: Path, fleet: list[tuple[ClusterModel, list[Component]]], upstream: Path | None = None,

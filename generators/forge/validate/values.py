@@ -44,6 +44,12 @@ def _schema(path: Path) -> jsonschema_rs.Validator | str | None:
         return f"{path.name} cannot be compiled: {str(exc).splitlines()[0]}"
 
 
+@lru_cache(maxsize=64)
+def _subcharts(folder: Path) -> list[str]:
+    """The subcharts a chart's data holds (read once per folder, like its defaults)."""
+    return sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
+
+
 def coalesce(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     """Helm's merge of user values over defaults: maps merge, anything else replaces, and a null
     from the user deletes the key. Returns new dicts; neither input is changed."""
@@ -132,7 +138,7 @@ def check_values(
     chart_data_dir = Path(chart_data_dir)
     defaults = _defaults(chart_data_dir / "values.yaml")
     sub_dir = chart_data_dir / "subcharts"
-    subcharts = sorted(p.name for p in sub_dir.iterdir() if p.is_dir()) if sub_dir.is_dir() else []
+    subcharts = _subcharts(sub_dir)
     problems: list[tuple[str, str]] = []
     keys = _KeyCheck(declared_paths, problems)
 
