@@ -13,7 +13,7 @@ import difflib
 import json
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import jsonschema_rs
 
@@ -44,10 +44,24 @@ def _schema(path: Path) -> jsonschema_rs.Validator | str | None:
         return f"{path.name} cannot be compiled: {str(exc).splitlines()[0]}"
 
 
+class _Chart(NamedTuple):
+    """What one chart's data folder says, read once per folder (every cluster asks again)."""
+    defaults: dict[str, Any]
+    schema: Path
+    subcharts: dict[str, tuple[dict[str, Any], Path]]  # name -> (its defaults under the parent's overrides, schema)
+
+
 @lru_cache(maxsize=64)
-def _subcharts(folder: Path) -> list[str]:
-    """The subcharts a chart's data holds (read once per folder, like its defaults)."""
-    return sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
+def _chart(folder: str) -> _Chart:
+    data = Path(folder)
+    defaults = _defaults(data / "values.yaml")
+    sub_dir = data / "subcharts"
+    names = sorted(p.name for p in sub_dir.iterdir() if p.is_dir()) if sub_dir.is_dir() else []
+    subcharts = {}
+    for name in names:
+        parent_over = defaults.get(name) if isinstance(defaults.get(name), dict) else {}
+        subcharts[name] = (coalesce(_defaults(sub_dir / name / "values.yaml"), parent_over), sub_dir / name / "values.schema.json")
+    return _Chart(defaults, data / "values.schema.json", subcharts)
 
 
 def coalesce(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -135,10 +149,8 @@ def check_values(
     declared_paths: dotted paths a component may set although the chart's values.yaml does not
     show them (documented only in comments); they and everything below them are accepted.
     """
-    chart_data_dir = Path(chart_data_dir)
-    defaults = _defaults(chart_data_dir / "values.yaml")
-    sub_dir = chart_data_dir / "subcharts"
-    subcharts = _subcharts(sub_dir)
+    chart = _chart(str(chart_data_dir))
+    defaults, subcharts = chart.defaults, chart.subcharts
     problems: list[tuple[str, str]] = []
     keys = _KeyCheck(declared_paths, problems)
 
@@ -146,9 +158,7 @@ def check_values(
     # the subchart's defaults with the parent's overrides for it (what the subchart really gets).
     keys.walk({k: v for k, v in values.items() if k not in subcharts}, defaults, (), root=True)
     sub_values: dict[str, dict[str, Any]] = {}
-    for name in subcharts:
-        parent_over = defaults.get(name) if isinstance(defaults.get(name), dict) else {}
-        sub_defaults = coalesce(_defaults(sub_dir / name / "values.yaml"), parent_over)
+    for name, (sub_defaults, _) in subcharts.items():
         ours = values.get(name)
         if ours is not None and not isinstance(ours, dict):
             problems.append((name, f"'{name}' is a subchart: its values must be a map"))
@@ -161,11 +171,11 @@ def check_values(
     # (a) schemas: Helm validates the merged values against the chart's schema, and each enabled
     # subchart's part (with the globals copied in) against the subchart's schema.
     merged = coalesce(defaults, values)
-    targets = [("", chart_data_dir / "values.schema.json", merged)]
+    targets = [("", chart.schema, merged)]
     for name, sub in sub_values.items():
         if isinstance(merged.get("global"), dict):
             sub = {**sub, "global": coalesce(sub.get("global") or {}, merged["global"])}
-        targets.append((name, sub_dir / name / "values.schema.json", sub))
+        targets.append((name, subcharts[name][1], sub))
     for prefix, schema_path, instance in targets:
         validator = _schema(schema_path)
         if isinstance(validator, str):
