@@ -96,3 +96,28 @@ def test_large_renders_are_parsed_in_parallel_with_the_same_result(repo_inputs: 
     monkeypatch.setattr(run, "PARALLEL_PARSE_BYTES", 0)
     assert run.rendered_objects(rendered, ["a100", "h200"]) == one_process
     assert sum(len(objs) for objs in one_process["h200"].values()) > 100
+
+
+def test_a_cold_run_in_workers_keys_what_it_validated_and_names_a_cluster_not_rendered(repo_inputs: Path, upstream: Path,
+                                                                                        monkeypatch):
+    """Nothing stored yet: the workers start at once and the keys are computed meanwhile. The
+    result is kept under the real keys (the next run replays every cluster) and a cluster with
+    nothing rendered is named, exit 2, whichever comes first."""
+    import shutil
+
+    from forge.validate import cached
+
+    monkeypatch.setattr(cached, "PARALLEL_CLUSTERS", 1)  # the shipped fleet's two clusters, in workers
+    generate(repo_inputs)
+    render_all(repo_inputs)
+    cold, validated = cached.validate_incremental(repo_inputs, upstream, jobs=2)
+    assert validated == 2 and cold.objects == 507 and not cold.failures
+    warm, validated = cached.validate_incremental(repo_inputs, upstream, jobs=2)
+    assert validated == 0 and warm.per_cluster == cold.per_cluster
+
+    shutil.rmtree(repo_inputs / ".cache" / "forge")
+    shutil.rmtree(repo_inputs / "build/rendered/a100")
+    result = CliRunner().invoke(main, ["validate", "--root", str(repo_inputs), "--upstream", str(upstream), "--jobs", "2"])
+    assert result.exit_code == 2, result.output
+    assert "nothing rendered for cluster a100: run `make render` first" in result.output
+    assert "Traceback" not in result.output
