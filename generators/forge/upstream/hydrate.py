@@ -44,8 +44,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from forge import argocd
 from forge.versions import VERSIONS_FILE, ChartPin, chart_pins
 from forge.components import Component
