@@ -61,6 +61,11 @@ def _crds(root: Path, upstream: Path | None, shared: str):
     return _CRDS[key]
 
 
+def forget_crd_indexes() -> None:
+    """Drop this process's upstream CRD indexes (forge bench: each cold validation pays for its own)."""
+    _CRDS.clear()
+
+
 def validate_one(args: tuple[str, str, str | None, str, str, str | None]) -> dict[str, Any] | None:
     """One cluster (in a worker): its plan, its rendered objects parsed once, the engine, values.
     None when its inventory has problems (the fleet stage reports them)."""
