@@ -67,8 +67,6 @@ _END = r"(?=[\s,\[\]{}:]|\Z)"
 _TAG_AT = re.compile(r"!(?<![^" + re.escape(_DELIMITERS) + r"]!)")
 _OTHER_TAG_AT = re.compile(r"!(?<![^" + re.escape(_DELIMITERS) + r"]!)(?![0-9A-Za-z#;/?:@&=+$_.~*'()%-])")
 _ANCHOR_AT = re.compile(r"&(?<![^" + re.escape(_DELIMITERS) + r"]&)([0-9A-Za-z_-]*)")
-# The literal first, the line start checked behind it (as forge.validate.crd_index does): a
-# pattern anchored at `^` tries every position, ~4 ms per 100-node cluster's output for nothing.
 # A plain number PyYAML would read otherwise than ryaml if ryaml read it as a float (found by
 # reading every short token of digits, dots, signs and exponents both ways; see the tests): an
 # exponent without a dot or sign, a sign before a leading dot, an underscore. Its first character
@@ -79,6 +77,8 @@ _ODD_FLOAT = re.compile(r"[-+0-9.](?<![^" + re.escape(_DELIMITERS) + r"].)(?:"
                         r"|(?<=[0-9])(?:[0-9]*\.?[0-9]*[eE]|[0-9.]*_)"  # after a first digit
                         r"|(?<=\.)(?:[0-9]+[eE]|[0-9][0-9.]*_))")  # after a leading dot
 _OCTAL = re.compile("0[oO]")  # one scan, not two
+# The literal first, the line start checked behind it (as forge.validate.crd_index does): a
+# pattern anchored at `^` tries every position, ~4 ms per 100-node cluster's output for nothing.
 _DOCUMENT = re.compile(r"---(?<=^---)(?=[ \t\r\n]|\Z)", re.M)
 _DIRECTIVE = re.compile(r"%(?<=^%)", re.M)
 _SUSPECT: dict[str, re.Pattern[str] | None] = {}  # string -> its plain occurrences, None when harmless
