@@ -152,22 +152,27 @@ def _add(into: dict[str, int], items: Iterable[tuple[str, int]]) -> None:
         into[resource] = into.get(resource, 0) + amount
 
 
+def node_resources(cluster: ClusterModel, node: NodeModel) -> dict[str, int]:
+    """What one node advertises, in the units above: its threads, GiB, GPUs and slices, and each
+    RDMA resource its NICs give it (the fleet in a box makes its Node's allocatable from this)."""
+    out = {CPU: node.profile.cpu_threads, MEMORY: node.profile.memory_gib}
+    out |= node_gpus(node, cluster.settings.mig_layouts, cluster.mig_strategy)[0]
+    out |= {r.resource: RDMA_HCA_MAX for r in cluster.rdma_resources if node.name in r.nodes}
+    return out
+
+
 def capacity(cluster: ClusterModel) -> Capacity:
     """The cluster's workload capacity, per pool and resource."""
     groups: dict[tuple, list[NodeModel]] = {}
     for node in cluster.workload_nodes:
         groups.setdefault(_pool_key(node), []).append(node)
-    rdma = [(r.resource, set(r.nodes)) for r in cluster.rdma_resources]
     pools = []
     for (flavor, model, layout), nodes in sorted(groups.items()):
         resources: dict[str, int] = {CPU: 0, MEMORY: 0}
         slices: dict[str, tuple[str, int]] = {}
         for node in nodes:
-            _add(resources, [(CPU, node.profile.cpu_threads), (MEMORY, node.profile.memory_gib)])
-            gpus, node_slices = node_gpus(node, cluster.settings.mig_layouts, cluster.mig_strategy)
-            _add(resources, gpus.items())
-            slices.update(node_slices)
-            _add(resources, [(name, RDMA_HCA_MAX) for name, on in rdma if node.name in on])
+            _add(resources, node_resources(cluster, node).items())
+            slices.update(node_gpus(node, cluster.settings.mig_layouts, cluster.mig_strategy)[1])
         ordered = {r: resources[r] for r in sorted(resources, key=_resource_order)}
         pools.append(Pool(flavor, model, layout, _labels(nodes[0]), tuple(nodes), ordered, slices))
     return Capacity(tuple(pools))

@@ -2,8 +2,10 @@
 inventory's project shares and the capacity of forge.capacity. Pure: Kueue's ClusterQueues, Flyte's
 ResourceQuota ceilings and `forge queues` all read it.
 
-For project p, flavor f and resource r (capacity C = C[f][r], integers rounded down):
-- nominal   N = floor(C x share / 100), share = the project's `share_percent` in components.flyte,
+For project p, flavor f and resource r (capacity C = C[f][r]):
+- nominal   N = C x share / 100 in whole units by largest remainder (`largest_remainder`: the
+  floors, then one more unit to each of the largest fractions until the shares' part of C is
+  handed out), share = the project's `share_percent` in components.flyte,
   or its override for that flavor, named by the flavor or by its MIG layout
   (components.kueue.projects.<p>.flavor_shares.<flavor or layout>);
 - borrowing B = floor((C - N) x borrowing% / 100): of what the other projects hold, how much p
@@ -51,6 +53,10 @@ class KueueSettings(Strict):
     # components.scheduling). Kubernetes' system classes are never mapped.
     priority_classes: list[Name] | None = None
     projects: dict[Name, ProjectQueue] = {}
+    # Projects whose queue must be able to hold each whole-GPU pool in full, so that a job on every
+    # node of it (the seed's 16-node pre-train) can be admitted at all. Default: the project with
+    # the largest share (the first of equals); [] when the pools are partitioned on purpose.
+    whole_pool_projects: list[Name] | None = None
 
 
 @dataclass(frozen=True)
@@ -86,22 +92,52 @@ def share_of(project: str, share: int, pool: Pool, settings: KueueSettings) -> i
     return override.flavor_shares[key] if override and key else share
 
 
+def largest_remainder(amount: int, percents: list[int]) -> list[int]:
+    """Whole shares of `amount` in proportion to `percents` (the Hamilton method): each gets the
+    floor of its exact share, then the units rounding lost go one each to the largest remainders
+    (ties: the earlier one). Shares adding up to 100 % hand out exactly `amount`; to less, the
+    floor of that part of it. Flooring each share alone lost a unit per share (h200's four queues
+    held 126 of 128 GPUs, so no queue could ever reach the whole pool)."""
+    exact = [amount * p for p in percents]  # in hundredths of a unit
+    floors = [e // 100 for e in exact]
+    left = amount * sum(percents) // 100 - sum(floors)
+    for i in sorted(range(len(percents)), key=lambda i: (-(exact[i] % 100), i))[:left]:
+        floors[i] += 1
+    return floors
+
+
 def project_quotas(cap: Capacity, projects: Iterable[tuple[str, int]], settings: KueueSettings) -> list[ProjectQuotas]:
     """Quotas of each (project, share_percent), in the order given."""
-    out = []
-    for project, share in projects:
+    projects = list(projects)
+    limits = []
+    for project, _ in projects:
         own = settings.projects.get(project) or ProjectQueue()
-        borrow = settings.borrowing_limit_percent if own.borrowing_limit_percent is None else own.borrowing_limit_percent
-        lend = settings.lending_limit_percent if own.lending_limit_percent is None else own.lending_limit_percent
-        flavors: dict[str, dict[str, Quota]] = {}
-        for pool in cap.pools:
-            pct = share_of(project, share, pool, settings)
-            flavors[pool.flavor] = {}
-            for resource, amount in pool.resources.items():
-                nominal = amount * pct // 100
-                flavors[pool.flavor][resource] = Quota(nominal, (amount - nominal) * borrow // 100, nominal * lend // 100)
-        out.append(ProjectQuotas(project, share, flavors))
-    return out
+        limits.append((settings.borrowing_limit_percent if own.borrowing_limit_percent is None else own.borrowing_limit_percent,
+                       settings.lending_limit_percent if own.lending_limit_percent is None else own.lending_limit_percent))
+    flavors: list[dict[str, dict[str, Quota]]] = [{} for _ in projects]
+    for pool in cap.pools:
+        pcts = [share_of(project, share, pool, settings) for project, share in projects]
+        for i in range(len(projects)):
+            flavors[i][pool.flavor] = {}
+        for resource, amount in pool.resources.items():
+            for i, nominal in enumerate(largest_remainder(amount, pcts)):
+                borrow, lend = limits[i]
+                flavors[i][pool.flavor][resource] = Quota(nominal, (amount - nominal) * borrow // 100, nominal * lend // 100)
+    return [ProjectQuotas(project, share, flavors[i]) for i, (project, share) in enumerate(projects)]
+
+
+def whole_pool_projects(settings: KueueSettings, projects: list[tuple[str, int]]) -> list[str]:
+    if settings.whole_pool_projects is not None:
+        return list(settings.whole_pool_projects)
+    return [max(projects, key=lambda p: p[1])[0]] if projects else []
+
+
+def cohort_reach(quotas: list[ProjectQuotas], flavor: str, resource: str, project: str) -> int:
+    """The most of `resource` in `flavor` one project's queue can hold with the cohort otherwise
+    idle: its nominal quota, plus what the others lend, up to its borrowing limit."""
+    own = next(q for q in quotas if q.project == project).flavors[flavor][resource]
+    lent = sum(q.flavors[flavor][resource].lending for q in quotas if q.project != project)
+    return own.nominal + min(own.borrowing, lent)
 
 
 def overcommitted(cap: Capacity, quotas: list[ProjectQuotas]) -> list[tuple[str, str, int, int]]:

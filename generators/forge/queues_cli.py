@@ -9,7 +9,7 @@ import click
 from forge.capacity import Capacity, quantity
 from forge.cli_common import root_option, user_errors
 from forge.errors import ForgeError
-from forge.queues import ProjectQuotas
+from forge.queues import ProjectQuotas, cohort_reach
 
 Table = tuple[list[str], list[list[str]]]
 
@@ -25,19 +25,21 @@ def capacity_table(cap: Capacity, quotas: list[ProjectQuotas]) -> Table:
     return ["flavor", "nodes", "racks", "resource", "unit", "capacity", "nominal (all queues)"], rows
 
 
-def project_table(cap: Capacity, q: ProjectQuotas) -> Table:
+def project_table(cap: Capacity, q: ProjectQuotas, quotas: list[ProjectQuotas]) -> Table:
+    """`reach`: the most the queue holds with the rest of the cohort idle, its largest admissible job."""
     rows = []
     for pool in cap.pools:
         for resource, quota in q.flavors[pool.flavor].items():
             rows.append([pool.flavor, resource, quantity(resource, quota.nominal), quantity(resource, quota.borrowing),
-                         quantity(resource, quota.lending), quantity(resource, pool.resources[resource])])
-    return ["flavor", "resource", "nominal", "borrowing limit", "lending limit", "capacity"], rows
+                         quantity(resource, quota.lending), quantity(resource, cohort_reach(quotas, pool.flavor, resource, q.project)),
+                         quantity(resource, pool.resources[resource])])
+    return ["flavor", "resource", "nominal", "borrowing limit", "lending limit", "reach", "capacity"], rows
 
 
 def text(table: Table) -> list[str]:
     header, rows = table
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    right = {i for i, h in enumerate(header) if h in ("nodes", "capacity", "nominal", "borrowing limit", "lending limit", "nominal (all queues)")}
+    right = {i for i, h in enumerate(header) if h in ("nodes", "capacity", "nominal", "borrowing limit", "lending limit", "reach", "nominal (all queues)")}
     fmt = lambda row: "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip()  # noqa: E731
     return [fmt(header), fmt(["-" * w for w in widths]), *map(fmt, rows)]
 
@@ -60,7 +62,7 @@ def report(cluster, fmt: str) -> str:
              f"whole GPUs {cap.whole_gpus}, GPU equivalents {float(sum(p.gpu_equivalents() for p in cap.pools)):g} of "
              f"{cluster.gpu_count} physical GPUs", "", heading("capacity per flavor"), *render(capacity_table(cap, quotas))]
     for q in quotas:
-        lines += ["", heading(f"project {q.project} (share {q.share_percent}%)"), *render(project_table(cap, q))]
+        lines += ["", heading(f"project {q.project} (share {q.share_percent}%)"), *render(project_table(cap, q, quotas))]
     return "\n".join(lines) + "\n"
 
 
@@ -72,7 +74,8 @@ def report(cluster, fmt: str) -> str:
 @user_errors
 def queues(cluster: str, fmt: str, root: Path) -> None:
     """Each project's nominal quota, borrowing and lending limits per flavor (GPU pool) and resource,
-    and the cluster's capacity per flavor, as the inventory gives them to Kueue's ClusterQueues."""
+    its reach (the most it can hold with the other queues idle: its largest admissible job), and the
+    cluster's capacity per flavor, as the inventory gives them to Kueue's ClusterQueues."""
     from forge.fleet import load_plan
     from forge.nodes.command import inventory_file
 

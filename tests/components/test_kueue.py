@@ -55,21 +55,21 @@ def test_h200_nominal_gpus_at_most_144_and_mig_has_its_own_quota():
     assert sorted(cq["metadata"]["name"] for cq in cqs) == ["embeddings", "finetune", "research", "training"]
     whole = sum(nominal(cq, "h200-141gb", GPU) for cq in cqs)
     slices = sum(nominal(cq, "h200-141gb-all-1g", "nvidia.com/mig-1g.18gb") for cq in cqs)
-    assert whole == 126 <= 128  # the whole GPUs of the 16 uncut nodes
+    assert whole == 128  # every whole GPU of the 16 uncut nodes: largest remainder loses none
     assert all(nominal(cq, "h200-141gb-all-1g", GPU) == 0 for cq in cqs)  # the cut nodes have no whole GPU
     assert all(nominal(cq, "h200-141gb", "nvidia.com/mig-1g.18gb") == 0 for cq in cqs)
-    assert slices == 110 <= 112  # 1g.18gb slices of the 2 cut nodes, 7 per GPU
+    assert slices == 112  # every 1g.18gb slice of the 2 cut nodes, 7 per GPU
     assert whole + Fraction(slices, 7) <= 144  # in GPUs: never more than the fleet has
     research = next(cq for cq in cqs if cq["metadata"]["name"] == "research")
-    assert nominal(research, "h200-141gb-all-1g", "nvidia.com/mig-1g.18gb") == 44  # flavor_shares: 40 % of the slices
+    assert nominal(research, "h200-141gb-all-1g", "nvidia.com/mig-1g.18gb") == 45  # flavor_shares: 40 % of 112 = 44.8
 
 
 def test_a100_nominal_gpus_within_whole_gpus_and_mig_quota():
     cqs = kinds("a100", "ClusterQueue")
     flavors = ("a100-80gb", "a100-80gb-half-1g")
     whole = sum(nominal(cq, f, GPU) for cq in cqs for f in flavors)
-    assert whole == 70 + 2 <= 76 < 80  # mixed strategy: the 4 cut GPUs of a100-gpu-10 are not nvidia.com/gpu
-    assert sum(nominal(cq, "a100-80gb-half-1g", "nvidia.com/mig-1g.10gb") for cq in cqs) == 26 <= 28
+    assert whole == 72 + 4 == 76 < 80  # mixed strategy: the 4 cut GPUs of a100-gpu-10 are not nvidia.com/gpu
+    assert sum(nominal(cq, "a100-80gb-half-1g", "nvidia.com/mig-1g.10gb") for cq in cqs) == 28
     assert all(nominal(cq, "a100-80gb", "nvidia.com/mig-1g.10gb") == 0 for cq in cqs)
 
 
@@ -105,7 +105,7 @@ def test_queue_shape_cohort_fair_sharing_and_preemption():
     assert cqs["embeddings"]["preemption"] == {"reclaimWithinCohort": "Never", "withinClusterQueue": "Never"}
     finetune = next(f for f in cqs["finetune"]["resourceGroups"][0]["flavors"] if f["name"] == "h200-141gb")
     gpu = next(r for r in finetune["resources"] if r["name"] == GPU)
-    assert gpu == {"name": GPU, "nominalQuota": "25", "borrowingLimit": "103", "lendingLimit": "12"}  # lends 50 %
+    assert gpu == {"name": GPU, "nominalQuota": "26", "borrowingLimit": "102", "lendingLimit": "26"}  # lends all it leaves idle
 
 
 # ---- flavors, topology, priorities, local queues ----------------------------------------------------
@@ -190,10 +190,49 @@ def test_values_match_the_chart_and_objects_the_crds(cluster):
 def test_rejects_flavor_shares_over_capacity():
     text = edit(inventory_text("h200"), "research: {flavor_shares: {all-1g: 40}}", "research: {flavor_shares: {all-1g: 70}}")
     p = only_problem(problems_of("h200", text), "components.kueue.projects.research.flavor_shares.all-1g")
-    assert p.message.startswith("nominal quotas of flavor 'h200-141gb-all-1g' exceed its capacity (cpu 496 > 384, memory 5324Gi > 4096Gi, "
-                                "nvidia.com/mig-1g.18gb 144 > 112, ")
+    assert p.message.startswith("nominal quotas of flavor 'h200-141gb-all-1g' exceed its capacity (cpu 499 > 384, memory 5324Gi > 4096Gi, "
+                                "nvidia.com/mig-1g.18gb 145 > 112, ")
     assert p.message.endswith("its shares add up to 130%")
     assert p.line == line_of(text, "all-1g: 70")
+
+
+@pytest.mark.parametrize("cluster, project", [("h200", "training"), ("a100", "training")])
+def test_the_largest_project_reaches_every_whole_gpu_pool_with_the_cohort_idle(cluster, project):
+    """Issue 20's first blocker: with floor() quotas (126 of 128) and a queue lending half, the
+    pre-train queue could never hold a whole pool. Nominal quotas now add up to each pool's
+    capacity and every queue lends what it leaves idle."""
+    from forge.queues import cohort_reach
+
+    facts = Kueue().facts(model(cluster))
+    for pool in facts.capacity.pools:
+        for resource, amount in pool.resources.items():
+            assert sum(q.flavors[pool.flavor][resource].nominal for q in facts.quotas) == amount, (pool.flavor, resource)
+            if GPU in pool.resources and resource not in pool.slices:
+                assert cohort_reach(list(facts.quotas), pool.flavor, resource, project) == amount, (pool.flavor, resource)
+
+
+def test_largest_remainder_hands_out_exactly_the_shares_part():
+    from forge.queues import largest_remainder
+
+    assert largest_remainder(128, [50, 20, 20, 10]) == [64, 26, 25, 13]  # floor() gave 64, 25, 25, 12: 126
+    assert largest_remainder(112, [20, 20, 20, 40]) == [23, 22, 22, 45]
+    assert largest_remainder(10, [33, 33, 33]) == [3, 3, 3]  # 99 % of 10 is 9.9: 9 handed out, never more
+    assert largest_remainder(7, [100]) == [7] and largest_remainder(0, [50, 50]) == [0, 0]
+
+
+def test_rejects_a_lending_limit_that_keeps_the_pretrain_queue_short_of_a_whole_pool():
+    text = edit(inventory_text("h200"), "  kueue:\n    projects:", "  kueue:\n    projects:\n      finetune: {lending_limit_percent: 50}")
+    p = only_problem(problems_of("h200", text), "components.kueue.projects.finetune.lending_limit_percent")
+    assert p.message.startswith("queue training cannot hold the whole pool 'h200-141gb' (16 nodes): with the others idle it "
+                                "falls 308 cpu, 3277Gi memory, 13 nvidia.com/gpu, ")
+    assert "a job on every node is never admitted" in p.message
+    assert p.line == line_of(text, "finetune: {lending_limit_percent: 50}")
+    # Naming no project lifts the rule: a fleet whose pools are partitioned on purpose.
+    opted_out = edit(text, "  kueue:\n    projects:", "  kueue:\n    whole_pool_projects: []\n    projects:")
+    assert model("h200", opted_out).name == "h200"  # loads: no problem at all
+    unknown = edit(text, "  kueue:\n    projects:", "  kueue:\n    whole_pool_projects: [trainin]\n    projects:")
+    p = only_problem(problems_of("h200", unknown), "components.kueue.whole_pool_projects[0]")
+    assert p.message.startswith("unknown Flyte project 'trainin'")
 
 
 def test_rejects_unknown_flavor_and_project():
@@ -254,5 +293,5 @@ def test_flavor_shares_by_flavor_name_or_by_mig_layout_agree():
     text = edit(inventory_text("h200"), "{flavor_shares: {all-1g:", "{flavor_shares: {h200-141gb-all-1g:", count=2)
     by_flavor = Kueue().facts(model("h200", text)).quotas
     assert by_flavor == by_layout
-    assert by_flavor[3].flavors["h200-141gb-all-1g"]["nvidia.com/mig-1g.18gb"].nominal == 44  # research: 40 % of 112 slices
-    assert by_flavor[3].flavors["h200-141gb"][GPU].nominal == 12  # its share_percent (10 %) elsewhere
+    assert by_flavor[3].flavors["h200-141gb-all-1g"]["nvidia.com/mig-1g.18gb"].nominal == 45  # research: 40 % of 112 slices
+    assert by_flavor[3].flavors["h200-141gb"][GPU].nominal == 13  # its share_percent (10 %) elsewhere: 12.8

@@ -21,13 +21,13 @@ def test_h200_table():
                       "GPU equivalents 144 of 144 physical GPUs")
     rows = [line.split() for line in out]
     # capacity per flavor: flavor, nodes, racks, resource, unit, capacity, nominal over all queues
-    assert ["h200-141gb", "16", "h200-r01,h200-r02,h200-r03,h200-r04", "nvidia.com/gpu", "whole", "GPU", "128", "126"] in rows
-    assert ["h200-141gb-all-1g", "2", "h200-r05", "nvidia.com/mig-1g.18gb", "MIG", "1g.18gb", "slice", "112", "110"] in rows
+    assert ["h200-141gb", "16", "h200-r01,h200-r02,h200-r03,h200-r04", "nvidia.com/gpu", "whole", "GPU", "128", "128"] in rows
+    assert ["h200-141gb-all-1g", "2", "h200-r05", "nvidia.com/mig-1g.18gb", "MIG", "1g.18gb", "slice", "112", "112"] in rows
     assert not [r for r in rows if r[:1] == ["h200-141gb-all-1g"] and "nvidia.com/gpu" in r]  # no whole GPU left there
     start = out.index("project finetune (share 20%)")
-    assert out[start + 1].split() == ["flavor", "resource", "nominal", "borrowing", "limit", "lending", "limit", "capacity"]
-    assert ["h200-141gb", "nvidia.com/gpu", "25", "103", "12", "128"] in rows[start:start + 13]
-    assert ["h200-141gb", "memory", "6553Gi", "26215Gi", "3276Gi", "32768Gi"] in rows[start:start + 13]
+    assert out[start + 1].split() == ["flavor", "resource", "nominal", "borrowing", "limit", "lending", "limit", "reach", "capacity"]
+    assert ["h200-141gb", "nvidia.com/gpu", "26", "102", "26", "128", "128"] in rows[start:start + 13]
+    assert ["h200-141gb", "memory", "6554Gi", "26214Gi", "6554Gi", "32768Gi", "32768Gi"] in rows[start:start + 13]
     assert [line for line in out if line.startswith("project ")] == [
         "project training (share 50%)", "project finetune (share 20%)", "project embeddings (share 20%)", "project research (share 10%)"]
 
@@ -36,9 +36,9 @@ def test_a100_markdown():
     result = run("a100", "--format", "markdown")
     assert result.exit_code == 0, result.output
     assert "### capacity per flavor" in result.output
-    assert "| a100-80gb-half-1g | 1 | a100-r04 | nvidia.com/mig-1g.10gb | MIG 1g.10gb slice | 28 | 26 |" in result.output
+    assert "| a100-80gb-half-1g | 1 | a100-r04 | nvidia.com/mig-1g.10gb | MIG 1g.10gb slice | 28 | 28 |" in result.output
     assert "### project research (share 10%)" in result.output
-    assert "| a100-80gb-half-1g | nvidia.com/mig-1g.10gb | 11 | 17 | 11 | 28 |" in result.output
+    assert "| a100-80gb-half-1g | nvidia.com/mig-1g.10gb | 11 | 17 | 11 | 28 | 28 |" in result.output
 
 
 def test_unknown_cluster_and_help():

@@ -6,6 +6,9 @@
 - nominal quotas never exceed capacity: per flavor and resource, the projects' nominal quotas add
   up to at most what the pool has (reported at the overrides that push a flavor over; without
   overrides Flyte's check keeps the project shares within 100 %);
+- the queues of `whole_pool_projects` (default: the project with the largest share) can each hold
+  every whole-GPU pool in full with the cohort idle: with floor() quotas or a queue that lends
+  only half, a job on every node would wait for ever;
 - every WorkloadPriorityClass has a PriorityClass: names under priority_classes must be classes
   of components.scheduling;
 - the rack labels the Topology places by match the nodes: a node's extra label
@@ -19,7 +22,8 @@ from forge.capacity import Capacity, capacity, quantity
 from forge.components.scheduling import priority_class_names
 from forge.errors import Problem
 from forge.model import LABEL_DOMAIN, derive
-from forge.queues import KueueSettings, project_quotas, share_key, share_of
+from forge.capacity import GPU
+from forge.queues import KueueSettings, ProjectQuotas, cohort_reach, project_quotas, share_key, share_of, whole_pool_projects
 
 FLYTE = "flyte"  # the component whose projects Kueue's queues are
 SCHEDULING = "scheduling"
@@ -69,6 +73,12 @@ def _quotas(loaded, settings: KueueSettings, cap: Capacity, shares: dict) -> Ite
                                      f"(pools: {', '.join(flavors)}; layouts: {', '.join(layouts) or 'none'}): drop or rename this share")
     valid = list(shares.items())
     quotas = project_quotas(cap, valid, settings)
+    for i, project in enumerate(settings.whole_pool_projects or []):
+        if project not in shares:
+            yield loaded.problem(("components", "kueue", "whole_pool_projects", i),
+                                 f"unknown Flyte project '{project}' (expected one of: {', '.join(shares)})")
+    wanted = [p for p in whole_pool_projects(settings, valid) if p in shares]
+    yield from _whole_pools(loaded, settings, cap, quotas, wanted)
     for pool in cap.pools:
         over = [(r, sum(q.flavors[pool.flavor][r].nominal for q in quotas), n) for r, n in pool.resources.items()]
         over = [o for o in over if o[1] > o[2]]
@@ -82,6 +92,31 @@ def _quotas(loaded, settings: KueueSettings, cap: Capacity, shares: dict) -> Ite
         message = f"nominal quotas of flavor '{pool.flavor}' exceed its capacity ({detail}): its shares add up to {total}%"
         for project, key in overrides:
             yield loaded.problem(at + (project, "flavor_shares", key), message)
+
+
+def _whole_pools(loaded, settings: KueueSettings, cap: Capacity, quotas: list[ProjectQuotas],
+                 wanted: list[str]) -> Iterator[Problem]:
+    """Each pool of whole GPUs must be reachable in full, every resource of it, by each wanted queue."""
+    at = ("components", "kueue")
+    for pool in cap.pools:
+        if pool.resources.get(GPU, 0) == 0 or GPU in pool.slices:
+            continue
+        for project in wanted:
+            gaps = {r: n - cohort_reach(quotas, pool.flavor, r, project) for r, n in pool.resources.items()
+                    if r not in pool.slices and cohort_reach(quotas, pool.flavor, r, project) < n}
+            if not gaps:
+                continue
+            detail = ", ".join(f"{quantity(r, n)} {r}" for r, n in gaps.items())
+            message = (f"queue {project} cannot hold the whole pool '{pool.flavor}' ({len(pool.nodes)} node{'s' if len(pool.nodes) != 1 else ''}): with the "
+                       f"others idle it falls {detail} short, so a job on every node is never admitted; let the other "
+                       f"queues lend (lending_limit_percent 100) and {project} borrow (borrowing_limit_percent 100) "
+                       "everything, or name other projects in components.kueue.whole_pool_projects ([] for none)")
+            fields = [at + ("projects", p, key) for p, spec in settings.projects.items()
+                      for key in ("lending_limit_percent", "borrowing_limit_percent")
+                      if getattr(spec, key) is not None and getattr(spec, key) < 100
+                      and (key == "lending_limit_percent") != (p == project)]
+            for field in fields or [at]:
+                yield loaded.problem(field, message)
 
 
 def _racks(loaded) -> Iterator[Problem]:
