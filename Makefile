@@ -19,7 +19,7 @@ export FORGE_UPSTREAM
 NO_UPSTREAM = @$(if $(FORGE_UPSTREAM),:,echo "note: no upstream chart data (FORGE_UPSTREAM unset, no ../shared/upstream): CRDs and chart values go unchecked and their tests skip; set FORGE_UPSTREAM=DIR" >&2)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup generate check render validate scan test bench charts hydrate diff fuzz
+.PHONY: help setup generate check render validate scan test bench charts hydrate diff fuzz twin
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -66,6 +66,15 @@ hydrate: setup ## render every component with its real chart as Argo CD does, an
 BASE ?= origin/main
 diff: setup ## what the working tree changes on each cluster vs BASE (default origin/main), risks first
 	@forge diff --base $(BASE) || test $$? -eq 1  # exit 1 = "there are changes", not a failure here; 2 and 130 (Ctrl-C) fail
+
+# ---- the fleet in a box -------------------------------------------------------------------------
+
+# Every cluster with scenarios (clusters/<c>/scenarios.yaml); TWIN_CLUSTERS="h200" for one.
+TWIN_CLUSTERS ?= $(sort $(patsubst clusters/%/scenarios.yaml,%,$(wildcard clusters/*/scenarios.yaml)))
+twin: setup ## the fleet in a box (docs/twin.md): per cluster, start a real control plane and Kueue, apply, run its scenarios, stop
+	$(NO_UPSTREAM)
+	forge render
+	@set -e; for c in $(TWIN_CLUSTERS); do forge twin run $$c $(if $(FORGE_UPSTREAM),--upstream $(FORGE_UPSTREAM)); done
 
 # ---- security scan ------------------------------------------------------------------------------
 

@@ -138,8 +138,9 @@ from forge.diff.command import diff  # noqa: E402  (forge diff: rendered changes
 from forge.nodes.command import node  # noqa: E402  (forge node add/remove/set)
 from forge.queues_cli import queues  # noqa: E402  (forge queues: Kueue quotas per project)
 from forge.upstream.cli import charts, hydrate  # noqa: E402  (chart cache and hydration)
+from forge.twin.cli import twin  # noqa: E402  (forge twin: the fleet in a box)
 
-for _command in (charts, hydrate, diff, node, queues):
+for _command in (charts, hydrate, diff, node, queues, twin):
     main.add_command(_command)
 
 if __name__ == "__main__":  # pragma: no cover

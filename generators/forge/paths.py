@@ -14,3 +14,6 @@ INVENTORY_FILE = "inventory.yaml"
 ARGOCD_DIR = "argocd"  # clusters/<cluster>/argocd: the generated Argo CD bootstrap, applied by hand once
 APPS_DIR = "apps"  # clusters/<cluster>/argocd/apps: the child Applications, all the root Application syncs
 RENDERED_DIR = Path("build/rendered")
+# What `forge twin upgrade` found (the base revision's output, then the working tree's, on a real
+# API server); `forge diff` shows its refusals as risks when base and render still match.
+TWIN_UPGRADE_REPORT = "build/twin/{cluster}.upgrade.json"

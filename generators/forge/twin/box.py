@@ -1,0 +1,178 @@
+"""One cluster's box: its state folder (`build/twin/<cluster>/`: certificates, kubeconfig, logs,
+etcd's data, state.json), its processes, and the order they start in:
+
+1. the programs, built or found in the cache (forge.twin.binaries);
+2. etcd and kube-apiserver; then kube-controller-manager, kube-scheduler and kwok;
+3. the inventory's Node objects (forge.twin.nodes), Ready once kwok takes them;
+4. the Namespaces and CRDs the box's controllers need, from their Applications, applied as
+   Argo CD would (forge.twin.sync); then Kueue and the training-operator.
+`forge twin apply` then syncs every Application. The box ends with the process that owns it: the
+`forge twin` command itself, or, after `forge twin up`, a detached supervisor that `forge twin
+down` stops (forge.twin.supervise).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator
+
+from forge.errors import ForgeError
+from forge.fleet import ClusterPlan
+from forge.twin.binaries import ensure_binaries
+from forge.twin.controllers import Controllers
+from forge.twin.controlplane import ControlPlane, Ports
+from forge.twin.kube import Kube, connect
+from forge.twin.nodes import node_objects
+from forge.twin.pins import box_pins
+from forge.twin.pki import Pki, make_pki
+from forge.twin.processes import stop_all
+from forge.twin.sources import Application, applications, chart_crds
+from forge.twin.sync import Syncer
+
+TWIN_DIR = Path("build/twin")
+STATE_FILE = "state.json"
+NODES_READY_TIMEOUT = 120.0
+Say = Callable[[str], None]
+
+
+@dataclass
+class BoxState:
+    """What another `forge twin` process needs to use a running box."""
+
+    cluster: str
+    server: str
+    kubeconfig: str
+    supervisor_pid: int
+    pids: dict[str, int]
+    kueue_webhook_port: int
+    nfd_findings: list[str] = field(default_factory=list)
+    ready: bool = False
+    error: str = ""
+
+    def save(self, folder: Path) -> None:
+        tmp = folder / (STATE_FILE + ".tmp")
+        tmp.write_text(json.dumps(asdict(self), indent=2), encoding="utf-8")
+        tmp.replace(folder / STATE_FILE)
+
+    @classmethod
+    def load(cls, folder: Path) -> "BoxState | None":
+        try:
+            return cls(**json.loads((folder / STATE_FILE).read_text(encoding="utf-8")))
+        except (OSError, ValueError, TypeError):
+            return None
+
+
+def state_folder(root: Path, cluster: str) -> Path:
+    return root / TWIN_DIR / cluster
+
+
+def _check_version(plan: ClusterPlan, minor: str) -> None:
+    if plan.cluster.kubernetes_version != minor:
+        raise ForgeError(f"{plan.cluster.source}: cluster.kubernetes_version is {plan.cluster.kubernetes_version!r}, "
+                         f"but the box runs Kubernetes {minor} (ci/tools.json twin.kubernetes): the box cannot stand "
+                         "for this cluster until both say the same")
+
+
+def _subset(app: Application, kinds: tuple[str, ...]) -> Application:
+    return Application(app.name, app.component, app.wave, app.hydrated, [i for i in app.items if i.obj.get("kind") in kinds])
+
+
+class Box:
+    def __init__(self, root: Path, plan: ClusterPlan, upstream: Path | None, say: Say) -> None:
+        self.root, self.plan, self.upstream, self.say = root.resolve(), plan, upstream, say
+        self.state = state_folder(self.root, plan.name)
+        self.control: ControlPlane | None = None
+        self.controllers: Controllers | None = None
+        self.info: BoxState | None = None
+
+    def _stage(self, what: str, started: float) -> None:
+        self.say(f"twin up {self.plan.name}: {what} ({time.monotonic() - started:.1f}s)")
+
+    def up(self) -> BoxState:
+        started = time.monotonic()
+        pins = box_pins(self.root)
+        _check_version(self.plan, pins.kubernetes_minor)
+        apps = {a.component: a for a in applications(self.root, self.plan, self.upstream, None)}
+        binaries = ensure_binaries(self.root, pins, self.say)
+        self._stage("programs ready", started)
+        shutil.rmtree(self.state, ignore_errors=True)
+        self.state.mkdir(parents=True)
+        pki = make_pki(self.state / "pki")
+        self.control = ControlPlane(self.state, binaries, pki, Ports.pick(), self.state / "etcd")
+        self.control.start_api()
+        self._stage(f"etcd and kube-apiserver {pins.kubernetes.version} ready at {self.control.server}", started)
+        self.control.start_controllers()
+        self._stage("kube-controller-manager, kube-scheduler and kwok ready", started)
+        kube = connect(self.control.server, pki.token(), pki.ca)
+        findings = self._nodes(kube, apps, pins.kubernetes.version)
+        self._stage(f"{len(self.plan.cluster.nodes)} nodes Ready", started)
+        self.controllers = Controllers(self.root, self.state, binaries, pki, self.control.ports.apiserver)
+        prerequisites = ("Namespace", "CustomResourceDefinition")
+        syncer = Syncer(kube, self.controllers.wiring(), lambda line: None)
+        for component in ("kueue", "training-operator", "kuberay-operator"):
+            if component in apps:
+                syncer.sync([_subset(apps[component], prerequisites)])
+        if "kueue" in apps:
+            values = self.root / "overlays" / self.plan.name / "kueue" / "values.yaml"
+            self.controllers.start_kueue(kube, apps["kueue"], values)
+            self._stage(f"Kueue {pins.program('kueue').version} ready", started)
+        operator = self.plan.component("training-operator")
+        if operator is not None:
+            self.controllers.start_training_operator(kube, apps[operator.name], operator.namespace)
+            self._stage(f"training-operator {pins.program('training-operator').version} ready", started)
+        procs = self.control.procs + self.controllers.procs
+        self.info = BoxState(self.plan.name, self.control.server, str(self.control.kubeconfig), os.getpid(),
+                             {p.name: p.pid for p in procs}, self.controllers.kueue_webhook_port, findings, ready=True)
+        self.info.save(self.state)
+        kube.close()
+        return self.info
+
+    def _nodes(self, kube: Kube, apps: dict[str, Application], version: str) -> list[str]:
+        rules = [(i.obj, i.where) for a in apps.values() for i in a.items if i.obj.get("kind") == "NodeFeatureRule"]
+        nodes, findings = node_objects(self.plan.cluster, rules, version)
+        for node in nodes:
+            status = node.pop("status")
+            kube.create(node)
+            kube.request("PATCH", kube.path("v1", "Node", node["metadata"]["name"], subresource="status"),
+                         {"status": status}, "application/merge-patch+json")
+        deadline = time.monotonic() + NODES_READY_TIMEOUT
+        while True:
+            ready = [n for n in kube.list("v1", "Node") if any(
+                c.get("type") == "Ready" and c.get("status") == "True" for c in (n.get("status") or {}).get("conditions") or [])]
+            if len(ready) == len(nodes):
+                return findings
+            if time.monotonic() > deadline:
+                raise ForgeError(f"twin: {len(ready)} of {len(nodes)} nodes Ready after {NODES_READY_TIMEOUT:.0f}s: "
+                                 f"kwok does not take them (see {self.state / 'logs' / 'kwok.log'})")
+            time.sleep(0.3)
+
+    def down(self) -> None:
+        """Stop every process, newest first (the controllers before the API server they call)."""
+        started_in_order = (self.control.procs if self.control else []) + (self.controllers.procs if self.controllers else [])
+        stop_all(started_in_order)
+        if self.controllers:
+            self.controllers.close()
+        shutil.rmtree(self.state / "etcd", ignore_errors=True)
+
+
+@contextmanager
+def running_box(root: Path, plan: ClusterPlan, upstream: Path | None, say: Say) -> Iterator[BoxState]:
+    """A box that lives as long as the `with` block (and dies with this process)."""
+    box = Box(root, plan, upstream, say)
+    failed = True
+    try:
+        yield box.up()
+        failed = False
+    finally:
+        box.down()
+        if failed and (box.state / "logs").is_dir():  # keep what the processes said, for the failure
+            kept = box.state.with_name(f"{plan.name}-logs")
+            shutil.rmtree(kept, ignore_errors=True)
+            (box.state / "logs").rename(kept)
+            say(f"twin: the box's logs are kept in {kept}")
+        shutil.rmtree(box.state, ignore_errors=True)

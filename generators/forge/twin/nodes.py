@@ -1,0 +1,140 @@
+"""The inventory's nodes as Node objects, labelled and tainted as the cluster's own agents would
+leave them, with the allocatable the device plugins would advertise.
+
+- Labels and taints come from forge's rendered NodeFeatureRules, evaluated here the way
+  nfd-master evaluates them against what nfd-worker reports of each node (`system.name`'s
+  `nodename`; the box knows no other feature of a node, so a rule matching on anything else is
+  refused by name rather than guessed). So the box sees what forge's rules really set.
+- GPU nodes also get what GPU Feature Discovery and the GPU Operator set (`nvidia.com/gpu.*`,
+  `nvidia.com/mig.strategy`, `nvidia.com/mig.config.state=success`: the layout applied).
+- Control-plane nodes get the role label and the NoSchedule taint kubeadm sets.
+- Allocatable is forge.capacity's per-node figure (threads, GiB, whole GPUs, each MIG profile,
+  each RDMA resource): the same numbers the queues were sized from. Pods: the kubelet's 110.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from forge.capacity import MEMORY, node_resources
+from forge.errors import ForgeError
+from forge.model import ClusterModel, NodeModel
+from forge.twin.controlplane import KWOK_ANNOTATION
+
+CONTROL_PLANE_LABEL = "node-role.kubernetes.io/control-plane"
+NFD_DEFAULT_LABEL_NS = "feature.node.kubernetes.io"  # what nfd-master prefixes an unprefixed label with
+NFD_OWN_NAMESPACES = ("feature.node.kubernetes.io", "profile.node.kubernetes.io")
+MAX_PODS = 110  # the kubelet's default
+
+
+def _expression_matches(values: list[str], expr: dict[str, Any]) -> bool:
+    op, want = expr.get("op"), [str(v) for v in expr.get("value") or []]
+    have = set(values)
+    checks = {"In": lambda: bool(have & set(want)), "NotIn": lambda: not have & set(want),
+              "Exists": lambda: bool(have), "DoesNotExist": lambda: not have}
+    if op not in checks:
+        raise ValueError(op)
+    return checks[op]()
+
+
+def rule_applies(rule: dict[str, Any], node: str, where: str) -> bool:
+    """Whether a NodeFeatureRule rule matches `node` (all its matchFeatures, or any of matchAny)."""
+    def term_matches(term: dict[str, Any]) -> bool:
+        feature = term.get("feature")
+        for attribute, expr in (term.get("matchExpressions") or {}).items():
+            if (feature, attribute) != ("system.name", "nodename"):
+                raise ForgeError(f"{where}: rule {rule.get('name')!r} matches on {feature}.{attribute}: the box knows "
+                                 "only system.name's nodename of a node; give the box that feature, or match on nodename")
+            try:
+                if not _expression_matches([node], expr):
+                    return False
+            except ValueError as bad:
+                raise ForgeError(f"{where}: rule {rule.get('name')!r}: operator {bad} is not one the box evaluates "
+                                 "(In, NotIn, Exists, DoesNotExist)") from None
+        return True
+
+    if rule.get("matchAny"):
+        return any(all(term_matches(t) for t in a.get("matchFeatures") or []) for a in rule["matchAny"])
+    return all(term_matches(t) for t in rule.get("matchFeatures") or [])
+
+
+def nfd_refuses(key: str) -> str | None:
+    """Why nfd-master 0.19 drops a label or taint key (pkg/apis/nfd/validate), or None: it
+    publishes no key in kubernetes.io or a subdomain of it, but for its own feature./profile.
+    namespaces."""
+    ns = key.rpartition("/")[0]
+    if ns == "kubernetes.io" or ns.endswith(".kubernetes.io"):
+        if ns not in NFD_OWN_NAMESPACES and not ns.endswith(tuple("." + n for n in NFD_OWN_NAMESPACES)):
+            return f"nfd-master publishes no key in namespace {ns}"
+    return None
+
+
+def nfd_results(rules: Iterable[tuple[dict[str, Any], str]], node: str) -> tuple[dict[str, str], list[dict[str, str]], list[str]]:
+    """(labels, taints, findings) every NodeFeatureRule (object, where it was written) gives
+    `node`; findings say what nfd-master would drop, and why."""
+    labels: dict[str, str] = {}
+    taints: list[dict[str, str]] = []
+    findings: list[str] = []
+    for obj, where in rules:
+        for rule in (obj.get("spec") or {}).get("rules") or []:
+            if not rule_applies(rule, node, where):
+                continue
+            for key, value in (rule.get("labels") or {}).items():
+                key = key if "/" in key else f"{NFD_DEFAULT_LABEL_NS}/{key}"
+                why = nfd_refuses(key)
+                if why:
+                    findings.append(f"{where}: rule {rule.get('name')!r}: label {key} on {node}: {why}")
+                else:
+                    labels[key] = str(value)
+            for taint in rule.get("taints") or []:
+                why = nfd_refuses(str(taint.get("key", ""))) if "/" in str(taint.get("key", "")) else "an unprefixed taint key"
+                if why:
+                    findings.append(f"{where}: rule {rule.get('name')!r}: taint {taint.get('key')} on {node}: {why}")
+                elif taint not in taints:
+                    taints.append(taint)
+    return labels, taints, findings
+
+
+def _gpu_labels(cluster: ClusterModel, node: NodeModel) -> dict[str, str]:
+    if not node.gpu:
+        return {}
+    labels = {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.count": str(node.gpu_count),
+              "nvidia.com/gpu.product": node.gpu.product, "nvidia.com/gpu.memory": str(node.gpu.memory_gib * 1024)}
+    if node.mig_layout:
+        labels |= {"nvidia.com/mig.strategy": cluster.mig_strategy, "nvidia.com/mig.config.state": "success"}
+    return labels
+
+
+def allocatable(cluster: ClusterModel, node: NodeModel) -> dict[str, str]:
+    out = {r: (f"{n}Gi" if r == MEMORY else str(n)) for r, n in node_resources(cluster, node).items()}
+    out["pods"] = str(MAX_PODS)
+    return out
+
+
+def node_object(cluster: ClusterModel, node: NodeModel, rules: list[tuple[dict[str, Any], str]], version: str,
+                findings: list[str]) -> dict[str, Any]:
+    labels, taints, found = nfd_results(rules, node.name)
+    findings += found
+    labels = {"kubernetes.io/hostname": node.name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+              **_gpu_labels(cluster, node), **labels}
+    if "control-plane" in node.roles:
+        labels[CONTROL_PLANE_LABEL] = ""
+        taints.append({"key": CONTROL_PLANE_LABEL, "effect": "NoSchedule"})
+    resources = allocatable(cluster, node)
+    return {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": node.name, "labels": labels, "annotations": {KWOK_ANNOTATION: "fake"}},
+        "spec": {"taints": taints} if taints else {},
+        "status": {
+            "capacity": resources, "allocatable": resources,
+            "nodeInfo": {"kubeletVersion": version, "kubeProxyVersion": version, "operatingSystem": "linux",
+                         "architecture": "amd64", "containerRuntimeVersion": "kwok", "osImage": "forge twin (kwok)",
+                         "kernelVersion": "", "machineID": "", "systemUUID": "", "bootID": ""},
+        },
+    }
+
+
+def node_objects(cluster: ClusterModel, rules: list[tuple[dict[str, Any], str]],
+                 version: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """Every node's object, and what nfd-master would refuse of forge's rules."""
+    findings: list[str] = []
+    return [node_object(cluster, n, rules, version, findings) for n in cluster.nodes], findings

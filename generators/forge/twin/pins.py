@@ -1,0 +1,101 @@
+"""What the box runs, pinned: ci/tools.json (`twin`: Kubernetes, kwok, etcd) and, for the
+controllers forge deploys, charts/versions.yaml itself, so the box never runs another Kueue or
+training-operator than the clusters do."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from forge.errors import ForgeError
+from forge.versions import chart_pins, versions
+
+TOOLS_FILE = Path("ci/tools.json")
+
+
+@dataclass(frozen=True)
+class GoProgram:
+    """One or more commands of a Go module at a version, built with `go install` (`builder` is
+    None) or with `go build` from a module folder of this repo that pins its dependencies."""
+
+    name: str  # the cache folder's stem: kubernetes, kueue, ...
+    module: str
+    version: str
+    commands: tuple[str, ...]  # package paths inside the module (kube-apiserver: cmd/kube-apiserver)
+    builder: str | None = None  # a folder of this repo with a go.mod that requires `module`
+    keep: tuple[str, ...] = ()  # folders of the module copied beside the binary (data the box reads)
+
+    def binary(self, command: str) -> str:
+        """The file name `go build`/`go install` gives the command (training-operator.v1 keeps its dot)."""
+        return command.rstrip("/").rpartition("/")[2]
+
+
+@dataclass(frozen=True)
+class DebianPackage:
+    package: str
+    version: str
+    sha256: str
+    binary: str  # the path inside the package
+
+
+@dataclass(frozen=True)
+class BoxPins:
+    go_min: tuple[int, int]
+    programs: tuple[GoProgram, ...]
+    etcd: DebianPackage
+
+    @property
+    def kubernetes(self) -> GoProgram:
+        return self.program("kubernetes")
+
+    def program(self, name: str) -> GoProgram:
+        return next(p for p in self.programs if p.name == name)
+
+    @property
+    def kubernetes_minor(self) -> str:
+        """"1.34" of v1.34.4: the minor an inventory's kubernetes_version must name."""
+        return ".".join(self.kubernetes.version.lstrip("v").split(".")[:2])
+
+
+def _version_from(root: Path, ref: str) -> str:
+    """The deployed version a box program must match: charts.<key> or sources.<key>."""
+    section, _, key = ref.partition(".")
+    pinned = {"charts": lambda: chart_pins(root)[key].version, "sources": lambda: versions(root).sources[key].ref}
+    if section not in pinned:
+        raise ForgeError(f"{TOOLS_FILE}: twin: version_from {ref!r}: use charts.<key> or sources.<key>")
+    version = pinned[section]()
+    return version if version.startswith("v") else f"v{version}"  # Go module versions start with v
+
+
+def box_pins(root: Path) -> BoxPins:
+    path = root / TOOLS_FILE
+    try:
+        twin = json.loads(path.read_text(encoding="utf-8"))["twin"]
+        programs = []
+        for name in ("kubernetes", "kueue", "training-operator", "kwok"):
+            entry = twin[name]
+            commands = entry.get("commands")
+            commands = tuple(f"cmd/{c}" for c in commands) if commands else (entry["command"],)
+            version = entry["version"] if "version" in entry else _version_from(root, entry["version_from"])
+            programs.append(GoProgram(name, entry["module"], version, commands, entry.get("builder"),
+                                      tuple(entry.get("keep") or ())))
+        etcd = twin["etcd"]
+        major, minor = (int(x) for x in str(twin["go_min"]).split("."))
+        return BoxPins((major, minor), tuple(programs),
+                       DebianPackage(etcd["debian_package"], etcd["version"], etcd["deb_sha256"], etcd["binary"]))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ForgeError(f"{path}: the box's pins (key `twin`) cannot be read: {exc!r}") from None
+
+
+def argocd_crds_dir(root: Path, upstream: Path | None) -> Path | None:
+    """Argo CD's CRDs in the upstream data (ci/tools.json twin.argocd), or None without the data."""
+    if upstream is None:
+        return None
+    try:
+        name = json.loads((root / TOOLS_FILE).read_text(encoding="utf-8"))["twin"]["argocd"]["crds_data"]
+    except (OSError, ValueError, KeyError) as exc:
+        raise ForgeError(f"{root / TOOLS_FILE}: twin.argocd.crds_data cannot be read: {exc!r}") from None
+    folder = upstream / name / "crds"
+    if not folder.is_dir():
+        raise ForgeError(f"{folder}: no such folder: the upstream data lacks Argo CD's CRDs (ci/tools.json twin.argocd)")
+    return folder

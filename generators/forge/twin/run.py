@@ -1,0 +1,252 @@
+"""Run scenarios against a box: submit each step's jobs, wait for its expectations, judge, clean up.
+
+What is judged is what the real controllers did: Kueue's Workload conditions (QuotaReserved,
+Admitted, Evicted, Preempted) and admission (flavor, topology), the pods the training-operator
+made and the scheduler bound, and the pods of the infrastructure before and after.
+"""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from forge.capacity import MEMORY, node_resources
+from forge.fleet import ClusterPlan
+from forge.capacity import capacity
+from forge.queues import FLYTE_PROJECT_LABEL
+from forge.twin.kube import ApiError, Kube
+from forge.twin.scenario import WHOLE_POOL, Expect, Job, Scenario
+from forge.twin.submit import SUBMITTED_LABEL, Propeller, build, namespace_of
+
+POLL_SECONDS = 0.5
+HEARTBEAT_SECONDS = 10
+CLEANUP_SECONDS = 120.0
+KUEUE = "kueue.x-k8s.io/v1beta2"
+JOB_NAME_LABEL = "training.kubeflow.org/job-name"
+
+
+def _amount(quantity: str) -> float:
+    units = {"m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
+    found = re.fullmatch(r"([0-9.]+)([A-Za-z]*)", quantity)
+    return float(found[1]) * units.get(found[2], 1) if found else 0.0
+
+
+def whole_pool(plan: ClusterPlan, resources: dict[str, str]) -> int:
+    """Nodes of the largest pool whose allocatable holds one replica of `resources`."""
+    def fits(node) -> bool:
+        have = node_resources(plan.cluster, node)
+        return all(_amount(q) <= (have.get(r, 0) * (2**30 if r == MEMORY else 1)) for r, q in resources.items())
+    return max((sum(1 for n in pool.nodes if fits(n)) for pool in capacity(plan.cluster).pools), default=0)
+
+
+@dataclass
+class Submitted:
+    job: Job
+    objects: list[dict[str, Any]] = field(default_factory=list)  # as created (uid included)
+
+
+@dataclass
+class Outcome:
+    scenario: str
+    passed: bool
+    lines: list[str]
+    seconds: float
+
+
+def _condition(wl: dict[str, Any], kind: str) -> dict[str, Any] | None:
+    return next((c for c in (wl.get("status") or {}).get("conditions") or [] if c.get("type") == kind), None)
+
+
+def _true(wl: dict[str, Any], kind: str) -> bool:
+    c = _condition(wl, kind)
+    return bool(c and c.get("status") == "True")
+
+
+def _shortfall(message: str) -> str:
+    """Kueue says `... (128 > 126)`: the request against what the queue can reach."""
+    found = re.findall(r"\((\d+) > (\d+)\)", message)
+    return f"; shortfall: {int(found[-1][0]) - int(found[-1][1])}" if found else ""
+
+
+class Runner:
+    def __init__(self, kube: Kube, plan: ClusterPlan, propeller: Propeller, say: Callable[[str], None]) -> None:
+        self.kube, self.plan, self.propeller, self.say = kube, plan, propeller, say
+        # Copies (by the uid of what was submitted) whose Workload was seen pre-empted: a plain
+        # pod's Workload goes with the pod it evicted, so the event is kept, not looked up again.
+        self.preempted: set[str] = set()
+        self.projects = {ns["metadata"]["name"] for ns in kube.list("v1", "Namespace", selector=FLYTE_PROJECT_LABEL)}
+
+    # ---- what the controllers did -------------------------------------------------------------------
+
+    def workloads(self, sub: Submitted) -> list[dict[str, Any] | None]:
+        """One Workload (or None, not made yet) per submitted copy."""
+        out: list[dict[str, Any] | None] = []
+        ns = namespace_of(sub.job)
+        listed = self.kube.list(KUEUE, "Workload", ns)
+        for obj in sub.objects:
+            if obj["kind"] == "Workload":
+                out.append(next((w for w in listed if w["metadata"]["uid"] == obj["metadata"]["uid"]), None))
+            else:
+                uid = obj["metadata"]["uid"]
+                out.append(next((w for w in listed if any(o.get("uid") == uid for o in w["metadata"].get("ownerReferences") or [])), None))
+        for obj, wl in zip(sub.objects, out):
+            if wl and (_true(wl, "Preempted") or (_condition(wl, "Evicted") or {}).get("reason") == "Preempted"):
+                self.preempted.add(obj["metadata"]["uid"])
+        return out
+
+    def pods(self, sub: Submitted) -> list[dict[str, Any]]:
+        ns = namespace_of(sub.job)
+        out = []
+        for obj in sub.objects:
+            if obj["kind"] == "Pod":
+                found = self.kube.get("v1", "Pod", obj["metadata"]["name"], ns)
+                out += [found] if found else []
+            elif obj["kind"] == "PyTorchJob":
+                out += self.kube.list("v1", "Pod", ns, selector=f"{JOB_NAME_LABEL}={obj['metadata']['name']}")
+        return out
+
+    def infrastructure_pods(self) -> dict[str, str]:
+        return {p["metadata"]["uid"]: f"{p['metadata']['namespace']}/{p['metadata']['name']}"
+                for p in self.kube.list("v1", "Pod") if p["metadata"]["namespace"] not in self.projects}
+
+    # ---- judging --------------------------------------------------------------------------------------
+
+    def judge(self, expect: Expect, subs: dict[str, Submitted], infra: dict[str, str]) -> str | None:
+        """None when `expect` holds now, else what is wrong (the controllers' own words)."""
+        if expect.infrastructure_untouched:
+            now = {p["metadata"]["uid"]: p for p in self.kube.list("v1", "Pod") if p["metadata"]["namespace"] not in self.projects}
+            gone = [name for uid, name in infra.items() if uid not in now or now[uid]["metadata"].get("deletionTimestamp")
+                    or _true(now[uid], "DisruptionTarget")]
+            if gone:
+                return f"infrastructure pods evicted or gone: {', '.join(sorted(gone)[:10])}"
+        if expect.job is None:
+            return None
+        sub = subs[expect.job]
+        wls = self.workloads(sub)
+        admitted = [w for w in wls if w and _true(w, "Admitted")]
+        want = len(wls) if expect.admitted == "all" else expect.admitted
+        queue = f"ClusterQueue of {namespace_of(sub.job)}"
+        if want is not None and len(admitted) < want:
+            waiting = next((w for w in wls if w and not _true(w, "Admitted")), None)
+            said = (_condition(waiting, "QuotaReserved") or {}).get("message", "") if waiting else "no Workload yet"
+            if waiting:
+                queue = f"ClusterQueue {((waiting.get('status') or {}).get('admission') or {}).get('clusterQueue') or self._queue_of(waiting)}"
+            return f"job {expect.job}: {len(admitted)} of {len(wls)} admitted, want {want} ({queue}: {said}{_shortfall(said)})"
+        if expect.pending and admitted:
+            return f"job {expect.job}: {len(admitted)} admitted, want none"
+        if expect.pending_reason:
+            said = " ".join((_condition(w, "QuotaReserved") or {}).get("message", "") for w in wls if w)
+            if expect.pending_reason not in said:
+                return f"job {expect.job}: pending reason {expect.pending_reason!r} not seen (Kueue says: {said or 'nothing'})"
+        if expect.preempted is not None:
+            hit = [o for o in sub.objects if o["metadata"]["uid"] in self.preempted]
+            if len(hit) < expect.preempted:
+                return f"job {expect.job}: {len(hit)} pre-empted, want at least {expect.preempted}"
+        if expect.flavor:
+            flavors = {f for w in admitted for ps in (w["status"]["admission"].get("podSetAssignments") or [])
+                       for f in (ps.get("flavors") or {}).values()}
+            if flavors != {expect.flavor}:
+                return f"job {expect.job}: admitted on flavors {sorted(flavors)}, want {expect.flavor}"
+        return self._judge_pods(expect, sub)
+
+    def _queue_of(self, wl: dict[str, Any]) -> str:
+        lq = self.kube.get(KUEUE, "LocalQueue", wl["spec"].get("queueName", ""), wl["metadata"]["namespace"])
+        return (lq or {}).get("spec", {}).get("clusterQueue", "?")
+
+    def _judge_pods(self, expect: Expect, sub: Submitted) -> str | None:
+        if expect.distinct_nodes is None and not expect.on_nodes_labelled and not expect.not_on_nodes_labelled:
+            return None
+        pods = self.pods(sub)
+        bound = [p for p in pods if (p.get("spec") or {}).get("nodeName")]
+        if expect.distinct_nodes is not None:
+            want = whole_pool(self.plan, sub.job.resources) if expect.distinct_nodes == WHOLE_POOL else expect.distinct_nodes
+            nodes = {p["spec"]["nodeName"] for p in bound}
+            if len(nodes) < want or len(bound) < len(pods) or not pods:
+                return f"job {expect.job}: {len(bound)} of {len(pods)} pods bound, on {len(nodes)} distinct nodes, want {want}"
+        labels = {n["metadata"]["name"]: n["metadata"].get("labels") or {} for n in self.kube.list("v1", "Node")}
+        for pod in bound:
+            node = pod["spec"]["nodeName"]
+            have = labels.get(node, {})
+            if any(have.get(k) != v for k, v in expect.on_nodes_labelled.items()):
+                return f"job {expect.job}: pod {pod['metadata']['name']} on {node}, which lacks {expect.on_nodes_labelled}"
+            if expect.not_on_nodes_labelled and all(have.get(k) == v for k, v in expect.not_on_nodes_labelled.items()):
+                return f"job {expect.job}: pod {pod['metadata']['name']} on {node}, labelled {expect.not_on_nodes_labelled}"
+        if not bound and (expect.on_nodes_labelled or expect.not_on_nodes_labelled):
+            return f"job {expect.job}: no pod bound yet"
+        return None
+
+    # ---- running ------------------------------------------------------------------------------------
+
+    def submit(self, job: Job, scenario: str) -> Submitted:
+        replicas = whole_pool(self.plan, job.resources) if job.replicas == WHOLE_POOL else job.replicas
+        sub = Submitted(job)
+        for i in range(job.count):
+            name = job.name if job.count == 1 else f"{job.name}-{i}"
+            sub.objects.append(self.kube.create(build(self.kube, self.propeller, job, name, replicas, scenario)))
+        return sub
+
+    def run(self, scenario: Scenario) -> Outcome:
+        started = time.monotonic()
+        lines: list[str] = []
+        subs: dict[str, Submitted] = {}
+        infra = self.infrastructure_pods()
+        try:
+            for number, step in enumerate(scenario.steps, 1):
+                for job in step.submit:
+                    try:
+                        subs[job.name] = self.submit(job, scenario.name)
+                    except ApiError as exc:
+                        return Outcome(scenario.name, False, [f"step {number}: job {job.name} refused: {exc.message}"],
+                                       time.monotonic() - started)
+                problem = self._wait(step.expect, step.within, subs, infra)
+                if problem:
+                    return Outcome(scenario.name, False, [f"step {number}: {problem}"], time.monotonic() - started)
+                lines.append(f"step {number}: {len(step.expect)} expectations held")
+            return Outcome(scenario.name, True, lines, time.monotonic() - started)
+        finally:
+            self.cleanup(scenario.name)
+
+    def _wait(self, expects: list[Expect], within: int, subs: dict[str, Submitted], infra: dict[str, str]) -> str | None:
+        """Wait until every expectation holds; a `pending` one must hold for the whole wait."""
+        started = time.monotonic()
+        deadline, said = started + within, started
+        # `pending` and `infrastructure_untouched` must hold all along; the others once each
+        # (a pre-emption happens, then its pods are gone).
+        lasting = [e for e in expects if e.pending or e.infrastructure_untouched]
+        eventual = [e for e in expects if e not in lasting]
+        full_wait = any(e.pending for e in expects)  # "stays pending" is known only at the end
+        while True:
+            broken = next((p for e in lasting if (p := self.judge(e, subs, infra))), None)
+            if broken:
+                return broken
+            judged = [(e, self.judge(e, subs, infra)) for e in eventual]
+            eventual = [e for e, problem in judged if problem]
+            problems = [problem for _, problem in judged if problem]
+            now = time.monotonic()
+            if not problems and (not full_wait or now > deadline):
+                return None
+            if now > deadline:
+                return f"after {within}s: {problems[0]}"
+            if now - said >= HEARTBEAT_SECONDS:  # CI's log hears from a long wait at least this often
+                said = now
+                self.say(f"twin run: waiting {now - started:.0f}s of {within}s: {problems[0] if problems else 'pending holds'}")
+            time.sleep(POLL_SECONDS)
+
+    def cleanup(self, scenario: str) -> None:
+        """Delete what the scenario submitted and wait for its pods and Workloads to go, so the
+        next scenario starts on an idle cluster."""
+        selector = f"{SUBMITTED_LABEL}={scenario}"
+        kinds = (("kubeflow.org/v1", "PyTorchJob"), ("v1", "Pod"), (KUEUE, "Workload"))
+        for ns in sorted(self.projects):
+            for api, kind in kinds:
+                for obj in self.kube.list(api, kind, ns, selector=selector):
+                    self.kube.delete(api, kind, obj["metadata"]["name"], ns)
+        deadline = time.monotonic() + CLEANUP_SECONDS
+        while time.monotonic() < deadline:
+            left = [1 for ns in self.projects for api, kind in (("v1", "Pod"), (KUEUE, "Workload"))
+                    for _ in self.kube.list(api, kind, ns)]
+            if not left:
+                return
+            time.sleep(POLL_SECONDS)
+        self.say(f"twin run: {scenario}: objects still being deleted after {CLEANUP_SECONDS:.0f}s")

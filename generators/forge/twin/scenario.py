@@ -1,0 +1,122 @@
+"""The seed's workloads as data: `clusters/<cluster>/scenarios.yaml` (docs/twin.md documents it).
+
+A scenario is a list of steps; a step submits jobs, then waits (up to `within` seconds) until
+every one of its expectations holds, and fails naming the first that does not, with what the
+controllers said (the Workload's conditions, the pods' state). Jobs are submitted the way Flyte's
+propeller would (forge.twin.submit): in `<project>-<domain>`, from the project's PodTemplate,
+with propeller's default labels, tolerations, environment and resources from forge's values.
+
+    scenarios:
+      - name: pretrain-whole-pool
+        description: a 7B pre-train on every node of the largest whole-GPU pool
+        steps:
+          - submit:
+              - {name: pretrain, kind: PyTorchJob, project: training, domain: production,
+                 replicas: whole-pool, resources: {nvidia.com/gpu: 8, cpu: 96, memory: 1024Gi}}
+            expect:
+              - {job: pretrain, admitted: all, distinct_nodes: whole-pool}
+
+`replicas`/`distinct_nodes: whole-pool` is the number of nodes of the largest pool (Kueue flavor)
+whose allocatable holds one replica's `resources`: the scenario keeps its meaning when nodes are
+added. `count: N` submits N copies of a job (`<name>-0` ... `<name>-N-1`).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from forge import datafile
+from forge.errors import ForgeError
+from forge.paths import CLUSTERS_DIR
+
+SCENARIOS_FILE = "scenarios.yaml"
+WHOLE_POOL = "whole-pool"
+Name = Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=40)]
+Quantity = Annotated[str, Field(pattern=r"^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?$")]
+Count = Union[Annotated[int, Field(ge=1, le=5000)], Literal["whole-pool"]]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Job(_Strict):
+    name: Name
+    # How Flyte submits it: PyTorchJob (the PyTorch plugin, elastic: torchrun), Pod (a plain
+    # container task), or Workload (Kueue's own object, for a kind whose controller is not in the box).
+    kind: Literal["PyTorchJob", "Pod", "Workload"]
+    project: Name
+    domain: Name
+    count: Annotated[int, Field(ge=1, le=500)] = 1
+    replicas: Count = 1
+    resources: dict[str, Quantity]
+    priority: Name | None = None  # a WorkloadPriorityClass; default: the pods' PriorityClass (the project's)
+    queue: Name | None = None  # a LocalQueue; default: Flyte's default label
+    pod_template: Name | None = None  # default: propeller's default-pod-template-name
+    annotations: dict[str, str] = {}
+
+
+class Expect(_Strict):
+    job: Name | None = None  # None: the step as a whole (infrastructure_untouched)
+    admitted: Union[Literal["all"], Annotated[int, Field(ge=0)], None] = None
+    pending: bool | None = None  # every copy stays unadmitted for the whole wait
+    pending_reason: str | None = None  # ...with this text in its QuotaReserved condition
+    preempted: Annotated[int, Field(ge=1)] | None = None  # at least this many copies pre-empted
+    distinct_nodes: Count | None = None  # its pods bound to this many distinct nodes
+    flavor: str | None = None  # admitted on this ResourceFlavor
+    on_nodes_labelled: dict[str, str] = {}  # every pod on a node with these labels
+    not_on_nodes_labelled: dict[str, str] = {}  # no pod on a node with these labels
+    infrastructure_untouched: bool | None = None  # no pod outside the project namespaces evicted or gone
+
+
+class Step(_Strict):
+    submit: list[Job] = []
+    expect: list[Expect] = []
+    within: Annotated[int, Field(ge=1, le=1800)] = 120  # seconds to wait for the expectations
+
+
+class Scenario(_Strict):
+    name: Name
+    description: str = ""
+    steps: Annotated[list[Step], Field(min_length=1)]
+
+
+class ScenarioFile(_Strict):
+    scenarios: list[Scenario]
+
+
+def _rules(model: ScenarioFile):
+    seen: set[str] = set()
+    for i, scenario in enumerate(model.scenarios):
+        if scenario.name in seen:
+            yield ("scenarios", i, "name"), f"scenario {scenario.name!r} is named twice"
+        seen.add(scenario.name)
+        jobs: set[str] = set()
+        for s, step in enumerate(scenario.steps):
+            jobs |= {j.name for j in step.submit}
+            for e, expect in enumerate(step.expect):
+                if expect.job is not None and expect.job not in jobs:
+                    yield (("scenarios", i, "steps", s, "expect", e, "job"),
+                           f"no job {expect.job!r} is submitted by this step or an earlier one (have: {', '.join(sorted(jobs)) or 'none'})")
+
+
+def scenario_file(root: Path, cluster: str) -> Path:
+    return root / CLUSTERS_DIR / cluster / SCENARIOS_FILE
+
+
+def load_scenarios(root: Path, cluster: str, names: tuple[str, ...] = ()) -> list[Scenario]:
+    path = scenario_file(root, cluster)
+    shown = str(path.relative_to(root))
+    if not path.is_file():
+        raise ForgeError(f"{shown}: no such file: the box has no scenarios for cluster {cluster} "
+                         "(docs/twin.md says how to write them)")
+    scenarios = datafile.load(path, ScenarioFile, shown, _rules).scenarios
+    if not names:
+        return scenarios
+    known = {s.name: s for s in scenarios}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ForgeError(f"{shown}: no scenario named {', '.join(unknown)} (have: {', '.join(known)})")
+    return [known[n] for n in names]

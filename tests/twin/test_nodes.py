@@ -1,0 +1,65 @@
+"""The box's Node objects: labels and taints from forge's rendered NodeFeatureRules (as nfd-master
+would publish them), allocatable from forge.capacity (no box needed)."""
+from __future__ import annotations
+
+import pytest
+
+from forge.errors import ForgeError
+from forge.twin.nodes import allocatable, nfd_results, node_objects
+from tests.helpers import REPO
+
+
+def rule(name: str, nodes: list[str], labels: dict, taints: list | None = None, feature: str = "system.name",
+         attribute: str = "nodename", op: str = "In") -> tuple[dict, str]:
+    obj = {"kind": "NodeFeatureRule", "metadata": {"name": name}, "spec": {"rules": [{
+        "name": name, "labels": labels, "taints": taints or [],
+        "matchFeatures": [{"feature": feature, "matchExpressions": {attribute: {"op": op, "value": nodes}}}]}]}}
+    return obj, f"rendered/{name}.yaml:1"
+
+
+def test_a_rule_labels_and_taints_only_the_nodes_it_names():
+    rules = [rule("r1", ["gpu-1"], {"forge.exa.ai/rack": "r1"}, [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}])]
+    labels, taints, findings = nfd_results(rules, "gpu-1")
+    assert labels == {"forge.exa.ai/rack": "r1"} and taints == [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]
+    assert nfd_results(rules, "gpu-2") == ({}, [], [])
+    assert findings == []
+
+
+def test_what_nfd_master_would_drop_is_reported_not_applied():
+    rules = [rule("bad", ["n"], {"node-role.kubernetes.io/gpu": "", "plain": "x", "feature.node.kubernetes.io/ok": "y"},
+                  [{"key": "node.kubernetes.io/gpu", "effect": "NoSchedule"}])]
+    labels, taints, findings = nfd_results(rules, "n")
+    # Unprefixed labels get NFD's own namespace; kubernetes.io's are refused, as nfd-master 0.19 refuses them.
+    assert labels == {"feature.node.kubernetes.io/plain": "x", "feature.node.kubernetes.io/ok": "y"}
+    assert taints == []
+    assert len(findings) == 2 and all("rendered/bad.yaml:1: rule 'bad'" in f for f in findings)
+    assert any("label node-role.kubernetes.io/gpu" in f and "namespace node-role.kubernetes.io" in f for f in findings)
+
+
+def test_a_rule_on_a_feature_the_box_cannot_know_is_refused_by_name():
+    with pytest.raises(ForgeError, match=r"rendered/r\.yaml:1: rule 'r' matches on pci.device.vendor"):
+        nfd_results([rule("r", ["10de"], {"a.b/c": "d"}, feature="pci.device", attribute="vendor")], "n")
+    with pytest.raises(ForgeError, match="operator Gt"):
+        nfd_results([rule("r", ["1"], {"a.b/c": "d"}, op="Gt")], "n")
+
+
+def test_shipped_nodes_carry_forges_labels_taints_and_the_capacity_queues_were_sized_from(clusters):
+    from forge.fleet import load_fleet
+    from forge.twin.sources import applications
+
+    plan = next(p for p in load_fleet(REPO) if p.name == "h200")
+    apps = applications(REPO, plan, None, None)
+    rules = [(i.obj, i.where) for a in apps for i in a.items if i.obj.get("kind") == "NodeFeatureRule"]
+    nodes, findings = node_objects(plan.cluster, rules, "v1.34.4")
+    assert findings == []
+    by_name = {n["metadata"]["name"]: n for n in nodes}
+    gpu, mig, cp = by_name["h200-gpu-01"], by_name["h200-gpu-17"], by_name["h200-cp-01"]
+    assert gpu["metadata"]["labels"]["forge.exa.ai/gpu-model"] == "H200-141GB"
+    assert gpu["metadata"]["labels"]["nvidia.com/mig.config"] == "all-disabled"
+    assert {"key": "nvidia.com/gpu", "effect": "NoSchedule"} in gpu["spec"]["taints"]
+    assert gpu["status"]["allocatable"] == {"cpu": "192", "memory": "2048Gi", "nvidia.com/gpu": "8", "rdma/rdma_network": "1000",
+                                            "rdma/rdma_storage": "1000", "pods": "110"}
+    assert mig["status"]["allocatable"]["nvidia.com/mig-1g.18gb"] == "56" and "nvidia.com/gpu" not in mig["status"]["allocatable"]
+    assert mig["metadata"]["labels"]["nvidia.com/mig.config"] == "all-1g"
+    assert {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"} in cp["spec"]["taints"]
+    assert allocatable(plan.cluster, plan.cluster.nodes[0])["cpu"] == "64"
