@@ -32,9 +32,10 @@ def test_floor_quotas_keep_the_whole_pool_pretrain_out_naming_the_queue_and_the_
                                                                                          monkeypatch):
     root = git_repo_copy(tmp_path / "repo")
     monkeypatch.setattr("forge.queues.largest_remainder", floor_quotas)
-    inventory = root / "clusters/h200/inventory.yaml"
-    # The static check would refuse these quotas first; lift it to watch what Kueue does with them.
-    inventory.write_text(edit(inventory.read_text(), "  kueue:\n    projects:", "  kueue:\n    whole_pool_projects: []\n    projects:"))
+    # The static check refuses these quotas first (as it should); lift it to watch what Kueue does.
+    for cluster in ("h200", "a100"):
+        inventory = root / f"clusters/{cluster}/inventory.yaml"
+        inventory.write_text(edit(inventory.read_text(), "  kueue:\n    projects:", "  kueue:\n    whole_pool_projects: []\n    projects:"))
     regenerate(root)
     render_all(root)
     training = yaml.safe_load((root / "overlays/h200/kueue/clusterqueue-training.yaml").read_text())
@@ -53,7 +54,7 @@ def test_floor_quotas_keep_the_whole_pool_pretrain_out_naming_the_queue_and_the_
     message = "\n".join(outcome.lines)
     assert "job pretrain: 0 of 1 admitted, want 1 (ClusterQueue training:" in message
     assert "insufficient quota for nvidia.com/gpu in flavor h200-141gb" in message
-    assert "shortfall: 2" in message  # 128 requested, 126 reachable
+    assert "h200-141gb nvidia.com/gpu 2," in message  # short by 2: 128 requested, 126 reachable
 
 
 def test_a_cel_violation_in_a_rendered_object_fails_apply_naming_file_object_and_rule(fleet_copy, tmp_path, upstream):

@@ -6,7 +6,7 @@ import pytest
 
 from forge.errors import ForgeError
 from forge.twin.nodes import allocatable, nfd_results, node_objects
-from tests.helpers import REPO
+from tests.helpers import generated_dir
 
 
 def rule(name: str, nodes: list[str], labels: dict, taints: list | None = None, feature: str = "system.name",
@@ -44,13 +44,11 @@ def test_a_rule_on_a_feature_the_box_cannot_know_is_refused_by_name():
 
 
 def test_shipped_nodes_carry_forges_labels_taints_and_the_capacity_queues_were_sized_from(clusters):
-    from forge.fleet import load_fleet
-    from forge.twin.sources import applications
-
-    plan = next(p for p in load_fleet(REPO) if p.name == "h200")
-    apps = applications(REPO, plan, None, None)
-    rules = [(i.obj, i.where) for a in apps for i in a.items if i.obj.get("kind") == "NodeFeatureRule"]
-    nodes, findings = node_objects(plan.cluster, rules, "v1.34.4")
+    # The rules as generate wrote them (the box reads them from the render: the same objects).
+    folder = "overlays/h200/node-feature-discovery"
+    rules = [(o, f"{folder}/{o['metadata']['name']}") for o in generated_dir(folder) if o["kind"] == "NodeFeatureRule"]
+    cluster = clusters["h200"]
+    nodes, findings = node_objects(cluster, rules, "v1.34.4")
     assert findings == []
     by_name = {n["metadata"]["name"]: n for n in nodes}
     gpu, mig, cp = by_name["h200-gpu-01"], by_name["h200-gpu-17"], by_name["h200-cp-01"]
@@ -62,4 +60,4 @@ def test_shipped_nodes_carry_forges_labels_taints_and_the_capacity_queues_were_s
     assert mig["status"]["allocatable"]["nvidia.com/mig-1g.18gb"] == "56" and "nvidia.com/gpu" not in mig["status"]["allocatable"]
     assert mig["metadata"]["labels"]["nvidia.com/mig.config"] == "all-1g"
     assert {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"} in cp["spec"]["taints"]
-    assert allocatable(plan.cluster, plan.cluster.nodes[0])["cpu"] == "64"
+    assert allocatable(cluster, cluster.nodes[0])["cpu"] == "64"

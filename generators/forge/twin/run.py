@@ -63,10 +63,20 @@ def _true(wl: dict[str, Any], kind: str) -> bool:
     return bool(c and c.get("status") == "True")
 
 
+_INSUFFICIENT = re.compile(r"insufficient quota for (\S+) in flavor ([^,\s]+), .*?current podset request \((\d+)(\w*)\) "
+                           r"> maximum capacity \((\d+)(\w*)\)")
+
+
 def _shortfall(message: str) -> str:
-    """Kueue says `... (128 > 126)`: the request against what the queue can reach."""
-    found = re.findall(r"\((\d+) > (\d+)\)", message)
-    return f"; shortfall: {int(found[-1][0]) - int(found[-1][1])}" if found else ""
+    """Kueue says `insufficient quota for R in flavor F, ... request (128) > maximum capacity (126)`
+    per flavor it tried:
+    what each flavor lacks, in Kueue's units (the request against what the queue can reach)."""
+    found = []
+    for part in message.split("insufficient quota for ")[1:]:
+        hit = _INSUFFICIENT.match("insufficient quota for " + part)
+        if hit and hit[4] == hit[6]:
+            found.append(f"{hit[2]} {hit[1]} {int(hit[3]) - int(hit[5])}{hit[4]}")
+    return f"; short: {', '.join(found)}" if found else ""
 
 
 class Runner:
@@ -176,6 +186,22 @@ class Runner:
             return f"job {expect.job}: no pod bound yet"
         return None
 
+    def diagnose(self, subs: dict[str, Submitted]) -> str:
+        """What the controllers say, for a failed wait: each Workload's conditions, and the nodes
+        that are not Ready or not schedulable (Kueue's topology-aware placement skips them)."""
+        lines = []
+        for sub in subs.values():
+            for obj, wl in zip(sub.objects, self.workloads(sub)):
+                said = "; ".join(f"{c['type']}={c['status']} {c.get('reason', '')}: {c.get('message', '')}"
+                                 for c in ((wl or {}).get("status") or {}).get("conditions") or [])
+                lines.append(f"  {obj['kind']} {obj['metadata']['name']}: {said or 'no Workload'}")
+        for node in self.kube.list("v1", "Node"):
+            ready = next((c for c in node["status"].get("conditions") or [] if c["type"] == "Ready"), {})
+            if ready.get("status") != "True" or node["spec"].get("unschedulable"):
+                lines.append(f"  node {node['metadata']['name']}: Ready={ready.get('status')} {ready.get('reason', '')}, "
+                             f"taints {node['spec'].get('taints')}")
+        return "\n".join(lines[:40])
+
     # ---- running ------------------------------------------------------------------------------------
 
     def submit(self, job: Job, scenario: str) -> Submitted:
@@ -227,7 +253,7 @@ class Runner:
             if not problems and (not full_wait or now > deadline):
                 return None
             if now > deadline:
-                return f"after {within}s: {problems[0]}"
+                return f"after {within}s: {problems[0]}\n{self.diagnose(subs)}"
             if now - said >= HEARTBEAT_SECONDS:  # CI's log hears from a long wait at least this often
                 said = now
                 self.say(f"twin run: waiting {now - started:.0f}s of {within}s: {problems[0] if problems else 'pending holds'}")
@@ -242,11 +268,13 @@ class Runner:
             for api, kind in kinds:
                 for obj in self.kube.list(api, kind, ns, selector=selector):
                     self.kube.delete(api, kind, obj["metadata"]["name"], ns)
-        deadline = time.monotonic() + CLEANUP_SECONDS
+        started = time.monotonic()
+        deadline = started + CLEANUP_SECONDS
         while time.monotonic() < deadline:
             left = [1 for ns in self.projects for api, kind in (("v1", "Pod"), (KUEUE, "Workload"))
                     for _ in self.kube.list(api, kind, ns)]
             if not left:
+                self.say(f"twin run: {scenario}: cleaned up in {time.monotonic() - started:.1f}s")
                 return
             time.sleep(POLL_SECONDS)
         self.say(f"twin run: {scenario}: objects still being deleted after {CLEANUP_SECONDS:.0f}s")
