@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from forge.diff.objects import ObjectChange, compare, values_identity
-from forge.diff.revisions import Side
+from forge.diff.refusals import refusal_flags
+from forge.diff.revisions import Side, resolve
 from forge.diff.sides import render_changed
 from forge.diff.risks import Flag, all_flags
 
@@ -48,7 +49,11 @@ def compare_sides(ref: str, base: Side, head: Side) -> Report:
 
 
 def diff_against(root: Path, ref: str) -> Report:
-    """Only clusters whose render inputs differ are rendered (forge.diff.sides)."""
+    """Only clusters whose render inputs differ are rendered (forge.diff.sides). What a real API
+    server refused of the same change, where `forge twin upgrade` recorded it, joins the risks."""
     with tempfile.TemporaryDirectory(prefix="forge-diff-") as tmp:
         base, head = render_changed(root, ref, Path(tmp))
-    return compare_sides(ref, base, head)
+    report = compare_sides(ref, base, head)
+    extra = refusal_flags(root, resolve(root, ref), report.clusters)
+    report.flags = sorted(set(report.flags + extra), key=lambda f: f.sort_key)
+    return report

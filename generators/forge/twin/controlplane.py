@@ -88,7 +88,10 @@ class ControlPlane:
             "--authorization-mode", "RBAC", "--allow-privileged=true",  # as kubeadm sets it
             "--service-account-key-file", str(pki.sa_pub), "--service-account-signing-key-file", str(pki.sa_key),
             "--service-account-issuer", "https://kubernetes.default.svc", "--service-cluster-ip-range", SERVICE_CIDR,
-            "--profiling=false", "--max-requests-inflight", "800", "--max-mutating-requests-inflight", "400"])
+            "--profiling=false", "--max-requests-inflight", "800", "--max-mutating-requests-inflight", "400",
+            # What forge requires of its clusters on 1.34 (the pre-sync check verifies it): its
+            # MutatingAdmissionPolicies give infrastructure pods their priority.
+            "--feature-gates", "MutatingAdmissionPolicy=true", "--runtime-config", "admissionregistration.k8s.io/v1beta1=true"])
         wait_until(lambda: _https_ok(f"{self.server}/readyz", pki), api, "ready", READY_TIMEOUT)
         self.kubeconfig.write_text(kubeconfig_text(self.server, pki), encoding="utf-8")
         self.kubeconfig.chmod(0o600)

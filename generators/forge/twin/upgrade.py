@@ -2,17 +2,18 @@
 the working tree's over it. What the server refuses on the second sync (an immutable field, a CEL
 transition rule comparing old and new) is what Argo CD would fail to sync on the day the change
 lands. The refusals are written to build/twin/<cluster>.upgrade.json with the base commit and a
-digest of the working tree's render, so `forge diff` can show them as risks of that same change.
+digest of the cluster's generated files, so `forge diff` shows them as risks of that same change
+(forge.diff.refusals).
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from forge.diff.refusals import inputs_digest
 from forge.diff.revisions import base_worktree, resolve
 from forge.errors import ForgeError
 from forge.fleet import ClusterPlan, load_fleet
@@ -21,14 +22,6 @@ from forge.render import render_all
 from forge.twin.kube import Kube
 from forge.twin.sources import applications
 from forge.twin.sync import Refusal, Syncer, SyncReport
-
-
-def render_digest(rendered: Path) -> str:
-    """Of a cluster's rendered files, by name and content: what `forge diff` compares against."""
-    h = hashlib.sha256()
-    for path in sorted(rendered.glob("*.yaml")):
-        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()
 
 
 @dataclass
@@ -66,7 +59,7 @@ def play_upgrade(root: Path, plan: ClusterPlan, kube: Kube, syncer: Syncer, ref:
 def _write(root: Path, cluster: str, result: UpgradeResult) -> None:
     path = root / TWIN_UPGRADE_REPORT.format(cluster=cluster)
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = {"base": result.base, "head_render": render_digest(root / RENDERED_DIR / cluster),
+    data = {"base": result.base, "inputs": inputs_digest(root, cluster),
             "refused": [{"application": r.app, "where": r.item.where, "object": r.item.ident,
                          "reason": r.reason or str(r.status), "message": r.message} for r in result.refused]}
     tmp = path.with_suffix(".tmp")
