@@ -55,6 +55,15 @@ def twin() -> None:
     """The fleet in a box: a real control plane and Kueue, forge's output applied, scenarios run."""
 
 
+def _need_upstream(upstream: Path | None) -> Path:
+    if upstream is None:
+        raise ForgeError("the box applies the CRDs each chart installs from the upstream chart data: "
+                         "give --upstream DIR or set FORGE_UPSTREAM (make sets it from ../shared/upstream)")
+    if not upstream.is_dir():
+        raise ForgeError(f"--upstream {upstream}: no such folder")
+    return upstream
+
+
 def _plan(root: Path, cluster: str) -> ClusterPlan:
     plans = {p.name: p for p in load_fleet(root)}
     if cluster not in plans:
@@ -126,6 +135,7 @@ def _print_sync(report: SyncReport, state: BoxState) -> bool:
 @user_errors
 def up(root: Path, cluster: str, upstream: Path | None) -> None:
     """Start a box for CLUSTER and leave it running; prints the path of its kubeconfig."""
+    upstream = _need_upstream(upstream)
     _plan(root, cluster)
     if _live_state(root, cluster) is not None:
         raise ForgeError(f"a box of {cluster} is already up: `forge twin down {cluster}` first")
@@ -172,6 +182,7 @@ def _follow(log: Path, proc: subprocess.Popen) -> None:
 @user_errors
 def apply(root: Path, cluster: str, upstream: Path | None, no_render: bool) -> None:
     """Sync every Application of CLUSTER into its box as Argo CD would; list what is refused."""
+    upstream = _need_upstream(upstream)
     plan = _plan(root, cluster)
     if not no_render:
         _render(root)
@@ -191,6 +202,7 @@ def apply(root: Path, cluster: str, upstream: Path | None, no_render: bool) -> N
 @user_errors
 def run(root: Path, cluster: str, scenarios: tuple[str, ...], upstream: Path | None, no_render: bool) -> None:
     """Apply, then run CLUSTER's scenarios (clusters/CLUSTER/scenarios.yaml): all, or those named."""
+    upstream = _need_upstream(upstream)
     from forge.twin.run import Runner
     from forge.twin.scenario import load_scenarios
     from forge.twin.submit import Propeller
@@ -226,6 +238,7 @@ def run(root: Path, cluster: str, scenarios: tuple[str, ...], upstream: Path | N
 def upgrade(root: Path, cluster: str, ref: str, upstream: Path | None) -> None:
     """Apply REF's output, then the working tree's over it: what the server refuses of the change
     (immutable fields, CEL transition rules). `forge diff` shows these refusals as risks."""
+    upstream = _need_upstream(upstream)
     from forge.twin.upgrade import play_upgrade
 
     plan = _plan(root, cluster)

@@ -1,0 +1,63 @@
+"""Bad input to `forge twin` is one clear line (file:line:field for the scenario file), exit 2, no
+traceback, and no box is started (no box needed)."""
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers import forge, git_repo_copy, line_of
+
+GOOD_STEP = "      - submit:\n          - {name: pretrain, kind: PyTorchJob,"
+
+
+@pytest.fixture
+def repo(tmp_path):
+    return git_repo_copy(tmp_path / "repo")
+
+
+@pytest.mark.parametrize("old, new, field, message", [
+    ("{name: pretrain, kind: PyTorchJob,", "{name: pretrain, kind: TFJob,", "steps[0].submit[0].kind",
+     "input should be 'pytorchjob', 'pod' or 'workload'"),
+    ("{name: pretrain, kind: PyTorchJob,", "{name: pretrain, gpus: 8, kind: PyTorchJob,", "steps[0].submit[0].gpus", "unknown key"),
+    ("{job: pretrain, admitted: all,", "{job: pretrian, admitted: all,", "steps[0].expect[0].job",
+     "no job 'pretrian' is submitted by this step or an earlier one (have: pretrain)"),
+    ("within: 180\n\n  - name: thirty-sweeps", "within: 0\n\n  - name: thirty-sweeps", "steps[0].within", "greater than or equal to 1"),
+])
+def test_a_bad_scenario_file_is_named_by_file_line_and_field(repo, upstream, old, new, field, message):
+    path = repo / "clusters/h200/scenarios.yaml"
+    text = path.read_text()
+    assert text.count(old) == 1, old
+    text = text.replace(old, new)
+    path.write_text(text)
+    result = forge(repo, "twin", "run", "h200", "--upstream", str(upstream))
+    assert result.exit_code == 2, result.output
+    line = line_of(text, new.splitlines()[0])
+    assert f"clusters/h200/scenarios.yaml:{line}: scenarios[0].{field}: " in result.output, result.output
+    assert message in result.output.lower() and "Traceback" not in result.output
+    assert not (repo / "build/twin/h200").exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (("run", "h200", "pretrain-whole-pol"), "clusters/h200/scenarios.yaml: no scenario named pretrain-whole-pol (have: pretrain-whole-pool,"),
+    (("run", "h300"), "no cluster 'h300' (have: a100, h200)"),
+    (("apply", "h200", "--upstream", "/nonexistent"), "--upstream /nonexistent: no such folder"),
+])
+def test_bad_arguments_say_what_to_change(repo, upstream, args, message):
+    extra = () if "--upstream" in args else ("--upstream", str(upstream))
+    result = forge(repo, "twin", *args, *extra)
+    assert result.exit_code == 2 and message in result.output, result.output
+    assert "Traceback" not in result.output
+
+
+def test_without_the_upstream_data_the_box_refuses_to_start(repo, monkeypatch):
+    monkeypatch.delenv("FORGE_UPSTREAM", raising=False)
+    result = forge(repo, "twin", "apply", "h200")
+    assert result.exit_code == 2
+    assert "the box applies the CRDs each chart installs from the upstream chart data" in result.output
+    assert not (repo / "build/twin").exists()
+
+
+def test_a_cluster_without_scenarios_is_told_where_they_go(repo, upstream):
+    (repo / "clusters/a100/scenarios.yaml").unlink()
+    result = forge(repo, "twin", "run", "a100", "--upstream", str(upstream))
+    assert result.exit_code == 2
+    assert "clusters/a100/scenarios.yaml: no such file: the box has no scenarios for cluster a100 (docs/twin.md" in result.output
