@@ -37,10 +37,18 @@ def test_what_nfd_master_would_drop_is_reported_not_applied():
 
 
 def test_a_rule_on_a_feature_the_box_cannot_know_is_refused_by_name():
-    with pytest.raises(ForgeError, match=r"rendered/r\.yaml:1: rule 'r' matches on pci.device.vendor"):
+    with pytest.raises(ForgeError, match=r"rendered/r\.yaml:1: rule 'r' matches on feature pci.device, which no node"):
         nfd_results([rule("r", ["10de"], {"a.b/c": "d"}, feature="pci.device", attribute="vendor")], "n")
     with pytest.raises(ForgeError, match="operator Gt"):
         nfd_results([rule("r", ["1"], {"a.b/c": "d"}, op="Gt")], "n")
+
+
+def test_a_feature_a_component_declares_is_evaluated_like_nfd_master_would():
+    probe = rule("probe", [], {"forge.exa.ai/nvme": "true"}, feature="local.feature", attribute="forge-nvme-mounted", op="IsTrue")
+    healthy = {"local.feature": {"forge-nvme-mounted": "true"}}
+    assert nfd_results([probe], "n", healthy)[0] == {"forge.exa.ai/nvme": "true"}
+    assert nfd_results([probe], "n", {"local.feature": {"forge-nvme-mounted": "false"}})[0] == {}
+    assert nfd_results([probe], "n", {"local.feature": {}})[0] == {}  # nothing reported: no label
 
 
 def test_shipped_nodes_carry_forges_labels_taints_and_the_capacity_queues_were_sized_from(clusters):

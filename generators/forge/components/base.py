@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Mapping, NamedTuple
 from pydantic import BaseModel, ConfigDict
 
 from forge.components.network import Allow
-from forge.model import ClusterModel
+from forge.model import ClusterModel, NodeModel
 
 if TYPE_CHECKING:
     from forge.errors import Problem
@@ -238,6 +238,12 @@ class Component:
         """More releases of the component's pinned chart, release name -> values: each one more
         chart source of the same Application (Argo CD renders each with its own values file,
         `values-<release>.yaml` beside `values.yaml`). Alluxio's worker pools use it."""
+        return {}
+
+    def node_features(self, cluster: ClusterModel, node: NodeModel) -> dict[str, dict[str, str]]:
+        """What nfd-worker reports of a healthy `node` because of this component's own agents
+        (feature -> attribute -> value, e.g. a local feature file a probe writes): the fleet in
+        a box evaluates forge's NodeFeatureRules against these, as nfd-master would."""
         return {}
 
     def runtime_crd_data(self) -> tuple[RuntimeCrds, ...]:

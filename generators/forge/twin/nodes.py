@@ -2,9 +2,10 @@
 leave them, with the allocatable the device plugins would advertise.
 
 - Labels and taints come from forge's rendered NodeFeatureRules, evaluated here the way
-  nfd-master evaluates them against what nfd-worker reports of each node (`system.name`'s
-  `nodename`; the box knows no other feature of a node, so a rule matching on anything else is
-  refused by name rather than guessed). So the box sees what forge's rules really set.
+  nfd-master evaluates them against what nfd-worker reports of each node: `system.name`'s
+  `nodename`, and what forge's own agents make it report on a healthy node
+  (`Component.node_features`, e.g. the local feature file of Alluxio's NVMe probe). A rule on any
+  other feature is refused by name rather than guessed. So the box sees what forge's rules set.
 - GPU nodes also get what GPU Feature Discovery and the GPU Operator set (`nvidia.com/gpu.*`,
   `nvidia.com/mig.strategy`, `nvidia.com/mig.config.state=success`: the layout applied).
 - Control-plane nodes get the role label and the NoSchedule taint kubeadm sets.
@@ -16,6 +17,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from forge.capacity import MEMORY, node_resources
+from forge.components import Component
 from forge.errors import ForgeError
 from forge.model import ClusterModel, NodeModel
 from forge.twin.controlplane import KWOK_ANNOTATION
@@ -26,30 +28,35 @@ NFD_OWN_NAMESPACES = ("feature.node.kubernetes.io", "profile.node.kubernetes.io"
 MAX_PODS = 110  # the kubelet's default
 
 
-def _expression_matches(values: list[str], expr: dict[str, Any]) -> bool:
+Features = dict[str, dict[str, str]]  # feature -> attribute -> value, as nfd-worker reports them
+
+
+def _expression_matches(value: str | None, expr: dict[str, Any]) -> bool:
+    """nfd's match operators on one attribute (None: the node does not report it)."""
     op, want = expr.get("op"), [str(v) for v in expr.get("value") or []]
-    have = set(values)
-    checks = {"In": lambda: bool(have & set(want)), "NotIn": lambda: not have & set(want),
-              "Exists": lambda: bool(have), "DoesNotExist": lambda: not have}
+    checks = {"In": lambda: value in want, "NotIn": lambda: value is not None and value not in want,
+              "Exists": lambda: value is not None, "DoesNotExist": lambda: value is None,
+              "IsTrue": lambda: value == "true", "IsFalse": lambda: value == "false"}
     if op not in checks:
         raise ValueError(op)
     return checks[op]()
 
 
-def rule_applies(rule: dict[str, Any], node: str, where: str) -> bool:
-    """Whether a NodeFeatureRule rule matches `node` (all its matchFeatures, or any of matchAny)."""
+def rule_applies(rule: dict[str, Any], features: Features, where: str) -> bool:
+    """Whether a NodeFeatureRule rule matches a node reporting `features` (all its matchFeatures,
+    or any of matchAny). A feature neither the box nor any component knows is refused by name."""
     def term_matches(term: dict[str, Any]) -> bool:
-        feature = term.get("feature")
+        feature = str(term.get("feature"))
+        if feature not in features:
+            raise ForgeError(f"{where}: rule {rule.get('name')!r} matches on feature {feature}, which no node of the box "
+                             "reports: the box knows system.name and what components declare (Component.node_features)")
         for attribute, expr in (term.get("matchExpressions") or {}).items():
-            if (feature, attribute) != ("system.name", "nodename"):
-                raise ForgeError(f"{where}: rule {rule.get('name')!r} matches on {feature}.{attribute}: the box knows "
-                                 "only system.name's nodename of a node; give the box that feature, or match on nodename")
             try:
-                if not _expression_matches([node], expr):
+                if not _expression_matches(features[feature].get(attribute), expr):
                     return False
             except ValueError as bad:
                 raise ForgeError(f"{where}: rule {rule.get('name')!r}: operator {bad} is not one the box evaluates "
-                                 "(In, NotIn, Exists, DoesNotExist)") from None
+                                 "(In, NotIn, Exists, DoesNotExist, IsTrue, IsFalse)") from None
         return True
 
     if rule.get("matchAny"):
@@ -68,15 +75,17 @@ def nfd_refuses(key: str) -> str | None:
     return None
 
 
-def nfd_results(rules: Iterable[tuple[dict[str, Any], str]], node: str) -> tuple[dict[str, str], list[dict[str, str]], list[str]]:
+def nfd_results(rules: Iterable[tuple[dict[str, Any], str]], node: str,
+                features: Features | None = None) -> tuple[dict[str, str], list[dict[str, str]], list[str]]:
     """(labels, taints, findings) every NodeFeatureRule (object, where it was written) gives
-    `node`; findings say what nfd-master would drop, and why."""
+    `node`, which reports `features` besides its name; findings say what nfd-master would drop."""
+    features = {"system.name": {"nodename": node}, **(features or {})}
     labels: dict[str, str] = {}
     taints: list[dict[str, str]] = []
     findings: list[str] = []
     for obj, where in rules:
         for rule in (obj.get("spec") or {}).get("rules") or []:
-            if not rule_applies(rule, node, where):
+            if not rule_applies(rule, features, where):
                 continue
             for key, value in (rule.get("labels") or {}).items():
                 key = key if "/" in key else f"{NFD_DEFAULT_LABEL_NS}/{key}"
@@ -110,9 +119,18 @@ def allocatable(cluster: ClusterModel, node: NodeModel) -> dict[str, str]:
     return out
 
 
+def node_features(cluster: ClusterModel, node: NodeModel, components: Iterable[Component]) -> Features:
+    """What the node's nfd-worker would report besides its name, from forge's own agents."""
+    out: Features = {}
+    for component in components:
+        for feature, attributes in component.node_features(cluster, node).items():
+            out.setdefault(feature, {}).update(attributes)
+    return out
+
+
 def node_object(cluster: ClusterModel, node: NodeModel, rules: list[tuple[dict[str, Any], str]], version: str,
-                findings: list[str]) -> dict[str, Any]:
-    labels, taints, found = nfd_results(rules, node.name)
+                findings: list[str], components: Iterable[Component] = ()) -> dict[str, Any]:
+    labels, taints, found = nfd_results(rules, node.name, node_features(cluster, node, components))
     findings += found
     labels = {"kubernetes.io/hostname": node.name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
               **_gpu_labels(cluster, node), **labels}
@@ -133,8 +151,8 @@ def node_object(cluster: ClusterModel, node: NodeModel, rules: list[tuple[dict[s
     }
 
 
-def node_objects(cluster: ClusterModel, rules: list[tuple[dict[str, Any], str]],
-                 version: str) -> tuple[list[dict[str, Any]], list[str]]:
+def node_objects(cluster: ClusterModel, rules: list[tuple[dict[str, Any], str]], version: str,
+                 components: Iterable[Component] = ()) -> tuple[list[dict[str, Any]], list[str]]:
     """Every node's object, and what nfd-master would refuse of forge's rules."""
     findings: list[str] = []
-    return [node_object(cluster, n, rules, version, findings) for n in cluster.nodes], findings
+    return [node_object(cluster, n, rules, version, findings, components) for n in cluster.nodes], findings
