@@ -42,17 +42,18 @@ def _expression_matches(value: str | None, expr: dict[str, Any]) -> bool:
     return checks[op]()
 
 
-def rule_applies(rule: dict[str, Any], features: Features, where: str) -> bool:
+def rule_applies(rule: dict[str, Any], features: Features, where: str, known: frozenset[str] = frozenset()) -> bool:
     """Whether a NodeFeatureRule rule matches a node reporting `features` (all its matchFeatures,
-    or any of matchAny). A feature neither the box nor any component knows is refused by name."""
+    or any of matchAny). A feature no node of the box can report (neither system.name nor one a
+    component declares: `known`) is refused by name; one this node does not report matches nothing."""
     def term_matches(term: dict[str, Any]) -> bool:
         feature = str(term.get("feature"))
-        if feature not in features:
+        if feature not in features and feature not in known:
             raise ForgeError(f"{where}: rule {rule.get('name')!r} matches on feature {feature}, which no node of the box "
                              "reports: the box knows system.name and what components declare (Component.node_features)")
         for attribute, expr in (term.get("matchExpressions") or {}).items():
             try:
-                if not _expression_matches(features[feature].get(attribute), expr):
+                if not _expression_matches(features.get(feature, {}).get(attribute), expr):
                     return False
             except ValueError as bad:
                 raise ForgeError(f"{where}: rule {rule.get('name')!r}: operator {bad} is not one the box evaluates "
@@ -75,8 +76,8 @@ def nfd_refuses(key: str) -> str | None:
     return None
 
 
-def nfd_results(rules: Iterable[tuple[dict[str, Any], str]], node: str,
-                features: Features | None = None) -> tuple[dict[str, str], list[dict[str, str]], list[str]]:
+def nfd_results(rules: Iterable[tuple[dict[str, Any], str]], node: str, features: Features | None = None,
+                known: frozenset[str] = frozenset()) -> tuple[dict[str, str], list[dict[str, str]], list[str]]:
     """(labels, taints, findings) every NodeFeatureRule (object, where it was written) gives
     `node`, which reports `features` besides its name; findings say what nfd-master would drop."""
     features = {"system.name": {"nodename": node}, **(features or {})}
@@ -85,7 +86,7 @@ def nfd_results(rules: Iterable[tuple[dict[str, Any], str]], node: str,
     findings: list[str] = []
     for obj, where in rules:
         for rule in (obj.get("spec") or {}).get("rules") or []:
-            if not rule_applies(rule, features, where):
+            if not rule_applies(rule, features, where, known):
                 continue
             for key, value in (rule.get("labels") or {}).items():
                 key = key if "/" in key else f"{NFD_DEFAULT_LABEL_NS}/{key}"
@@ -129,8 +130,8 @@ def node_features(cluster: ClusterModel, node: NodeModel, components: Iterable[C
 
 
 def node_object(cluster: ClusterModel, node: NodeModel, rules: list[tuple[dict[str, Any], str]], version: str,
-                findings: list[str], components: Iterable[Component] = ()) -> dict[str, Any]:
-    labels, taints, found = nfd_results(rules, node.name, node_features(cluster, node, components))
+                findings: list[str], components: Iterable[Component] = (), known: frozenset[str] = frozenset()) -> dict[str, Any]:
+    labels, taints, found = nfd_results(rules, node.name, node_features(cluster, node, components), known)
     findings += found
     labels = {"kubernetes.io/hostname": node.name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
               **_gpu_labels(cluster, node), **labels}
@@ -155,4 +156,6 @@ def node_objects(cluster: ClusterModel, rules: list[tuple[dict[str, Any], str]],
                  components: Iterable[Component] = ()) -> tuple[list[dict[str, Any]], list[str]]:
     """Every node's object, and what nfd-master would refuse of forge's rules."""
     findings: list[str] = []
-    return [node_object(cluster, n, rules, version, findings, components) for n in cluster.nodes], findings
+    components = list(components)
+    known = frozenset(f for n in cluster.nodes for f in node_features(cluster, n, components))
+    return [node_object(cluster, n, rules, version, findings, components, known) for n in cluster.nodes], findings
