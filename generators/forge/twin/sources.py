@@ -97,6 +97,13 @@ def chart_crds(root: Path, component: Component, upstream: Path, plan: ClusterPl
     items = []
     for path in _crd_files(folder, groups, owned_elsewhere) if folder else []:
         items += [Item(obj, str(path), 1) for obj in load_yaml_stream(path.read_text(encoding="utf-8"))]
+    return items + runtime_crds(upstream, component)
+
+
+def runtime_crds(upstream: Path, component: Component) -> list[Item]:
+    """The CRDs the component's operator applies at run time (nv-ipam's, by the Network Operator):
+    in no chart, so the box applies them as the operator would."""
+    items = []
     for runtime in component.runtime_crd_data():
         for path in _crd_files(upstream / runtime.data_dir / "crds", {runtime.group}, set()):
             items += [Item(obj, str(path), 1) for obj in load_yaml_stream(path.read_text(encoding="utf-8"))]
@@ -122,6 +129,8 @@ def applications(root: Path, plan: ClusterPlan, upstream: Path | None, argocd_cr
         app = Application(app_name(plan.cluster, component.name), component.name, component.sync_wave, hydrated.is_file())
         if app.hydrated:
             app.items = _file_items(hydrated, f"{HYDRATED_DIR}/{plan.name}/{component.name}.yaml")
+            if upstream is not None:
+                app.items += runtime_crds(upstream, component)
         else:
             if upstream is not None:
                 app.items = chart_crds(root, component, upstream, plan)

@@ -33,7 +33,9 @@ PHASES = {"PreSync": -1, "Sync": 0, "PostSync": 1, "SyncFail": 2}
 # Helm hooks as Argo CD maps them; the others never run on a sync.
 HELM_HOOKS = {"pre-install": "PreSync", "pre-upgrade": "PreSync", "post-install": "PostSync", "post-upgrade": "PostSync"}
 WEBHOOK_KINDS = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
-RETRY_SECONDS = 30.0  # a CRD becoming Established, a webhook starting: Argo CD retries too
+CLUSTER_SCOPED = (*WEBHOOK_KINDS, "APIService", "CustomResourceDefinition")
+RETRY_SECONDS = 30.0  # a webhook starting: Argo CD retries too
+ESTABLISH_SECONDS = 15.0  # a CRD becoming Established
 
 
 @dataclass(frozen=True)
@@ -165,8 +167,11 @@ class Syncer:
         self.kube, self.wiring, self.say = kube, wiring, say
 
     def sync(self, apps: list[Application]) -> SyncReport:
+        """Every Application in order; then, as Argo CD's retries would, once more every object
+        whose kind did not exist yet (its CRD comes with a later Application)."""
         report = SyncReport()
         started = time.monotonic()
+        later: list[tuple[str, Item, dict[str, Any]]] = []
         for app in apps:
             tasks, skipped = ordered(app.items)
             report.set_aside += [SetAside(app.name, i, "a hook that runs on delete or test, never on a sync") for i in skipped]
@@ -174,16 +179,27 @@ class Syncer:
                 obj, why = self.wiring.for_box(task.item.obj)
                 if why:
                     report.set_aside.append(SetAside(app.name, task.item, why))
-                if obj is None:
-                    continue
-                error = self._apply(obj)
-                if error is None:
-                    report.applied += 1
-                else:
-                    report.refused.append(Refusal(app.name, task.item, error.status, error.reason, _explain(error)))
+                if obj is not None:
+                    self._record(report, app.name, task.item, obj, later)
             self.say(f"twin apply: {app.name}: {len(tasks)} objects")
+        if later:
+            self.say(f"twin apply: {len(later)} objects again, whose kinds came with a later Application")
+            for app_name, item, obj in later:
+                self._record(report, app_name, item, obj, None)
         report.seconds = time.monotonic() - started
         return report
+
+    def _record(self, report: SyncReport, app: str, item: Item, obj: dict[str, Any],
+                later: list[tuple[str, Item, dict[str, Any]]] | None) -> None:
+        error = self._apply(obj)
+        if error is None:
+            report.applied += 1
+            if obj.get("kind") == "CustomResourceDefinition":
+                self._established(obj)
+        elif later is not None and _missing_kind(error):
+            later.append((app, item, obj))
+        else:
+            report.refused.append(Refusal(app, item, error.status, error.reason, _explain(error)))
 
     def _apply(self, obj: dict[str, Any]) -> ApiError | None:
         deadline = time.monotonic() + RETRY_SECONDS
@@ -196,13 +212,27 @@ class Syncer:
                     return exc
             time.sleep(0.5)
 
+    def _established(self, crd: dict[str, Any]) -> None:
+        """Wait (briefly) until the API server serves the CRD's kinds, before its custom resources."""
+        deadline = time.monotonic() + ESTABLISH_SECONDS
+        name = crd["metadata"]["name"]
+        while time.monotonic() < deadline:
+            found = self.kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", name) or {}
+            if any(c.get("type") == "Established" and c.get("status") == "True"
+                   for c in (found.get("status") or {}).get("conditions") or []):
+                return
+            time.sleep(0.2)
+
+
+def _missing_kind(exc: ApiError) -> bool:
+    return exc.status == 404 and "the server has no kind" in exc.message
+
 
 def _transient(exc: ApiError) -> bool:
-    """A kind whose CRD is not established yet, a webhook not yet serving: Argo CD's retry would
-    succeed, so the box retries too."""
+    """A webhook not yet serving, a server catching its breath: Argo CD's retry would succeed, so
+    the box retries too."""
     text = exc.message
-    return (exc.status == 404 and "the server has no kind" in text) or "failed calling webhook" in text \
-        or exc.status in (429, 503) or "could not find the requested resource" in text
+    return "failed calling webhook" in text or exc.status in (429, 503) or "could not find the requested resource" in text
 
 
 def _explain(exc: ApiError) -> str:
@@ -222,7 +252,9 @@ class Wiring:
     def for_box(self, obj: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
         kind = str(obj.get("kind"))
         meta = obj.get("metadata") or {}
-        key = (kind, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+        # A chart may give a cluster-scoped object a namespace (Kueue's webhooks): the server ignores it.
+        namespace = "" if kind in CLUSTER_SCOPED else str(meta.get("namespace") or "")
+        key = (kind, namespace, str(meta.get("name") or ""))
         if key in self.replaced:
             return None, self.replaced[key]
         if kind in WEBHOOK_KINDS:
