@@ -32,11 +32,16 @@ def box_programs(upstream) -> dict[str, Path]:
     return ensure_binaries(REPO, box_pins(REPO), say)
 
 
-@pytest.fixture(scope="module")
-def fleet_copy(tmp_path_factory, box_programs) -> Path:
+def rendered_copy(tmp_path_factory) -> Path:
     root = git_repo_copy(tmp_path_factory.mktemp("twin") / "repo")
     render_all(root)
     return root
+
+
+@pytest.fixture(scope="module")
+def fleet_copy(tmp_path_factory, box_programs) -> Path:
+    """A rendered copy of the repo for this module's own boxes (`forge twin up` and the like)."""
+    return rendered_copy(tmp_path_factory)
 
 
 class Boxes:
@@ -59,9 +64,11 @@ class Boxes:
         return self.open[cluster]
 
 
-@pytest.fixture(scope="module")
-def boxes(fleet_copy, upstream):
-    found = Boxes(fleet_copy, upstream)
+@pytest.fixture(scope="session")
+def boxes(tmp_path_factory, box_programs, upstream):
+    """The shipped fleets' boxes, with everything applied, shared by every test of the session that
+    only reads them or cleans up after itself (scenarios do)."""
+    found = Boxes(rendered_copy(tmp_path_factory), upstream)
     with found.stack:
         yield found
 

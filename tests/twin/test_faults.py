@@ -57,7 +57,7 @@ def test_floor_quotas_keep_the_whole_pool_pretrain_out_naming_the_queue_and_the_
     assert "h200-141gb nvidia.com/gpu 2," in message  # short by 2: 128 requested, 126 reachable
 
 
-def test_a_cel_violation_in_a_rendered_object_fails_apply_naming_file_object_and_rule(fleet_copy, tmp_path, upstream):
+def test_a_cel_violation_in_a_rendered_object_fails_apply_naming_file_object_and_rule(box_programs, tmp_path, upstream):
     root = git_repo_copy(tmp_path / "repo")
     render_all(root)
     rendered = root / "build/rendered/h200/kueue.yaml"

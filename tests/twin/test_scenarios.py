@@ -24,10 +24,10 @@ def test_the_api_server_accepts_every_object_forge_renders(boxes, cluster):
 
 
 @pytest.mark.parametrize("cluster, name", SHIPPED)
-def test_shipped_scenario(boxes, fleet_copy, cluster, name):
+def test_shipped_scenario(boxes, cluster, name):
     plan, kube, _, _ = boxes.get(cluster)
-    scenario = next(s for s in load_scenarios(fleet_copy, cluster) if s.name == name)
-    runner = Runner(kube, plan, Propeller.from_values(fleet_copy / "overlays" / cluster / "flyte" / "values.yaml"), say)
+    scenario = next(s for s in load_scenarios(boxes.root, cluster) if s.name == name)
+    runner = Runner(kube, plan, Propeller.from_values(boxes.root / "overlays" / cluster / "flyte" / "values.yaml"), say)
     outcome = runner.run(scenario)
     assert outcome.passed, "\n".join(outcome.lines)
 
