@@ -9,6 +9,7 @@ tests/conftest.py; this module holds plain functions only.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -61,6 +62,12 @@ def edit(text: str, old: str, new: str, count: int = 1) -> str:
     """Replace `old` exactly `count` times; fails loudly when the inventory no longer has it."""
     assert text.count(old) == count, f"expected {count} x {old!r} in the inventory, found {text.count(old)}"
     return text.replace(old, new)
+
+
+def without_mig_shares(text: str, layout: str = "all-1g") -> str:
+    """The inventory without Kueue's shares of a MIG pool; a `projects:` left with no entry becomes `{}`."""
+    text = "".join(line for line in text.splitlines(keepends=True) if f"flavor_shares: {{{layout}" not in line)
+    return re.sub(r"^(    projects:)\n((?:      #.*\n)*)(?!      \S)", r"\1 {}\n\2", text, flags=re.M)
 
 
 def line_of(text: str, needle: str, nth: int | None = None, whole: bool = False) -> int:

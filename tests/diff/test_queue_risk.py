@@ -19,7 +19,7 @@ def test_share_change_flags_the_nominal_quotas_it_moves(repo, kustomize):
     assert set(flags) == {"nominal quota of project queue training changed", "nominal quota of project queue research changed"}
     training = flags["nominal quota of project queue training changed"]
     assert (training.level, training.cluster, training.component) == ("medium", "a100", "kueue")
-    assert "a100-80gb/nvidia.com/gpu 28 -> 21" in training.message  # 72 whole GPUs x 40 % -> x 30 %
+    assert "a100-80gb/nvidia.com/gpu 29 -> 22" in training.message  # 72 whole GPUs x 40 % (28.8) -> x 30 % (21.6), by largest remainder
     assert "a100-80gb/nvidia.com/gpu 7 -> 14" in flags["nominal quota of project queue research changed"].message
     assert not [f for f in report.flags if f.kind == "queue" and f.cluster == "h200"]
     md = forge(repo, "diff", "--base", "HEAD", "--format", "markdown")

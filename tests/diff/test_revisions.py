@@ -12,7 +12,7 @@ import re
 from forge.diff import diff_against
 from forge.diff.objects import MISSING, format_path
 
-from tests.helpers import cli, commit, git, regenerate
+from tests.helpers import cli, commit, git, regenerate, without_mig_shares
 
 KNOWN = {"node-feature-discovery", "gpu-operator", "network-operator", "argocd"}
 
@@ -142,8 +142,7 @@ def test_mig_layout_change_on_one_node(repo, kustomize):
 def test_last_user_of_a_mig_layout_changes_the_gpu_operator_values(repo, kustomize):
     # Kueue's shares of the MIG pool go first: once no node is cut, they would be stale (refused).
     inventory = repo / "clusters/h200/inventory.yaml"
-    inventory.write_text("".join(line for line in inventory.read_text().splitlines(keepends=True)
-                                 if "flavor_shares: {all-1g" not in line))
+    inventory.write_text(without_mig_shares(inventory.read_text()))
     for node in ("h200-gpu-17", "h200-gpu-18"):
         assert cli("node", "set", "h200", node, "--mig-layout", "none", "--root", str(repo)).exit_code == 0
     commit(repo, "h200: no MIG")

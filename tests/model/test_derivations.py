@@ -38,7 +38,7 @@ def test_h200_node_with_mig_layout_yields_its_mig_parted_config():
 def test_config_holds_exactly_the_layouts_in_use():
     text = inventory_text("h200").replace("    mig_layout: all-1g\n", "")
     # With no node cut, the MIG pool is gone: Kueue's shares of it would be stale configuration.
-    text = "".join(line for line in text.splitlines(keepends=True) if "flavor_shares: {all-1g" not in line)
+    text = helpers.without_mig_shares(text)
     text = text.replace("  mig_layouts:\n", "  mig_layouts:\n    unused-3g:\n      - gpus: all\n        profiles: {3g.71gb: 2}\n")
     config = yaml.safe_load(GpuOperator().facts(helpers.model("h200", text)).mig_parted_config)
     assert list(config["mig-configs"]) == ["all-disabled"]
@@ -50,7 +50,7 @@ def test_single_strategy_only_when_no_gpu_is_left_whole():
     assert GpuOperator().values(all_cut)["mig"] == {"strategy": "single"}
     # MIG off everywhere: whole GPUs only, advertised as nvidia.com/gpu under mixed
     text = inventory_text("h200").replace("    mig_layout: all-1g\n", "")
-    text = "".join(line for line in text.splitlines(keepends=True) if "flavor_shares: {all-1g" not in line)
+    text = helpers.without_mig_shares(text)
     assert helpers.model("h200", text).mig_strategy == "mixed"
 
 
