@@ -83,7 +83,8 @@ def test_pr_diff_script_writes_the_comment_and_exits_0_on_changes(repo, kustomiz
         pytest.skip("needs the forge console script next to this python (make setup)")
     assert cli("node", "set", "h200", "h200-gpu-18", "--mig-layout", "none", "--root", str(repo)).exit_code == 0
     env = {**os.environ, "PATH": f"{forge_bin.parent}{os.pathsep}{Path(kustomize[0]).parent}{os.pathsep}{os.environ['PATH']}",
-           "PYTHONPATH": os.pathsep.join(p for p in sys.path if p.endswith("generators"))}
+           "PYTHONPATH": os.pathsep.join(p for p in sys.path if p.endswith("generators")),
+           "FORGE_PR_TWIN": "0"}  # the box's part (forge twin upgrade) is tests/twin/test_upgrade.py's
     proc = subprocess.run(["bash", "ci/pr-diff.sh", "HEAD", "build/forge-diff.md"], cwd=repo, env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "forge diff: changes found, written to build/forge-diff.md\n"
