@@ -1,5 +1,5 @@
 """One versions file (charts/versions.yaml) holds everything forge pins: no version literal in the
-Python, the README's component table agrees with the file, and a bad file is refused with its
+Python, the docs' component table agrees with the file, and a bad file is refused with its
 file:line."""
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from forge.errors import ForgeError
 from tests.helpers import REPO, copy_repo_inputs
 
 PACKAGE = REPO / "generators" / "forge"
+COMPONENT_TABLE = REPO / "docs" / "components" / "README.md"
 # A dotted three-part version (1.2.3, v26.4.1, 580.95.05, doca3.4.1) or an image reference with a
 # tag (quay.io/x/y:v1.7.0, registry.k8s.io/pause:3.10). IP addresses are not versions.
 PINNED = re.compile(r"(?<![\d.])\d+\.\d+\.\d+(?![\d.])|\b[\w.-]+(?:/[\w.-]+)+:[\w.-]*\d[\w.-]*")
@@ -67,19 +68,19 @@ def test_the_scan_leaves_other_strings_alone(literal):
     assert version_literals(literal) == []
 
 
-# ---- the README's component table ---------------------------------------------------------------
+# ---- the component table (docs/components/README.md) ------------------------------------------
 
 VERSION_TOKEN = re.compile(r"(?<![\w.])v?\d+(?:\.\d+)+(?![\w.])")
 
 
 def component_table(readme: str) -> dict[str, list[str]]:
-    section = readme.split("\n## Components\n", 1)[1].split("\n## ", 1)[0]
+    section = readme.split("# Components\n", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("| ") and not line.startswith(("| component", "|---"))]
     return {cells[0]: cells[1:] for cells in ([c.strip() for c in row.strip("|").split("|")] for row in rows)}
 
 
 def table_problems(readme: str, versions: pins.Versions) -> list[str]:
-    """Where the README's component table and the versions file (and the registry) disagree."""
+    """Where the docs' component table and the versions file (and the registry) disagree."""
     table = component_table(readme)
     problems = [f"{name}: no row in the table" for name in sorted({c.name for c in COMPONENTS} - set(table))]
     problems += [f"{name}: not a component" for name in sorted(set(table) - {c.name for c in COMPONENTS})]
@@ -105,7 +106,7 @@ def table_problems(readme: str, versions: pins.Versions) -> list[str]:
 
 
 def test_the_readme_component_table_agrees_with_the_versions_file():
-    assert table_problems((REPO / "README.md").read_text(), pins.versions(REPO)) == []
+    assert table_problems(COMPONENT_TABLE.read_text(), pins.versions(REPO)) == []
 
 
 @pytest.mark.parametrize(("old", "new", "problem"), [
@@ -116,8 +117,8 @@ def test_the_readme_component_table_agrees_with_the_versions_file():
     ("| loki | chart loki 7.3.0 | loki | 50 |\n", "", "loki: no row in the table"),
 ])
 def test_a_stale_readme_table_is_caught(old, new, problem):
-    readme = (REPO / "README.md").read_text()
-    assert old in readme, f"the README changed: {old!r} not found"
+    readme = COMPONENT_TABLE.read_text()
+    assert old in readme, f"the component table changed: {old!r} not found"
     assert problem in table_problems(readme.replace(old, new, 1), pins.versions(REPO))
 
 

@@ -82,8 +82,7 @@ def test_setup_installs_the_pinned_pre_commit_and_hypothesis():
     pins = dict(line.split("==") for line in (REPO / "requirements.lock").read_text().splitlines()
                 if "==" in line and not line.startswith("#"))
     assert pins["pre_commit"] == "4.7.0" and pins["hypothesis"] == "6.170.17"
-    readme = (REPO / "README.md").read_text()
-    assert "pre-commit install" in readme
+    assert "pre-commit install" in (REPO / "docs/pull-requests.md").read_text()
 
 
 def test_setup_shows_a_line_per_step():

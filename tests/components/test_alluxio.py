@@ -305,7 +305,7 @@ def test_rejects_a_memory_fraction_over_half():
 @pytest.mark.parametrize("given, meant", [("sync", "CACHE_THROUGH"), ("async", "ASYNC_THROUGH"),
                                           ("Async", "ASYNC_THROUGH"), ("cache_through", "CACHE_THROUGH")])
 def test_rejects_the_other_write_policy_spelling_and_names_the_right_one(given, meant):
-    # One vocabulary (Alluxio's write types) in schema, README and errors.
+    # One vocabulary (Alluxio's write types) in schema, docs and errors.
     text = edit(inventory_text("h200"), "write_policy: CACHE_THROUGH", f"write_policy: {given}")
     p = only_problem(problems_of("h200", text), "components.alluxio.write_policy")
     assert (p.file, p.line) == (inventory_file("h200"), line_of(text, f"write_policy: {given}"))
@@ -317,9 +317,7 @@ def test_readme_and_schema_name_the_same_write_policies():
     from typing import get_args
 
     from tests.helpers import REPO
-    readme = (REPO / "README.md").read_text()
-    section = readme[readme.index("### alluxio"):]
-    section = section[:section.index("\n### ", 5)]
+    section = (REPO / "docs/components/alluxio.md").read_text()
     literal = get_args(AlluxioSettings.model_fields["write_policy"].annotation)
     assert set(literal) == set(WRITE_POLICY_PROPERTIES) == {"CACHE_THROUGH", "ASYNC_THROUGH"}
     for policy in literal:
