@@ -31,7 +31,7 @@ class Case:
     edit: Callable[[str], str | bytes]  # the shipped inventory's text -> the hostile file content
     line: Callable[[str | bytes], int]  # the line the error must name, from the hostile content
     words: tuple[str, ...]  # what the message must say
-    seconds: float = 20  # it must be refused well within this
+    seconds: float = 60  # it must be refused well within this (a guard that failed would run for minutes or exhaust memory; the machine may be loaded)
     file: str = "clusters/h200/inventory.yaml"  # the file the first error names
     prepare: Callable[[Path], None] = lambda repo: None  # other edits to the repository
 
@@ -69,7 +69,7 @@ CASES = [
     Case("escape character", replace("project: forge-h200", "project: forge-\x1b[1mh200"), line_of("project: forge-"),
          ("U+001B", "is not allowed")),
     # Each level multiplies by 9: level 3 passes the 1,000 alias uses (guards.MAX_ALIASES).
-    Case("alias bomb", lambda t: t + BOMB, line_of("  a3: &a3"), ("bomb.a3: aliases expand to too much", "write the values out"), 5),
+    Case("alias bomb", lambda t: t + BOMB, line_of("  a3: &a3"), ("bomb.a3: aliases expand to too much", "write the values out"), 30),
     Case("self-referencing alias", lambda t: t + "loop: &x [*x]\n", line_of("loop:"),
          ("alias refers to the block that contains it", "copy the values")),
     Case("GPU count 10**23", replace("count: 8, nvlink", "count: 100000000000000000000000, nvlink"),
@@ -89,7 +89,7 @@ CASES = [
     Case("private key in a comment", lambda t: t.replace("# Hardware", f"# {PEM}\n# Hardware", 1), line_of(PEM),
          ("a PEM private key",)),
     Case("50 MB inventory", lambda t: t + "# padding\n" * (50 * 2**20 // 10), lambda c: 1,
-         (f"an inventory may be at most {MAX_INVENTORY_BYTES // 2**20} MiB", "is this the right file"), 5),
+         (f"an inventory may be at most {MAX_INVENTORY_BYTES // 2**20} MiB", "is this the right file"), 30),
     Case("rack with a space", replace("rack: h200-r01", "rack: h200 r01"), line_of("rack: h200 r01"),
          ("nodes[0].rack", "names are DNS labels: lower-case letters, digits and '-', at most 63 characters", "did you mean 'h200-r01'?")),
     Case("upper-case node name", replace("name: h200-gpu-01", "name: H200-GPU-01"), line_of("name: H200-GPU-01"),

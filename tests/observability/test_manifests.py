@@ -17,13 +17,13 @@ from forge.components.prometheus import CRDS_ONLY_OFF, Prometheus, PrometheusCrd
 from forge.errors import InventoryError
 from forge.fleet import load_plan_text
 from forge.observability import metrics as m
-from forge.observability.dashboards import SIDECAR_LABEL, fleet_overview
+from forge.observability.dashboards import SIDECAR_LABEL, dashboards
 from forge.observability.rules import rule_groups
 from forge.render import render_all
 from forge.validate.crd import CrdSchemas
 from forge.validate.kube import KubeSchemas
 from forge.validate.values import check_values, coalesce
-from tests.helpers import REPO
+from tests.helpers import REPO, without_mig_shares
 
 CLUSTERS = ["a100", "h200"]
 KPS = "kube-prometheus-stack-88.5.3"
@@ -45,8 +45,7 @@ def test_fleet_dashboard_configmap_is_valid_json_with_the_named_panels(name, clu
     titles = [p["title"] for p in dash["panels"]]
     for wanted in ("GPU utilisation per node", "GPU utilisation per rack", "GPU memory used per node",
                    "GPU memory used per rack", "GPU temperature per node (hottest GPU)",
-                   "GPU temperature per rack (hottest GPU)", "RDMA throughput per node (rx+tx)",
-                   "RDMA throughput per rack (rx+tx)", "Alluxio cache hit rate"):
+                   "GPU temperature per rack (hottest GPU)", "Alluxio cache hit rate"):
         assert wanted in titles
     assert len(set(titles)) == len(titles) and len({p["id"] for p in dash["panels"]}) == len(titles)
     assert dash["uid"] == f"forge-fleet-overview-{name}"
@@ -60,10 +59,65 @@ def test_fleet_dashboard_configmap_is_valid_json_with_the_named_panels(name, clu
     assert temp["fieldConfig"]["defaults"]["thresholds"]["steps"][-1]["value"] == limit
 
 
+def boards(cluster) -> dict[str, dict[str, Any]]:
+    return {o["metadata"]["name"]: json.loads(next(iter(o["data"].values())))
+            for o in Prometheus().manifests(cluster) if o["kind"] == "ConfigMap"}
+
+
+def test_panels_only_for_hardware_the_fleet_has(clusters):
+    rdma = {"RDMA throughput per node (rx+tx)", "RDMA throughput per rack (rx+tx)"}
+    titles = {name: {p["title"] for p in boards(clusters[name])["forge-fleet-overview"]["panels"]} for name in CLUSTERS}
+    assert rdma <= titles["h200"]
+    assert not rdma & titles["a100"]  # the A100s' NICs do no RDMA: no HCA counters to show
+
+
+def test_panels_tile_the_grid_without_overlap(clusters):
+    for cluster in clusters.values():
+        for board in boards(cluster).values():
+            cells = set()
+            for p in board["panels"]:
+                g = p["gridPos"]
+                assert g["x"] + g["w"] <= 24
+                here = {(x, y) for x in range(g["x"], g["x"] + g["w"]) for y in range(g["y"], g["y"] + g["h"])}
+                assert not cells & here, p["title"]
+                cells |= here
+
+
+def test_gpu_utilisation_counts_mig_slices_where_gpus_are_cut(clusters):
+    from forge.observability.dashboards import gpu_utilisation
+    h200 = gpu_utilisation(clusters["h200"])
+    assert f'{m.GPU_ENGINE_ACTIVE}{{{m.MIG_INSTANCE_LABEL}!=""}}' in h200 and m.GPU_UTIL in h200
+    text = without_mig_shares((REPO / "clusters/h200/inventory.yaml").read_text()).replace("    mig_layout: all-1g\n", "")
+    no_mig = load_plan_text(text, "clusters/h200/inventory.yaml").cluster
+    assert gpu_utilisation(no_mig) == m.GPU_UTIL
+
+
+def test_queue_and_upgrade_dashboards(clusters):
+    for cluster in clusters.values():
+        got = boards(cluster)
+        assert set(got) == {"forge-fleet-overview", "forge-queues", "forge-driver-upgrades"}
+        queue_exprs = " ".join(t["expr"] for p in got["forge-queues"]["panels"] for t in p["targets"])
+        for metric in (m.KUEUE_PENDING, m.KUEUE_ADMITTED_ACTIVE, m.KUEUE_RESOURCE_USAGE, m.KUEUE_NOMINAL_QUOTA):
+            assert metric in queue_exprs
+        upgrade_exprs = " ".join(t["expr"] for p in got["forge-driver-upgrades"]["panels"] for t in p["targets"])
+        assert all(metric in upgrade_exprs for metric in m.GPU_UPGRADES.values())
+
+
+def test_every_dashboard_expression_parses(clusters, promtool, tmp_path):
+    # promtool checks PromQL inside rule files: each panel's query becomes a recording rule.
+    exprs = sorted({t["expr"].replace("$rack", ".*") for c in clusters.values() for b in boards(c).values()
+                    for p in b["panels"] for t in p["targets"]})
+    rules = {"groups": [{"name": "dashboards", "rules": [{"record": f"forge:dashboard_{i}", "expr": e}
+                                                          for i, e in enumerate(exprs)]}]}
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rules))
+    proc = __import__("subprocess").run([promtool, "check", "rules", str(tmp_path / "rules.yaml")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
 def test_every_metric_the_rules_and_dashboard_read_from_dcgm_is_exported(clusters):
     exported = {f for f, kind, _ in m.DCGM_FIELDS if kind != "label"}
     for cluster in clusters.values():
-        text = json.dumps(rule_groups(cluster)) + json.dumps(fleet_overview(cluster))
+        text = json.dumps(rule_groups(cluster)) + json.dumps(dashboards(cluster))
         used = set(re.findall(r"DCGM_FI_[A-Z0-9_]+", text))
         assert used and used <= exported, used - exported
     gpu_values = GpuOperator().values(clusters["h200"])["dcgmExporter"]

@@ -62,7 +62,8 @@ def manager_config(settings: KueueSettings) -> dict[str, Any]:
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
         "health": {"healthProbeBindAddress": ":8081"},
-        "metrics": {"bindAddress": f":{METRICS_PORT}"},
+        # Per-queue, per-flavor usage and quota series (the queues dashboard, forge.observability.dashboards).
+        "metrics": {"bindAddress": f":{METRICS_PORT}", "enableClusterQueueResources": True},
         "webhook": {"port": WEBHOOK_PORT},
         "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
         "controller": {"groupKindConcurrency": {

@@ -33,7 +33,7 @@ from forge.components.loki import GATEWAY_URL as LOKI_URL
 from forge.model import ClusterModel
 from forge.observability import metrics as m
 from forge.observability import plain
-from forge.observability.dashboards import FLEET_OVERVIEW, dashboard_configmap, fleet_overview
+from forge.observability.dashboards import dashboard_configmap, dashboards
 from forge.observability.rules import prometheus_rule
 from forge.observability.sizing import PrometheusSize, prometheus_size, series_of
 from forge.secrets import SecretUse
@@ -256,7 +256,7 @@ class Prometheus(Component):
         return [
             custom_resource(prometheus_rule(cluster, NAMESPACE)),
             *(custom_resource(pm) for pm in pod_monitors()),
-            dashboard_configmap(FLEET_OVERVIEW, NAMESPACE, fleet_overview(cluster)),
+            *(dashboard_configmap(name, NAMESPACE, board) for name, board in dashboards(cluster).items()),
         ]
 
 

@@ -113,6 +113,25 @@ FLYTE_SYSTEM_ERRORS = "flyte:propeller:all:round:system_error_unlabeled"
 FLYTE_PANICS = "flyte:propeller:all:round:panic_unlabeled"
 FLYTE_ABORT_ERRORS = "flyte:propeller:all:round:abort_error_unlabeled"
 
+# ---- MIG (dcgm-exporter) -----------------------------------------------------------------------
+# DCGM_FI_DEV_GPU_UTIL is not reported for a GPU in MIG mode; the graphics-engine activity is, per
+# MIG instance (label GPU_I_ID). Utilisation on a cluster with MIG slices reads both.
+MIG_INSTANCE_LABEL = "GPU_I_ID"
+GPU_ENGINE_ACTIVE = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
+
+# ---- Kueue (namespace kueue-system; sigs.k8s.io/kueue pkg/metrics) ------------------------------
+# The per-resource series need the manager's metrics.enableClusterQueueResources (forge sets it).
+KUEUE_PENDING = "kueue_pending_workloads"  # cluster_queue, status: active | inadmissible
+KUEUE_ADMITTED_ACTIVE = "kueue_admitted_active_workloads"  # cluster_queue
+KUEUE_EVICTED = "kueue_evicted_workloads_total"  # cluster_queue, reason
+KUEUE_RESOURCE_USAGE = "kueue_cluster_queue_resource_usage"  # cohort, cluster_queue, flavor, resource
+KUEUE_NOMINAL_QUOTA = "kueue_cluster_queue_nominal_quota"  # cohort, cluster_queue, flavor, resource
+KUEUE_ADMISSION_WAIT = "kueue_admission_wait_time_seconds_bucket"  # cluster_queue, le
+
+# ---- GPU Operator upgrade controller (gpu-operator controllers/operator_metrics.go) --------------
+GPU_UPGRADES = {state: f"gpu_operator_nodes_upgrades_{state}"
+                for state in ("pending", "available", "in_progress", "done", "failed")}
+
 # ---- recording rules forge writes (forge.observability.rules) -----------------------------------
 NODE_INFO = "forge:node_info"  # 1 per inventory node: node, rack, profile
 NODE_GPUS_EXPECTED = "forge:node_gpus_expected"  # GPUs the inventory says a node has
