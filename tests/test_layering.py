@@ -20,7 +20,7 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("components", ("forge.components", "forge.observability")),
     ("fleet", ("forge.fleet",)),
     ("commands", ("forge.generate", "forge.argocd", "forge.writer", "forge.incremental", "forge.plan_cache", "forge.render", "forge.render_batch", "forge.bench", "forge.validate",
-                  "forge.upstream", "forge.diff", "forge.nodes", "forge.queues_cli", "forge.inventory_schema")),
+                  "forge.upstream", "forge.diff", "forge.nodes", "forge.queues_cli", "forge.inventory_schema", "forge.draw")),
     # The fleet in a box: acts on what the commands produced (render, hydrate, diff's revisions).
     ("box", ("forge.twin",)),
     # Entry points: `python -m forge.inventory` checks a file with every rule generate applies.

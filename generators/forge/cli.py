@@ -139,8 +139,9 @@ from forge.nodes.command import node  # noqa: E402  (forge node add/remove/set)
 from forge.queues_cli import queues  # noqa: E402  (forge queues: Kueue quotas per project)
 from forge.upstream.cli import charts, hydrate  # noqa: E402  (chart cache and hydration)
 from forge.twin.cli import twin  # noqa: E402  (forge twin: the fleet in a box)
+from forge.draw import draw_command  # noqa: E402  (forge draw: the cluster as a picture)
 
-for _command in (charts, hydrate, diff, node, queues, twin):
+for _command in (charts, hydrate, diff, node, queues, twin, draw_command):
     main.add_command(_command)
 
 if __name__ == "__main__":  # pragma: no cover
