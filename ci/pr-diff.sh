@@ -17,9 +17,12 @@ export PATH="$PWD/tools/bin:$PWD/.venv/bin:$PATH"  # the pinned kustomize, and f
 
 mkdir -p "$(dirname "$out")"
 if [ "${FORGE_PR_TWIN:-1}" != 0 ]; then
-  FORGE_UPSTREAM="$(bash ci/find-upstream.sh)"  # the box applies the CRDs each chart installs
-  export FORGE_UPSTREAM
-  for cluster in $(git diff --name-only "$base" -- overlays clusters | awk -F/ '$1 == "overlays" || $3 == "argocd" {print $2}' | sort -u); do
+  touched=$(git diff --name-only "$base" -- overlays clusters | awk -F/ '$1 == "overlays" || $3 == "argocd" {print $2}' | sort -u)
+  if [ -n "$touched" ]; then
+    FORGE_UPSTREAM="$(bash ci/find-upstream.sh)"  # the box applies the CRDs each chart installs
+    export FORGE_UPSTREAM
+  fi
+  for cluster in $touched; do
     [ -f "clusters/$cluster/inventory.yaml" ] || continue  # a cluster the change removes
     forge twin upgrade "$cluster" --base "$base" || [ $? -eq 1 ] || { echo "forge twin upgrade $cluster failed" >&2; exit 2; }
   done
