@@ -44,10 +44,13 @@ def generate(root: Path, jobs: int | None) -> None:
 @user_errors
 def check(root: Path) -> None:
     """Fail, listing the files, if generated files differ from what the inventories give."""
+    from forge.fleet import load_fleet
     from forge.generate import build_tree
     from forge.writer import diff_tree, recover_interrupted
 
-    tree = build_tree(root)
+    fleet = load_fleet(root)
+    tree = build_tree(root, fleet)
+    _check_rings(root, fleet)
     recover_interrupted(root)  # an interrupted generate: put the tree back whole before comparing
     problems = diff_tree(root, tree)
     if problems:
@@ -56,6 +59,15 @@ def check(root: Path) -> None:
         click.echo(f"{len(problems)} generated files differ from the inventory: run `make generate`", err=True)
         sys.exit(EXIT_FOUND)
     click.echo("generated files are in step with the inventories")
+
+
+def _check_rings(root: Path, fleet) -> None:
+    """clusters/rings.yaml (when there is one or a cluster names a ring) and the rings the
+    clusters name, at their lines."""
+    from forge.rollout.rings import RINGS_FILE, check_clusters, load_rings
+
+    if (root / RINGS_FILE).is_file() or any(c.settings.rollout for c in fleet.clusters):
+        check_clusters(fleet, load_rings(root))
 
 
 @main.command()
@@ -139,8 +151,9 @@ from forge.nodes.command import node  # noqa: E402  (forge node add/remove/set)
 from forge.queues_cli import queues  # noqa: E402  (forge queues: Kueue quotas per project)
 from forge.upstream.cli import charts, hydrate  # noqa: E402  (chart cache and hydration)
 from forge.twin.cli import twin  # noqa: E402  (forge twin: the fleet in a box)
+from forge.rollout.cli import promote, rings  # noqa: E402  (forge promote: rings and gates)
 
-for _command in (charts, hydrate, diff, node, queues, twin):
+for _command in (charts, hydrate, diff, node, queues, twin, promote, rings):
     main.add_command(_command)
 
 if __name__ == "__main__":  # pragma: no cover
