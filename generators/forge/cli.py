@@ -151,9 +151,9 @@ from forge.nodes.command import node  # noqa: E402  (forge node add/remove/set)
 from forge.queues_cli import queues  # noqa: E402  (forge queues: Kueue quotas per project)
 from forge.upstream.cli import charts, hydrate  # noqa: E402  (chart cache and hydration)
 from forge.twin.cli import twin  # noqa: E402  (forge twin: the fleet in a box)
-from forge.rollout.cli import promote, rings  # noqa: E402  (forge promote: rings and gates)
+from forge.rollout.cli import appsets, promote, rings  # noqa: E402  (forge promote: rings and gates)
 
-for _command in (charts, hydrate, diff, node, queues, twin, promote, rings):
+for _command in (charts, hydrate, diff, node, queues, twin, promote, rings, appsets):
     main.add_command(_command)
 
 if __name__ == "__main__":  # pragma: no cover

@@ -225,6 +225,9 @@ class RolloutSettings(Strict):
     # The emergency brake: no Application of the cluster syncs, automatically (self-heal) or by
     # hand, until it is released (a deny window with manualSync false, in the AppProject).
     brake: bool = False
+    # Run this cluster's Applications from the central Argo CD (`forge appsets`: one ApplicationSet
+    # per component over the cluster generator) instead of its own root Application.
+    central: bool = False
 
 
 class ClusterSettings(Strict):

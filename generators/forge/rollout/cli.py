@@ -72,3 +72,27 @@ def rings(root: Path) -> None:
         names = ", ".join(c.name for c in members(fleet, ring.name)) or "(no clusters)"
         alerts = ", ".join(ring.gates.alerts) or "none"
         click.echo(f"{ring.name}: soak {ring.soak_minutes} min, alerts {alerts}; clusters {names}")
+
+
+@click.command()
+@root_option
+@click.option("--all", "everyone", is_flag=True, help="Every cluster, not only those with cluster.rollout.central.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Folder to write them into (default: build/central/).")
+@user_errors
+def appsets(root: Path, everyone: bool, out: Path | None) -> None:
+    """The central Argo CD's objects: one ApplicationSet per component over the cluster
+    generator, each cluster's Secret as an ExternalSecret, the controller's sharding values."""
+    from forge import emit
+    from forge.rollout.appset import central_clusters, central_objects
+
+    fleet, _ = load(root)
+    clusters = central_clusters(fleet, everyone)
+    if not clusters:
+        raise ForgeError("no cluster sets cluster.rollout.central: true (--all: every cluster)")
+    folder = out or root / "build" / "central"
+    folder.mkdir(parents=True, exist_ok=True)
+    files = central_objects(fleet, clusters)
+    for name, obj in files.items():
+        (folder / name).write_text(emit.yaml_file(__name__, "the inventories", [obj]))
+    click.echo(f"wrote {len(files)} files for {len(clusters)} clusters into {folder}")
