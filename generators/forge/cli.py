@@ -141,8 +141,9 @@ def bench(root: Path, nodes: int, clusters: int, upstream: Path | None, jobs: in
     """Time generate, render and validate (cold, warm, one-node change) and forge diff; print
     objects/s, peak memory and the ratios against bare kustomize."""
     from forge.bench import bench as run_bench
+    from forge.rollout.bench import bench_rollout
 
-    run_bench(root, nodes, clusters, upstream or None, jobs)
+    run_bench(root, nodes, clusters, upstream or None, jobs, extra=bench_rollout)
 
 
 # Commands that live in their own modules; they import forge.cli_common, never this module.

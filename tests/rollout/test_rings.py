@@ -54,6 +54,9 @@ def test_sync_windows_and_the_brake_become_appproject_windows_nothing_can_sync_t
 @pytest.mark.parametrize("new, needle, path, message", [
     ("    ring: Canary\n", "    ring: Canary", "cluster.rollout.ring", "is not a valid name"),
     ("    ring: canary\n    brake: yes-please\n", "brake: yes-please", "cluster.rollout.brake", "expected true or false"),
+    ("    ring: canary\n    central: 1\n", "central: 1", "cluster.rollout.central", "expected true or false"),
+    ("    ring: canary\n    sync_windows:\n      - {kind: allow, schedule: '0 9 * * *', duration: 6h, time_zone: ''}\n",
+     "time_zone: ''", "cluster.rollout.sync_windows[0].time_zone", "at least 1 character"),
     ("    ring: canary\n    sync_windows:\n      - {kind: allow, schedule: '0 9 * *', duration: 6h}\n",
      "schedule: '0 9 * *'", "cluster.rollout.sync_windows[0].schedule", "a cron schedule of five fields"),
     ("    ring: canary\n    sync_windows:\n      - {kind: allow, schedule: '0 9 * * *', duration: 6 hours}\n",
@@ -70,10 +73,13 @@ def test_bad_rollout_settings_name_their_line(new, needle, path, message):
     assert found and f"{A100_FILE}:{line_of(text, needle)}: {path}: " in found[0] and message in found[0], problems(text, A100_FILE)
 
 
-def test_a_bad_url_names_its_line():
-    text = edit(inventory_text("a100"), "argocd_url: https://argocd.a100.exa.internal", "argocd_url: argocd.a100")
+@pytest.mark.parametrize("field", ["argocd_url", "prometheus_url"])
+def test_a_bad_url_names_its_line(field):
+    host = field.removesuffix("_url")
+    text = edit(inventory_text("a100"), f"{field}: https://{host}.a100.exa.internal", f"{field}: {host}.a100")
     found = problems(text, A100_FILE)
-    assert any(p.startswith(f"{A100_FILE}:{line_of(text, 'argocd_url: argocd.a100')}: cluster.rollout.argocd_url: ") for p in found), found
+    assert any(p.startswith(f"{A100_FILE}:{line_of(text, f'{field}: {host}.a100')}: cluster.rollout.{field}: ")
+               and "a URL starting with http:// or https://" in p for p in found), found
 
 
 @pytest.fixture
