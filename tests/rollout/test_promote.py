@@ -166,6 +166,25 @@ def test_promote_pushes_to_a_remote_with_a_lease(repo, apis, tmp_path):
     result = forge(repo, "promote", "fleet", "--remote", "origin", "--now", NOW)
     assert result.exit_code == 0, result.output
     assert git(remote, "rev-parse", "refs/heads/forge/ring/fleet").strip() == bumped
+    # Someone moved the fleet ref on the remote meanwhile: it is read again, not overwritten blindly.
+    git(remote, "update-ref", "refs/heads/forge/ring/fleet", git(remote, "rev-parse", "main~1").strip())
+    again = forge(repo, "promote", "fleet", "--remote", "origin", "--now", NOW)
+    assert again.exit_code == 0 and f"-> {bumped[:12]}" in again.output and "(none)" not in again.output, again.output
+
+
+def test_a_clone_reads_every_ring_ref_from_the_remote_before_the_fleet_ref_exists(repo, apis, tmp_path):
+    """The fleet ref not pushed yet and the clone's view of canary stale: the remote's canary decides."""
+    remote = tmp_path / "origin.git"
+    git(tmp_path, "clone", "-q", "--bare", str(repo), str(remote))
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(remote), str(clone))
+    git(repo, "remote", "add", "origin", str(remote))
+    bumped = driver_bump(repo)  # canary moves to the bump, pushed by someone else
+    git(repo, "push", "-q", "origin", "main", "forge/ring/canary")
+    canary_answers(apis, bumped)
+    result = forge(clone, "promote", "fleet", "--remote", "origin", "--now", NOW)
+    assert result.exit_code == 0, result.output
+    assert git(remote, "rev-parse", "refs/heads/forge/ring/fleet").strip() == bumped
 
 
 def test_an_unknown_ring_is_refused_with_the_choices(repo):

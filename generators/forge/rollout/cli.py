@@ -91,8 +91,12 @@ def appsets(root: Path, everyone: bool, out: Path | None) -> None:
     if not clusters:
         raise ForgeError("no cluster sets cluster.rollout.central: true (--all: every cluster)")
     folder = out or root / "build" / "central"
-    folder.mkdir(parents=True, exist_ok=True)
     files = central_objects(fleet, clusters)
-    for name, obj in files.items():
-        (folder / name).write_text(emit.yaml_file(__name__, "the inventories", [obj]))
+    texts = {name: emit.yaml_file(__name__, "the inventories", [obj]) for name, obj in files.items()}
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, text in texts.items():
+            (folder / name).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ForgeError(f"--out: cannot write {folder} ({exc.strerror}): name a folder you may write") from None
     click.echo(f"wrote {len(files)} files for {len(clusters)} clusters into {folder}")

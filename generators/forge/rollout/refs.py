@@ -28,9 +28,16 @@ class Repo:
         return done
 
     def fetch(self, branches: list[str]) -> None:
-        if self.remote:
-            self.git("fetch", "--quiet", self.remote, *(f"+refs/heads/{b}:refs/remotes/{self.remote}/{b}" for b in branches),
-                     check=False)  # a ring ref not pushed yet is no error: it is created
+        """The remote's branches as they are now; one it does not have (a ring ref not pushed
+        yet, created by the move) leaves no stale remote-tracking ref behind."""
+        if not self.remote:
+            return
+        listed = self.git("ls-remote", "--heads", self.remote, *(f"refs/heads/{b}" for b in branches)).stdout
+        present = {line.split("\t", 1)[1].removeprefix("refs/heads/") for line in listed.splitlines() if "\t" in line}
+        if present:
+            self.git("fetch", "--quiet", self.remote, *(f"+refs/heads/{b}:{self.full(b)}" for b in sorted(present)))
+        for branch in set(branches) - present:
+            self.git("update-ref", "-d", self.full(branch), check=False)
 
     def full(self, branch: str) -> str:
         return f"refs/remotes/{self.remote}/{branch}" if self.remote else f"refs/heads/{branch}"
