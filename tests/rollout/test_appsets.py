@@ -96,3 +96,12 @@ def test_two_central_clusters_on_one_api_server_are_refused(tmp_path):
     result = forge(root, "appsets")
     assert result.exit_code == 2
     assert "clusters/h200/inventory.yaml: cluster.argocd.destination.server: https://kubernetes.default.svc is also cluster a100's" in result.output
+
+
+def test_an_unwritable_out_folder_is_one_line(fleet, tmp_path):
+    taken = tmp_path / "a-file"
+    taken.write_text("")
+    result = forge(fleet.root, "appsets", "--out", str(taken / "central"))
+    assert result.exit_code == 2
+    assert result.output.startswith(f"error: --out: cannot write {taken / 'central'} (") and "Traceback" not in result.output
+    assert not list((fleet.root / "build").glob("central/*"))
