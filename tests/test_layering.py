@@ -23,6 +23,8 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
                   "forge.upstream", "forge.diff", "forge.nodes", "forge.queues_cli", "forge.inventory_schema", "forge.draw")),
     # The fleet in a box: acts on what the commands produced (render, hydrate, diff's revisions).
     ("box", ("forge.twin",)),
+    # The rollout across clusters: rings, gates read from Argo CD and Prometheus, promote, ApplicationSets.
+    ("rollout", ("forge.rollout",)),
     # Entry points: `python -m forge.inventory` checks a file with every rule generate applies.
     ("cli", ("forge.cli", "forge.inventory.__main__")),
 ]

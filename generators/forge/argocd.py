@@ -66,6 +66,7 @@ def app_project(cluster: ClusterModel, components: list[Component], pins: dict[s
             "clusterResourceWhitelist": [{"group": g, "kind": k} for g, k in kinds],
             "namespaceResourceBlacklist": [{"group": "argoproj.io", "kind": k} for k in _ARGO_KINDS],
             "orphanedResources": {"warn": True},
+            **sync_windows_field(cluster),
         },
     }
 
@@ -106,7 +107,7 @@ def root_application(cluster: ClusterModel) -> dict[str, Any]:
             "project": bootstrap_project_name(cluster),
             # The child Applications only: the AppProjects and this Application sit outside that
             # folder, so the repo cannot widen its own permissions.
-            "source": {"repoURL": git.repo_url, "targetRevision": git.revision,
+            "source": {"repoURL": git.repo_url, "targetRevision": tracked_revision(cluster),
                        "path": str(Path(CLUSTERS_DIR, cluster.name, ARGOCD_DIR, APPS_DIR))},
             "destination": {"server": argo.destination.server, "namespace": argo.namespace},
             "syncPolicy": _sync_policy(["PrunePropagationPolicy=foreground"]),
@@ -124,7 +125,7 @@ def component_application(cluster: ClusterModel, component: Component, pin: Char
             "helm": {"releaseName": component.release,
                      "valueFiles": [f"$values/{overlay}/values.yaml"]},
         })
-        sources.append({"repoURL": git.repo_url, "targetRevision": git.revision, "ref": "values"})
+        sources.append({"repoURL": git.repo_url, "targetRevision": tracked_revision(cluster), "ref": "values"})
         sources += [{"repoURL": pin.repo, "chart": pin.chart, "targetRevision": pin.version,
                      # The chart's CRDs come with the main release: one owner per CRD.
                      "helm": {"releaseName": release, "valueFiles": [f"$values/{overlay}/{extra_values_file(release)}"],
@@ -133,7 +134,7 @@ def component_application(cluster: ClusterModel, component: Component, pin: Char
     remote = component.remote_base(cluster)
     if remote:
         sources.append(_remote_source(cluster, remote))
-    sources.append({"repoURL": git.repo_url, "targetRevision": git.revision, "path": overlay})
+    sources.append({"repoURL": git.repo_url, "targetRevision": tracked_revision(cluster), "path": overlay})
     options = ["CreateNamespace=false"]  # base/<component>/ ships the Namespace with its labels
     if component.server_side_apply:
         options.append("ServerSideApply=true")
@@ -167,3 +168,41 @@ def _remote_source(cluster: ClusterModel, remote: RemoteBase) -> dict[str, Any]:
     if remote.patches:
         kustomize["patches"] = list(remote.patches)
     return {"repoURL": remote.repo_url, "targetRevision": remote.revision, "path": remote.path, "kustomize": kustomize}
+
+
+# The rollout (docs/rollout.md): each ring's Applications track a git ref forge owns, moved only
+# by `forge promote`; sync windows and the brake are the AppProject's.
+RING_REF_PREFIX = "forge/ring/"
+BRAKE_SCHEDULE, BRAKE_DURATION = "* * * * *", "1h"  # a deny window that starts every minute: always on
+
+
+def ring_ref(ring: str) -> str:
+    return f"{RING_REF_PREFIX}{ring}"
+
+
+def tracked_revision(cluster: ClusterModel) -> str:
+    """The git revision this cluster's Applications follow: its ring's ref, else git.revision."""
+    rollout = cluster.settings.rollout
+    return ring_ref(rollout.ring) if rollout else cluster.settings.git.revision
+
+
+def sync_windows(cluster: ClusterModel) -> list[dict[str, Any]]:
+    """The AppProject's sync windows from cluster.rollout: each window over the Applications of
+    its components (all of the cluster's when it names none), then the brake. Neither window lets
+    a person sync by hand (manualSync false): self-heal is an automatic sync, so it cannot undo them."""
+    rollout = cluster.settings.rollout
+    if rollout is None:
+        return []
+    out = [{"kind": w.kind, "schedule": w.schedule, "duration": w.duration, "timeZone": w.time_zone,
+            "applications": [app_name(cluster, c) for c in w.components] or [app_name(cluster, "*")],
+            "manualSync": False}
+           for w in rollout.sync_windows]
+    if rollout.brake:
+        out.append({"kind": "deny", "schedule": BRAKE_SCHEDULE, "duration": BRAKE_DURATION, "timeZone": "UTC",
+                    "applications": [app_name(cluster, "*")], "manualSync": False})
+    return out
+
+
+def sync_windows_field(cluster: ClusterModel) -> dict[str, Any]:
+    windows = sync_windows(cluster)
+    return {"syncWindows": windows} if windows else {}

@@ -25,6 +25,7 @@ import yaml
 from forge.diff import diff_against
 from forge.fleet import inventory_paths
 from forge.incremental import generate
+from forge.inventory.rings import RINGS_FILE
 from forge.paths import BASE_DIR, CLUSTERS_DIR
 from forge.render import render_all, targets
 from forge.tools import kustomize_build_command
@@ -57,6 +58,10 @@ def synthesize_fleet(root: Path, dest: Path, nodes: int, clusters: int) -> None:
         inventory = copy.deepcopy(template)
         inventory["cluster"].update(name=name, expected={})
         inventory["cluster"]["argocd"]["project"] = f"forge-{name}"
+        # Each its own API server, as from a central Argo CD; the first cluster is the canary.
+        inventory["cluster"]["argocd"]["destination"] = {"server": f"https://api.{name}.exa.internal:6443"}
+        if "rollout" in inventory["cluster"]:
+            inventory["cluster"]["rollout"]["ring"] = "canary" if c == 0 else "fleet"
         # A measured volume, as a real 100-node cluster would set; the estimate would ask for more
         # Loki replicas than three control-plane nodes hold.
         inventory.setdefault("components", {}).setdefault("loki", {})["daily_log_gb"] = 100
@@ -73,6 +78,8 @@ def synthesize_fleet(root: Path, dest: Path, nodes: int, clusters: int) -> None:
         path.write_text(yaml.safe_dump(inventory, sort_keys=False), encoding="utf-8")
     shutil.copytree(root / BASE_DIR, dest / BASE_DIR)
     shutil.copytree(root / "charts", dest / "charts")
+    if (root / RINGS_FILE).is_file():
+        shutil.copy(root / RINGS_FILE, dest / RINGS_FILE)
 
 
 def change_one_node(root: Path, cluster: str) -> str:
@@ -148,7 +155,11 @@ def bench_shipped(root: Path, tmp: Path, upstream: Path | None, jobs: int | None
     return ratio
 
 
-def bench_synthetic(root: Path, tmp: Path, nodes: int, clusters: int, upstream: Path | None, jobs: int | None) -> None:
+Extra = Callable[[Path, str], None]  # more lines over the synthetic fleet (the CLI passes forge.rollout's)
+
+
+def bench_synthetic(root: Path, tmp: Path, nodes: int, clusters: int, upstream: Path | None, jobs: int | None,
+                    extra: Extra | None = None) -> None:
     synth = tmp / "synthetic"
     synthesize_fleet(root, synth, nodes, clusters)
     label = f"[synthetic {clusters} clusters x {nodes} GPU nodes]"
@@ -172,12 +183,15 @@ def bench_synthetic(root: Path, tmp: Path, nodes: int, clusters: int, upstream: 
     click.echo(f"{label} one-node change ({what}): {one.line()}")
     t_diff, report = _timed(lambda: diff_against(synth, "HEAD"))
     click.echo(f"{label} forge diff --base HEAD: {t_diff:.2f}s ({len(report.changes)} changes)")
+    if extra is not None:
+        extra(synth, label)
 
 
-def bench(root: Path, nodes: int, clusters: int, upstream: Path | None, jobs: int | None = None) -> float:
+def bench(root: Path, nodes: int, clusters: int, upstream: Path | None, jobs: int | None = None,
+          extra: Extra | None = None) -> float:
     with tempfile.TemporaryDirectory(prefix="forge-bench-") as tmp:
         ratio = bench_shipped(root, Path(tmp), upstream, jobs)
-        bench_synthetic(root, Path(tmp), nodes, clusters, upstream, jobs)
+        bench_synthetic(root, Path(tmp), nodes, clusters, upstream, jobs, extra)
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     workers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     click.echo(f"peak memory: {own:.0f} MiB (forge), {workers:.0f} MiB (largest worker or kustomize)")

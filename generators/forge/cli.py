@@ -44,10 +44,13 @@ def generate(root: Path, jobs: int | None) -> None:
 @user_errors
 def check(root: Path) -> None:
     """Fail, listing the files, if generated files differ from what the inventories give."""
+    from forge.fleet import load_fleet
     from forge.generate import build_tree
     from forge.writer import diff_tree, recover_interrupted
 
-    tree = build_tree(root)
+    fleet = load_fleet(root)
+    tree = build_tree(root, fleet)
+    _check_rings(root, fleet)
     recover_interrupted(root)  # an interrupted generate: put the tree back whole before comparing
     problems = diff_tree(root, tree)
     if problems:
@@ -56,6 +59,15 @@ def check(root: Path) -> None:
         click.echo(f"{len(problems)} generated files differ from the inventory: run `make generate`", err=True)
         sys.exit(EXIT_FOUND)
     click.echo("generated files are in step with the inventories")
+
+
+def _check_rings(root: Path, fleet) -> None:
+    """clusters/rings.yaml (when there is one or a cluster names a ring) and the rings the
+    clusters name, at their lines."""
+    from forge.rollout.rings import RINGS_FILE, check_clusters, load_rings
+
+    if (root / RINGS_FILE).is_file() or any(c.settings.rollout for c in fleet.clusters):
+        check_clusters(fleet, load_rings(root))
 
 
 @main.command()
@@ -129,8 +141,9 @@ def bench(root: Path, nodes: int, clusters: int, upstream: Path | None, jobs: in
     """Time generate, render and validate (cold, warm, one-node change) and forge diff; print
     objects/s, peak memory and the ratios against bare kustomize."""
     from forge.bench import bench as run_bench
+    from forge.rollout.bench import bench_rollout
 
-    run_bench(root, nodes, clusters, upstream or None, jobs)
+    run_bench(root, nodes, clusters, upstream or None, jobs, extra=bench_rollout)
 
 
 # Commands that live in their own modules; they import forge.cli_common, never this module.
@@ -140,8 +153,9 @@ from forge.queues_cli import queues  # noqa: E402  (forge queues: Kueue quotas p
 from forge.upstream.cli import charts, hydrate  # noqa: E402  (chart cache and hydration)
 from forge.twin.cli import twin  # noqa: E402  (forge twin: the fleet in a box)
 from forge.draw import draw_command  # noqa: E402  (forge draw: the cluster as a picture)
+from forge.rollout.cli import appsets, promote, rings  # noqa: E402  (forge promote: rings and gates)
 
-for _command in (charts, hydrate, diff, node, queues, twin, draw_command):
+for _command in (charts, hydrate, diff, node, queues, twin, draw_command, promote, rings, appsets):
     main.add_command(_command)
 
 if __name__ == "__main__":  # pragma: no cover

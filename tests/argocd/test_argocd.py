@@ -42,7 +42,7 @@ def test_component_application_is_multi_source_with_values_from_this_repo():
     chart, values_ref, overlay = app["spec"]["sources"]
     assert (chart["chart"], chart["targetRevision"]) == ("gpu-operator", chart_pins(REPO)["gpu-operator"].version)
     assert chart["helm"]["valueFiles"] == ["$values/overlays/h200/gpu-operator/values.yaml"]
-    assert values_ref == {"repoURL": "https://github.com/exa-labs/forge.git", "targetRevision": "main", "ref": "values"}
+    assert values_ref == {"repoURL": "https://github.com/exa-labs/forge.git", "targetRevision": "forge/ring/fleet", "ref": "values"}
     assert overlay["path"] == "overlays/h200/gpu-operator"
     assert "ServerSideApply=true" in app["spec"]["syncPolicy"]["syncOptions"]
     assert "resources-finalizer.argocd.argoproj.io" not in app["metadata"].get("finalizers", [])

@@ -13,6 +13,7 @@ from forge.diff.objects import ObjectChange, compare, values_identity
 from forge.diff.refusals import refusal_flags
 from forge.diff.revisions import Side, resolve
 from forge.diff.sides import render_changed
+from forge.diff.rings import reach
 from forge.diff.risks import Flag, all_flags
 
 
@@ -25,6 +26,7 @@ class Report:
     changes: list[ObjectChange] = field(default_factory=list)
     flags: list[Flag] = field(default_factory=list)
     stale: list[str] = field(default_factory=list)  # working tree's generated files out of step
+    reach: list[tuple[str, list[str]]] = field(default_factory=list)  # (ring, changed clusters), first reached first
 
     @property
     def changed(self) -> bool:
@@ -56,4 +58,5 @@ def diff_against(root: Path, ref: str) -> Report:
     report = compare_sides(ref, base, head)
     extra = refusal_flags(root, resolve(root, ref), report.clusters)
     report.flags = sorted(set(report.flags + extra), key=lambda f: f.sort_key)
+    report.reach = reach(root, sorted({c.cluster for c in report.changes}))
     return report

@@ -15,6 +15,7 @@ import yaml
 
 from forge.diff import Report
 from forge.diff.objects import MISSING, REDACTED, FieldChange, ObjectChange
+from forge.diff.rings import reach_line
 
 COMMENT_MARKER = "<!-- forge-diff -->"  # CI finds (and updates) its previous comment by it
 MAX_OBJECT_LINES = 40  # lines of one object's diff in the PR comment
@@ -122,6 +123,8 @@ def text(report: Report) -> str:
         out += [f"  {LEVEL_TAG[f.level]:<6} {f.cluster}/{f.component} [{f.kind}] {f.message}" for f in report.flags]
     out.append("")
     out.append(_totals(report) if report.changed else "no changes")
+    if line := reach_line(report.reach):
+        out.append(line)
     for cluster in report.clusters:
         changes = report.for_cluster(cluster)
         if not changes:
@@ -170,6 +173,8 @@ def markdown(report: Report) -> str:
         out.append(f"No Kubernetes object or Helm values change on any cluster ({', '.join(report.clusters)}).")
         return "\n".join(out) + "\n"
     out.append(f"**{_totals(report)}.**")
+    if line := reach_line(report.reach):
+        out.append(f"Rollout: {line}.")
     out.append("")
     if report.flags:
         out += [f"#### Risks ({len(report.flags)})", "", "| Level | Cluster | Component | Risk |", "| --- | --- | --- | --- |"]

@@ -129,6 +129,7 @@ def _plan(loaded: LoadedInventory, given: dict[str, Any], folder: str | None) ->
     cluster = derive(loaded, given)
     components = tuple(c for c in COMPONENTS if c.enabled(cluster))
     problems = rules.stale_settings(loaded, given, (c.name for c in components))
+    problems += rules.window_components(loaded, (c.name for c in components))
     if problems:
         raise InventoryError(problems)
     # Components without a block run on their defaults (validated here, once, like the rest).

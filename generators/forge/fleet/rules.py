@@ -59,6 +59,16 @@ def stale_settings(loaded: LoadedInventory, given: Iterable[str], enabled: Itera
             for name in sorted(set(given) - set(enabled))]
 
 
+def window_components(loaded: LoadedInventory, enabled: Iterable[str]) -> list[Problem]:
+    """A sync window naming a component this cluster does not run would pace nothing."""
+    rollout = loaded.inventory.cluster.rollout
+    on = sorted(set(enabled))
+    return [loaded.problem(("cluster", "rollout", "sync_windows", i, "components", j),
+                           f"'{name}' is not a component of this cluster: name one of {', '.join(on)}, or none for all")
+            for i, window in enumerate(rollout.sync_windows if rollout else ())
+            for j, name in enumerate(window.components) if name not in on]
+
+
 def shared_node_names(loaded: list[LoadedInventory]) -> list[Problem]:
     """A node name in two clusters' inventories: one machine cannot join two clusters, and a copy
     left behind after a move would have both clusters label and schedule on it."""

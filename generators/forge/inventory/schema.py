@@ -43,6 +43,8 @@ PATTERN_WORDS = {
     r"^(https://|ssh://|git@)\S+$": "a git URL starting with https://, ssh:// or git@, without spaces",
     r"^https?://\S+$": "a URL starting with http:// or https://, without spaces",
     r"^[a-zA-Z0-9_.-]{1,15}$": "a Linux interface name: 1-15 letters, digits, '_', '.' or '-' (such as ens1f0)",
+    r"^\S+( \S+){4}$": "a cron schedule of five fields: minute hour day-of-month month day-of-week (such as '0 9 * * 1-4')",
+    r"^[1-9][0-9]*[mh]$": "a duration in minutes or hours, such as 90m or 6h",
 }
 
 
@@ -194,6 +196,40 @@ class NetworkSettings(Strict):
     compute: ComputeNetwork | None = None
 
 
+# A cron schedule of five fields (minute hour day-of-month month day-of-week), as Argo CD's
+# sync windows read it; a duration such as 90m or 6h.
+CronSchedule = Annotated[str, Field(pattern=r"^\S+( \S+){4}$")]
+WindowDuration = Annotated[str, Field(pattern=r"^[1-9][0-9]*[mh]$")]
+HttpUrl = Annotated[str, Field(pattern=r"^https?://\S+$")]
+
+
+class SyncWindow(Strict):
+    """When the named components (all, when none are named) may sync (allow) or may not (deny):
+    an Argo CD AppProject sync window over those components' Applications."""
+
+    kind: Literal["allow", "deny"]
+    schedule: CronSchedule
+    duration: WindowDuration
+    components: list[Name] = []
+    time_zone: Annotated[str, Field(min_length=1)] = "UTC"
+
+
+class RolloutSettings(Strict):
+    """Where this cluster sits in the rollout (docs/rollout.md): its ring (one of clusters/rings.yaml)
+    and the APIs `forge promote` reads its gates from."""
+
+    ring: Name  # its Applications track the ring's git ref, forge/ring/<ring>
+    argocd_url: HttpUrl  # the Argo CD API server that runs this cluster's Applications
+    prometheus_url: HttpUrl  # the Prometheus HTTP API that scrapes this cluster
+    sync_windows: list[SyncWindow] = []
+    # The emergency brake: no Application of the cluster syncs, automatically (self-heal) or by
+    # hand, until it is released (a deny window with manualSync false, in the AppProject).
+    brake: bool = False
+    # Run this cluster's Applications from the central Argo CD (`forge appsets`: one ApplicationSet
+    # per component over the cluster generator) instead of its own root Application.
+    central: bool = False
+
+
 class ClusterSettings(Strict):
     name: Name
     kubernetes_version: K8sVersion
@@ -211,6 +247,8 @@ class ClusterSettings(Strict):
     # Alluxio's journal), unless the component's own `storage_class` overrides it. Required as soon
     # as one such component runs: the cluster's default class is never relied on.
     storage_class: Name | None = None
+    # The rollout ring and gate APIs; without it the Applications track git.revision directly.
+    rollout: RolloutSettings | None = None
 
 
 class GpuSpec(Strict):
