@@ -30,15 +30,19 @@ def test_a_namespace_without_a_default_deny_fails():
     assert "no default-deny ingress NetworkPolicy" in failures[0].reason
 
 
-def test_an_application_outside_the_components_project_fails():
-    objects = {"argocd": [app("h200-root", "forge-h200-bootstrap"), app("h200-loki", "forge-h200"), app("h200-evil", "default"),
+def test_an_application_outside_its_components_project_fails():
+    objects = {"argocd": [app("h200-root", "forge-h200-bootstrap"), app("h200-loki", "forge-h200-loki"),
+                          app("h200-alloy", "forge-h200-loki"), app("h200-evil", "default"),
                           app("h200-x", "forge-h200-bootstrap")]}
-    failures = application_projects("h200", objects, "forge-h200", "h200-root", "forge-h200-bootstrap")
-    assert [(f.object, f.path) for f in failures] == [("Application/argocd/h200-evil", "spec.project"),
+    projects = {"h200-loki": "forge-h200-loki", "h200-alloy": "forge-h200-alloy"}
+    failures = application_projects("h200", objects, projects, "h200-root", "forge-h200-bootstrap")
+    assert [(f.object, f.path) for f in failures] == [("Application/argocd/h200-alloy", "spec.project"),
+                                                      ("Application/argocd/h200-evil", "spec.project"),
                                                       ("Application/argocd/h200-x", "spec.project")]
-    assert "project is 'default', want 'forge-h200'" in failures[0].reason
-    assert application_projects("h200", {"argocd": [app("h200-root", "forge-h200")]}, "forge-h200", "h200-root",
-                                "forge-h200-bootstrap")  # the root in the components' project fails too
+    assert "project is 'forge-h200-loki', want 'forge-h200-alloy'" in failures[0].reason
+    assert "belongs to no component" in failures[1].reason
+    assert application_projects("h200", {"argocd": [app("h200-root", "forge-h200-loki")]}, projects, "h200-root",
+                                "forge-h200-bootstrap")  # the root in a component's project fails too
 
 
 def test_validate_fails_when_an_overlay_drops_its_default_deny(repo_inputs: Path, upstream: Path):
