@@ -22,7 +22,7 @@ from typing import Any
 
 from forge import emit
 from forge.argocd_config import CONFIG_DIR, config_objects
-from forge.argocd_order import crd_dependencies, retry
+from forge.argocd_order import renders_custom_resources, retry
 from forge.argocd_prereqs import PREREQ_DIR, prerequisite_objects
 from forge.argocd_projects import component_project, project_name
 from forge.versions import ChartPin
@@ -146,7 +146,7 @@ def component_application(cluster: ClusterModel, component: Component, pin: Char
             "sources": sources,
             "destination": {"server": argo.destination.server, "namespace": component.namespace},
             "syncPolicy": _sync_policy(options, prune=component.prune,
-                                       unlimited=bool(crd_dependencies(cluster, component, components or [component]))),
+                                       unlimited=renders_custom_resources(cluster, component, components or [component])),
             **({"ignoreDifferences": list(component.ignore_differences)} if component.ignore_differences else {}),
         },
     }

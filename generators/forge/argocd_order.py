@@ -6,10 +6,11 @@ Application health check in `argocd-cm`, the root waits for every Application of
 Healthy before it creates the next wave's, so a wave's CRDs exist before the next one syncs.
 
 Retries: an Application that renders custom resources whose CRDs another Application installs
-(a ServiceMonitor, an ExternalSecret, a NodeFeatureRule, a LocalQueue of Kueue's) must come in a
-later wave than that one, and retries without limit (`limit: -1`, backing off to 5 minutes): it
-cannot give up before the CRDs exist, whatever the order Argo CD met them in. The others retry 10
-times (about 30 minutes), then report SyncFailed to a person. The root retries without limit: its
+(a ServiceMonitor, an ExternalSecret, a NodeFeatureRule) must come in a later wave than that one.
+Every Application that renders custom resources, of another's CRDs or of its own (Kueue's
+ClusterQueues and LocalQueues, which Kueue's webhook must be up to admit), retries without limit
+(`limit: -1`, backing off to 5 minutes): it cannot give up before the CRDs and their operator
+exist. The others retry 10 times (about 30 minutes), then report SyncFailed to a person. The root retries without limit: its
 PreSync check fails until every prerequisite exists (forge.argocd_prereqs), then it goes on.
 `forge validate` checks both rules on the rendered Applications (forge.validate.fences).
 """
@@ -46,5 +47,9 @@ def crd_dependencies(cluster: ClusterModel, component: Component, components: li
     return {g: by_group[g] for g, _ in scoped | namespaced if g in by_group and by_group[g] is not component}
 
 
-def waits_for_crds(cluster: ClusterModel, component: Component, components: list[Component]) -> bool:
-    return bool(crd_dependencies(cluster, component, components))
+def renders_custom_resources(cluster: ClusterModel, component: Component, components: list[Component]) -> bool:
+    """True when the Application renders custom resources of a group some Application installs
+    (its own included: Kueue's ClusterQueues and LocalQueues wait for Kueue's webhook to serve)."""
+    scoped, namespaced = component_kinds(cluster, component, components)
+    by_group = providers(components)
+    return any(g in by_group for g, _ in scoped | namespaced)

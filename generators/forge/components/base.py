@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 # then operators in dependency order, then what runs on top of them.
 WAVE_FOUNDATION = -10
 WAVE_SECRETS = -8  # External Secrets Operator: before anything that reads a Secret
-WAVE_MONITORING_CRDS = -9  # before external-secrets: its chart renders ServiceMonitors
+WAVE_MONITORING_CRDS = -5
 WAVE_NETWORK = 0
 WAVE_GPU = 10
 WAVE_OPERATORS = 20

@@ -74,8 +74,7 @@ class ExternalSecrets(Component):
     name = "external-secrets"
     namespace = NAMESPACE
     sync_wave = WAVE_SECRETS
-    namespaced_kinds = (*WORKLOAD_KINDS, *RBAC_NAMESPACED, ("", "Secret"), ("policy", "PodDisruptionBudget"),
-                        ("monitoring.coreos.com", "ServiceMonitor"))
+    namespaced_kinds = (*WORKLOAD_KINDS, *RBAC_NAMESPACED, ("", "Secret"), ("policy", "PodDisruptionBudget"))
     chart = "external-secrets"
     server_side_apply = True  # its CRDs exceed client-side apply's annotation limit
     crd_groups = ("external-secrets.io", "generators.external-secrets.io")

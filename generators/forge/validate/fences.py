@@ -5,7 +5,7 @@
   projects and Applications are the rendered bootstrap's; in `--hydrated` the derived ones, over
   everything the charts render too (`ProjectFence`).
 * an Application whose objects are custom resources of another Application's CRDs comes in a
-  later sync wave and retries without limit (forge.argocd_order).
+  later sync wave; one that renders any custom resource retries without limit (forge.argocd_order).
 """
 from __future__ import annotations
 
@@ -66,18 +66,19 @@ def wave_order(cluster: ClusterModel, components: list[Component], objects: Mapp
         app = apps.get(app_name(cluster, c.name))
         if app is None:
             continue
-        needs = sorted({(g, by_group[g].name) for g in map(group_of, objects.get(c.name, []))
-                        if g in by_group and by_group[g] is not c})
+        groups = {g for g in map(group_of, objects.get(c.name, [])) if g in by_group}
+        needs = sorted({(g, by_group[g].name) for g in groups if by_group[g] is not c})
         limit = (((app.get("spec") or {}).get("syncPolicy") or {}).get("retry") or {}).get("limit")
         for group, provider in needs:
             if wave(provider) >= wave(c.name):
                 out.append(Failure(cluster.name, BOOTSTRAP, object_id(app), f"metadata.annotations.{WAVE}",
                                    f"wave {wave(c.name)} is not after {provider}'s ({wave(provider)}), whose CRDs ({group}) "
                                    f"{c.name}'s objects need"))
-        if needs and limit != UNLIMITED:
+        if groups and limit != UNLIMITED:
             out.append(Failure(cluster.name, BOOTSTRAP, object_id(app), "spec.syncPolicy.retry.limit",
-                               f"retry limit is {limit}, want {UNLIMITED}: {c.name} needs the CRDs of "
-                               f"{', '.join(sorted({p for _, p in needs}))} and must not give up before they exist"))
+                               f"retry limit is {limit}, want {UNLIMITED}: {c.name} renders custom resources of "
+                               f"{', '.join(sorted({by_group[g].name for g in groups}))} and must not give up before "
+                               "their CRDs and operator exist"))
     return out
 
 
