@@ -112,7 +112,7 @@ def repositories(cluster: ClusterModel, components: list[Component], pins: dict[
     for c in components:
         if c.chart:
             pin = pins[c.chart]
-            entry = {"type": "helm", "name": pin.chart}
+            entry = {"type": "helm", "name": _secret_name(pin.argocd_repo).removeprefix("repo-")}  # one per repository, not per chart
             if pin.repo.startswith("oci://"):
                 entry["enableOCI"] = "true"
             repos[pin.argocd_repo] = entry

@@ -80,7 +80,7 @@ def test_repository_secrets_declare_every_source_and_kueues_oci_registry():
     _, _, files = bootstrap()
     repos = {o["stringData"]["url"]: o["stringData"] for n, o in files.items() if n.startswith("config/secret-")}
     assert repos["registry.k8s.io/kueue/charts"] == {"url": "registry.k8s.io/kueue/charts", "type": "helm",
-                                                     "name": "kueue", "enableOCI": "true"}
+                                                     "name": "registry-k8s-io-kueue-charts", "enableOCI": "true"}
     assert repos["https://github.com/exa-labs/forge.git"]["type"] == "git"
     assert repos["https://github.com/kubeflow/trainer.git"]["type"] == "git"
     every = {r for n, o in files.items() if n.startswith("appproject-") for r in o["spec"]["sourceRepos"]}
