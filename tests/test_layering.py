@@ -14,12 +14,13 @@ PACKAGE = Path(__file__).resolve().parents[1] / "generators" / "forge"
 STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("forge", "forge.hardware", "forge.errors", "forge.emit", "forge.paths", "forge.folders",
                     "forge.tools", "forge.versions", "forge.cli_common", "forge.cache", "forge.progress",
-                    "forge.workers")),
+                    "forge.workers", "forge.prereq_check")),
     ("inventory", ("forge.inventory",)),
     ("model", ("forge.model", "forge.capacity", "forge.queues")),
     ("components", ("forge.components", "forge.observability")),
     ("fleet", ("forge.fleet",)),
-    ("commands", ("forge.generate", "forge.argocd", "forge.writer", "forge.incremental", "forge.plan_cache", "forge.render", "forge.render_batch", "forge.bench", "forge.validate",
+    ("commands", ("forge.generate", "forge.argocd", "forge.argocd_config", "forge.argocd_projects",
+                  "forge.argocd_order", "forge.argocd_prereqs", "forge.writer", "forge.incremental", "forge.plan_cache", "forge.render", "forge.render_batch", "forge.bench", "forge.validate",
                   "forge.upstream", "forge.diff", "forge.nodes", "forge.queues_cli", "forge.inventory_schema", "forge.draw")),
     # The fleet in a box: acts on what the commands produced (render, hydrate, diff's revisions).
     ("box", ("forge.twin",)),

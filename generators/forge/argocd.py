@@ -1,17 +1,19 @@
-"""The Argo CD bootstrap of one cluster: an AppProject, a root Application (app of apps) and one
-child Application per component, in sync-wave order.
+"""The Argo CD bootstrap of one cluster: Argo CD's own configuration, one AppProject per
+component, the root Application (app of apps) and one child Application per component, in
+sync-wave order (forge.argocd_order).
 
-`kubectl apply -k clusters/<cluster>/argocd` once: the two AppProjects, the root Application and
-the child Applications. From then on the root Application syncs only clusters/<cluster>/argocd/apps/
-(the child Applications): write access to the repo changes what the components deploy, within
-their AppProject, but neither AppProject nor the root Application, which a person applies again
-after reviewing a change to them.
+By hand, once: the bootstrap Secret and `kubectl apply -f clusters/<cluster>/argocd/root-application.yaml`
+(docs/bootstrap.md). The root Application syncs clusters/<cluster>/argocd/ whole, itself included:
+its PreSync check (forge.argocd_prereqs), Argo CD's configuration (forge.argocd_config), the
+AppProjects (forge.argocd_projects), then the child Applications wave by wave.
 
-- `<project>`: the components' project: this repo and the pinned chart sources, the components'
-  namespaces (not Argo CD's), the cluster-scoped kinds they declare, and no Argo CD objects
-  (an Application there could escape the project).
-- `<project>-bootstrap`: the root Application's: this repo only, Argo CD's namespace only, and
-  nothing but Applications.
+- `<project>-<component>`: each child Application's project: this repo and the component's own
+  chart or kustomize source, the component's namespaces, and exactly the kinds it renders.
+- `<project>-bootstrap`: the root Application's: this repo only, Argo CD's namespace only, and the
+  kinds of the bootstrap (Applications, AppProjects, Argo CD's ConfigMap and repository Secrets,
+  the check's Job, ServiceAccount and RBAC). Write access to the repo can therefore change the
+  AppProjects: `forge check` fails on any that differ from what the inventories give, and
+  `forge validate` on any object its Application's project does not allow.
 """
 from __future__ import annotations
 
@@ -19,14 +21,20 @@ from pathlib import Path
 from typing import Any
 
 from forge import emit
+from forge.argocd_config import CONFIG_DIR, config_objects
+from forge.argocd_order import renders_custom_resources, retry
+from forge.argocd_prereqs import PREREQ_DIR, prerequisite_objects
+from forge.argocd_projects import component_project, project_name
 from forge.versions import ChartPin
 from forge.components.base import Component, RemoteBase, extra_values_file
 from forge.model import ClusterModel
 from forge.paths import APPS_DIR, ARGOCD_DIR, CLUSTERS_DIR, OVERLAYS_DIR
 
-# Kinds every project needs whatever its components: forge ships Namespaces (base/<component>/).
-_ALWAYS_CLUSTER_KINDS = (("", "Namespace"),)
-_ARGO_KINDS = ("Application", "AppProject", "ApplicationSet")
+PART_OF_FORGE = {"app.kubernetes.io/part-of": "forge"}  # set on the top folder's own objects (forge.generate)
+# The root Application's kinds: namespaced in Argo CD's namespace, and the check's RBAC.
+BOOTSTRAP_NAMESPACED = (("argoproj.io", "Application"), ("argoproj.io", "AppProject"), ("", "ConfigMap"),
+                        ("", "Secret"), ("", "ServiceAccount"), ("batch", "Job"))
+BOOTSTRAP_CLUSTER = (("rbac.authorization.k8s.io", "ClusterRole"), ("rbac.authorization.k8s.io", "ClusterRoleBinding"))
 
 
 def bootstrap_project_name(cluster: ClusterModel) -> str:
@@ -40,60 +48,46 @@ def app_name(cluster: ClusterModel, component: str) -> str:
 
 def bootstrap_objects(cluster: ClusterModel, components: list[Component], pins: dict[str, ChartPin]) -> dict[str, dict[str, Any]]:
     """File name (inside clusters/<cluster>/argocd/) -> object."""
-    files = {"appproject.yaml": app_project(cluster, components, pins),
-             "appproject-bootstrap.yaml": bootstrap_project(cluster),
+    files = {"appproject-bootstrap.yaml": bootstrap_project(cluster),
              "root-application.yaml": root_application(cluster)}
+    files["appproject-bootstrap.yaml"]["spec"] |= sync_windows_field(cluster, "root")
     for component in components:
-        files[f"{APPS_DIR}/application-{component.name}.yaml"] = component_application(cluster, component, pins.get(component.chart or ""))
+        project = component_project(cluster, component, components, pins.get(component.chart or ""))
+        project["spec"] |= sync_windows_field(cluster, component.name)
+        files[f"appproject-{component.name}.yaml"] = project
+    for name in [n for n in files]:
+        files[name]["metadata"].setdefault("labels", {}).update(PART_OF_FORGE)
+    for component in components:
+        files[f"{APPS_DIR}/application-{component.name}.yaml"] = component_application(
+            cluster, component, pins.get(component.chart or ""), components)
+    files |= {f"{CONFIG_DIR}/{n}": o for n, o in config_objects(cluster, components, pins).items()}
+    files |= {f"{PREREQ_DIR}/{n}": o for n, o in prerequisite_objects(cluster, components).items()}
     return files
 
 
-def app_project(cluster: ClusterModel, components: list[Component], pins: dict[str, ChartPin]) -> dict[str, Any]:
-    argo = cluster.settings.argocd
-    server = argo.destination.server
-    namespaces = sorted({ns for c in components for ns in c.namespaces(cluster)})
-    kinds = sorted({k for c in components for k in c.cluster_kinds} | set(_ALWAYS_CLUSTER_KINDS))
-    repos = sorted({cluster.settings.git.repo_url} | {pins[c.chart].argocd_repo for c in components if c.chart}
-                   | {r.repo_url for c in components if (r := c.remote_base(cluster))})
-    return {
-        "apiVersion": "argoproj.io/v1alpha1",
-        "kind": "AppProject",
-        "metadata": {"name": argo.project, "namespace": argo.namespace},
-        "spec": {
-            "description": f"forge-managed components of cluster {cluster.name}",
-            "sourceRepos": repos,
-            "destinations": [{"server": server, "namespace": ns} for ns in namespaces],
-            "clusterResourceWhitelist": [{"group": g, "kind": k} for g, k in kinds],
-            "namespaceResourceBlacklist": [{"group": "argoproj.io", "kind": k} for k in _ARGO_KINDS],
-            "orphanedResources": {"warn": True},
-            **sync_windows_field(cluster),
-        },
-    }
-
-
 def bootstrap_project(cluster: ClusterModel) -> dict[str, Any]:
-    """The root Application's project: it may create Applications in Argo CD's namespace from
-    this repo, and nothing else (no cluster-scoped kind at all)."""
+    """The root Application's project: the bootstrap's kinds in Argo CD's namespace, from this repo."""
     argo = cluster.settings.argocd
     return {
         "apiVersion": "argoproj.io/v1alpha1",
         "kind": "AppProject",
         "metadata": {"name": bootstrap_project_name(cluster), "namespace": argo.namespace},
         "spec": {
-            "description": f"the root Application of cluster {cluster.name}: child Applications only",
+            "description": f"the root Application of cluster {cluster.name}: Argo CD's configuration, the AppProjects, "
+                           "the child Applications and the prerequisites check",
             "sourceRepos": [cluster.settings.git.repo_url],
             "destinations": [{"server": argo.destination.server, "namespace": argo.namespace}],
-            "clusterResourceWhitelist": [],
-            "namespaceResourceWhitelist": [{"group": "argoproj.io", "kind": "Application"}],
+            "clusterResourceWhitelist": [{"group": g, "kind": k} for g, k in BOOTSTRAP_CLUSTER],
+            "namespaceResourceWhitelist": [{"group": g, "kind": k} for g, k in BOOTSTRAP_NAMESPACED],
         },
     }
 
 
-def _sync_policy(options: list[str], prune: bool = True) -> dict[str, Any]:
+def _sync_policy(options: list[str], prune: bool = True, unlimited: bool = False) -> dict[str, Any]:
     return {
         "automated": {"prune": prune, "selfHeal": True},
         "syncOptions": options,
-        "retry": {"limit": 10, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "5m"}},
+        "retry": retry(unlimited),
     }
 
 
@@ -105,17 +99,19 @@ def root_application(cluster: ClusterModel) -> dict[str, Any]:
         "metadata": {"name": app_name(cluster, "root"), "namespace": argo.namespace},
         "spec": {
             "project": bootstrap_project_name(cluster),
-            # The child Applications only: the AppProjects and this Application sit outside that
-            # folder, so the repo cannot widen its own permissions.
+            # The whole bootstrap, this Application included: after the one `kubectl apply` by a
+            # person, everything converges from Git (on the ring's ref, docs/rollout.md).
             "source": {"repoURL": git.repo_url, "targetRevision": tracked_revision(cluster),
-                       "path": str(Path(CLUSTERS_DIR, cluster.name, ARGOCD_DIR, APPS_DIR))},
+                       "path": str(Path(CLUSTERS_DIR, cluster.name, ARGOCD_DIR))},
             "destination": {"server": argo.destination.server, "namespace": argo.namespace},
-            "syncPolicy": _sync_policy(["PrunePropagationPolicy=foreground"]),
+            # Retried without limit: its PreSync check fails until every prerequisite exists.
+            "syncPolicy": _sync_policy(["PrunePropagationPolicy=foreground"], unlimited=True),
         },
     }
 
 
-def component_application(cluster: ClusterModel, component: Component, pin: ChartPin | None) -> dict[str, Any]:
+def component_application(cluster: ClusterModel, component: Component, pin: ChartPin | None,
+                          components: list[Component] | None = None) -> dict[str, Any]:
     argo, git = cluster.settings.argocd, cluster.settings.git
     overlay = str(Path(OVERLAYS_DIR, cluster.name, component.name))
     sources: list[dict[str, Any]] = []
@@ -149,10 +145,11 @@ def component_application(cluster: ClusterModel, component: Component, pin: Char
             "annotations": {"argocd.argoproj.io/sync-wave": str(component.sync_wave)},
         },
         "spec": {
-            "project": argo.project,
+            "project": project_name(cluster, component),
             "sources": sources,
             "destination": {"server": argo.destination.server, "namespace": component.namespace},
-            "syncPolicy": _sync_policy(options, prune=component.prune),
+            "syncPolicy": _sync_policy(options, prune=component.prune,
+                                       unlimited=renders_custom_resources(cluster, component, components or [component])),
             **({"ignoreDifferences": list(component.ignore_differences)} if component.ignore_differences else {}),
         },
     }
@@ -203,6 +200,8 @@ def sync_windows(cluster: ClusterModel) -> list[dict[str, Any]]:
     return out
 
 
-def sync_windows_field(cluster: ClusterModel) -> dict[str, Any]:
-    windows = sync_windows(cluster)
+def sync_windows_field(cluster: ClusterModel, component: str) -> dict[str, Any]:
+    """The windows of the project that holds `component`'s Application (each project one component's)."""
+    mine = {app_name(cluster, "*"), app_name(cluster, component)}
+    windows = [w for w in sync_windows(cluster) if mine & set(w["applications"])]
     return {"syncWindows": windows} if windows else {}

@@ -20,6 +20,7 @@ import yaml
 
 STANDARD_LABELS = {"app.kubernetes.io/managed-by": "forge", "app.kubernetes.io/part-of": "forge"}
 CLUSTER_LABEL = "forge.exa.ai/cluster"
+PART_OF = "app.kubernetes.io/part-of"
 
 
 class _Dumper(yaml.SafeDumper):
@@ -249,11 +250,14 @@ def labels_for(cluster: str) -> dict[str, str]:
     return {**STANDARD_LABELS, CLUSTER_LABEL: cluster}
 
 
-def kustomization(generator: str, source: str, cluster: str, resources: list[str]) -> str:
+def kustomization(generator: str, source: str, cluster: str, resources: list[str], part_of: bool = True) -> str:
+    """`part_of` False: every standard label but app.kubernetes.io/part-of (a folder holding Argo
+    CD's own configuration, which must stay part-of argocd)."""
+    labels = labels_for(cluster) if part_of else {k: v for k, v in labels_for(cluster).items() if k != PART_OF}
     return yaml_file(generator, source, [{
         "apiVersion": "kustomize.config.k8s.io/v1beta1",
         "kind": "Kustomization",
         "resources": resources,
         # Our standard labels on every object this overlay emits (not on selectors: immutable).
-        "labels": [{"pairs": labels_for(cluster), "includeSelectors": False}],
+        "labels": [{"pairs": labels, "includeSelectors": False}],
     }])

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from forge import argocd, emit
+from forge import argocd, argocd_config, emit
 from forge.components import Component, network
 from forge.components.base import extra_values_file
 from forge.components.external_secrets import external_secrets_for
@@ -84,9 +84,15 @@ def _bootstrap_files(tree: Tree, cluster: ClusterModel, components: list[Compone
     files = argocd.bootstrap_objects(cluster, components, pins)
     for name, obj in files.items():
         tree.add(folder / name, emit.yaml_file(argocd.__name__, cluster.source, [obj]))
-    # The root Application syncs apps/ (the child Applications only); the folder above adds the
-    # AppProjects and the root Application, for the one `kubectl apply -k` by a person.
-    apps = [n.split("/", 1)[1] for n in files if n.startswith(f"{APPS_DIR}/")]
-    tree.add(folder / APPS_DIR / "kustomization.yaml", emit.kustomization(argocd.__name__, cluster.source, cluster.name, apps))
+    # The root Application syncs this folder whole (itself included). Argo CD's own configuration
+    # (config/) must stay part-of argocd, which its settings informer selects: the folder above
+    # and config/ add every standard label but part-of; the other folders add all of them.
+    subfolders = sorted({n.split("/", 1)[0] for n in files if "/" in n})
+    for sub in subfolders:
+        members = [n.split("/", 1)[1] for n in files if n.startswith(f"{sub}/")]
+        text = emit.kustomization(argocd.__name__, cluster.source, cluster.name, members,
+                                  part_of=sub != argocd_config.CONFIG_DIR)
+        tree.add(folder / sub / "kustomization.yaml", text)
     tree.add(folder / "kustomization.yaml", emit.kustomization(argocd.__name__, cluster.source, cluster.name,
-                                                               [*(n for n in files if "/" not in n), APPS_DIR]))
+                                                               [*(n for n in files if "/" not in n), *subfolders],
+                                                               part_of=False))

@@ -18,22 +18,25 @@ def h200_bootstrap():
     return cluster, components, bootstrap_objects(cluster, components, chart_pins(REPO))
 
 
-def test_app_project_allows_only_this_repo_the_pinned_charts_and_the_cluster():
+def test_app_projects_allow_only_this_repo_the_pinned_charts_and_the_cluster():
     cluster, components, files = h200_bootstrap()
-    spec = files["appproject.yaml"]["spec"]
     pins = chart_pins(REPO)
-    # charts, plus the git repositories of upstream kustomize bases (training-operator), at pinned tags
     remotes = {r.repo_url for c in components if (r := c.remote_base(cluster))}
     assert remotes == {"https://github.com/kubeflow/trainer.git"}
-    assert spec["sourceRepos"] == sorted({"https://github.com/exa-labs/forge.git"} | {pins[c.chart].argocd_repo for c in components if c.chart} | remotes)
-    assert "*" not in spec["sourceRepos"]
-    assert {d["server"] for d in spec["destinations"]} == {"https://kubernetes.default.svc"}
-    # each component's namespaces: its own, plus any its manifests name (Flyte's project namespaces)
-    assert sorted(d["namespace"] for d in spec["destinations"]) == sorted({ns for c in components for ns in c.namespaces(cluster)})
-    assert "training-production" in {d["namespace"] for d in spec["destinations"]}
-    kinds = {(k["group"], k["kind"]) for k in spec["clusterResourceWhitelist"]}
-    assert ("", "Namespace") in kinds and ("nfd.k8s-sigs.io", "NodeFeatureRule") in kinds
-    assert ("*", "*") not in kinds
+    for c in components:
+        spec = files[f"appproject-{c.name}.yaml"]["spec"]
+        # this repo, plus the component's own chart or kustomize source at a pinned tag
+        own = {pins[c.chart].argocd_repo} if c.chart else set()
+        own |= {r.repo_url} if (r := c.remote_base(cluster)) else set()
+        assert spec["sourceRepos"] == sorted({"https://github.com/exa-labs/forge.git"} | own), c.name
+        assert {d["server"] for d in spec["destinations"]} == {"https://kubernetes.default.svc"}
+        assert sorted(d["namespace"] for d in spec["destinations"]) == sorted(set(c.namespaces(cluster)))
+        kinds = {(k["group"], k["kind"]) for k in spec["clusterResourceWhitelist"] + spec["namespaceResourceWhitelist"]}
+        assert not {g for g, _ in kinds} & {"argoproj.io", "*"} and ("*", "*") not in kinds
+    flyte = files["appproject-flyte.yaml"]["spec"]
+    assert "training-production" in {d["namespace"] for d in flyte["destinations"]}
+    nfd = {(k["group"], k["kind"]) for k in files["appproject-node-feature-discovery.yaml"]["spec"]["clusterResourceWhitelist"]}
+    assert ("", "Namespace") in nfd and ("nfd.k8s-sigs.io", "NodeFeatureRule") in nfd
 
 
 def test_component_application_is_multi_source_with_values_from_this_repo():
@@ -48,31 +51,30 @@ def test_component_application_is_multi_source_with_values_from_this_repo():
     assert "resources-finalizer.argocd.argoproj.io" not in app["metadata"].get("finalizers", [])
 
 
-def test_root_application_syncs_only_the_child_applications_never_the_projects_or_itself():
-    _, _, files = h200_bootstrap()
+def test_root_application_syncs_the_whole_bootstrap_in_its_own_project():
+    cluster, components, files = h200_bootstrap()
     root = files["root-application.yaml"]
-    assert root["spec"]["source"]["path"] == "clusters/h200/argocd/apps"
-    # What that folder holds: the child Applications and nothing else.
+    # The whole folder, itself included: after the one `kubectl apply` everything comes from Git.
+    assert root["spec"]["source"]["path"] == "clusters/h200/argocd"
     apps = generated("clusters/h200/argocd/apps/kustomization.yaml")["resources"]
     assert apps and all(r.startswith("application-") for r in apps)
     assert set(generated("clusters/h200/argocd/kustomization.yaml")["resources"]) == {
-        "appproject.yaml", "appproject-bootstrap.yaml", "root-application.yaml", "apps"}
-    # The root lives in its own project, which may create Applications in Argo CD's namespace only.
+        "appproject-bootstrap.yaml", "root-application.yaml", *(f"appproject-{c.name}.yaml" for c in components),
+        "apps", "config", "prerequisites"}
     assert root["spec"]["project"] == files["appproject-bootstrap.yaml"]["metadata"]["name"] == "forge-h200-bootstrap"
     boot = files["appproject-bootstrap.yaml"]["spec"]
     assert boot["sourceRepos"] == ["https://github.com/exa-labs/forge.git"]
     assert boot["destinations"] == [{"server": "https://kubernetes.default.svc", "namespace": "argocd"}]
-    assert boot["clusterResourceWhitelist"] == []
-    assert boot["namespaceResourceWhitelist"] == [{"group": "argoproj.io", "kind": "Application"}]
-    # Every child in the components' project, which cannot deploy to Argo CD's namespace nor
-    # create Argo CD objects anywhere.
-    children = [o for n, o in files.items() if n.startswith("apps/")]
-    assert children and {a["spec"]["project"] for a in children} == {"forge-h200"}
-    spec = files["appproject.yaml"]["spec"]
-    assert "argocd" not in {d["namespace"] for d in spec["destinations"]}
-    assert {(k["group"], k["kind"]) for k in spec["namespaceResourceBlacklist"]} == {
-        ("argoproj.io", "Application"), ("argoproj.io", "AppProject"), ("argoproj.io", "ApplicationSet")}
-    assert not {k["group"] for k in spec["clusterResourceWhitelist"]} & {"argoproj.io", "*"}
+    assert {(k["group"], k["kind"]) for k in boot["clusterResourceWhitelist"]} == {
+        ("rbac.authorization.k8s.io", "ClusterRole"), ("rbac.authorization.k8s.io", "ClusterRoleBinding")}
+    assert {(k["group"], k["kind"]) for k in boot["namespaceResourceWhitelist"]} == {
+        ("argoproj.io", "Application"), ("argoproj.io", "AppProject"), ("", "ConfigMap"), ("", "Secret"),
+        ("", "ServiceAccount"), ("batch", "Job")}
+    # Every child in its own component's project, none of which may deploy to Argo CD's namespace.
+    for c in components:
+        assert files[f"apps/application-{c.name}.yaml"]["spec"]["project"] == f"forge-h200-{c.name}"
+        spec = files[f"appproject-{c.name}.yaml"]["spec"]
+        assert "argocd" not in {d["namespace"] for d in spec["destinations"]}
 
 
 def test_every_component_has_a_base_with_its_namespace_and_protection():

@@ -136,7 +136,7 @@ def test_each_project_domain_has_namespace_quota_limits_and_priority(cluster):
         assert template["priorityClassName"] == classes[p.name]
     # propeller's fallback template, in its own namespace: the default class
     assert by[("PodTemplate", "flyte", "forge-default")]["template"]["spec"]["priorityClassName"] == s.default_priority_class
-    project = generated(f"clusters/{cluster}/argocd/appproject.yaml")
+    project = generated(f"clusters/{cluster}/argocd/appproject-flyte.yaml")
     allowed = {d["namespace"] for d in project["spec"]["destinations"]}
     assert {f"{p.name}-{d.name}" for p, d in product(s.projects, s.domains)} <= allowed
 

@@ -50,7 +50,7 @@ def test_training_operator_is_upstream_kustomize_at_a_pinned_tag(cluster):
     assert app["spec"]["destination"]["namespace"] == "kubeflow"
     assert "RespectIgnoreDifferences=true" in app["spec"]["syncPolicy"]["syncOptions"]
     assert {d["kind"] for d in app["spec"]["ignoreDifferences"]} == {"Secret", "ValidatingWebhookConfiguration"}
-    project = generated(f"clusters/{cluster}/argocd/appproject.yaml")
+    project = generated(f"clusters/{cluster}/argocd/appproject-training-operator.yaml")
     assert "https://github.com/kubeflow/trainer.git" in project["spec"]["sourceRepos"]
     # base/training-operator/ ships the one kubeflow Namespace, with its Pod Security level
     ns = [o for o in rendered(cluster, "training-operator") if o["kind"] == "Namespace"]
@@ -117,7 +117,7 @@ def test_plugin_resources_validate_against_upstream_crds(cluster):
 def test_argocd_objects_validate_against_argo_crds(cluster):
     crds = CrdSchemas()
     crds.add_dir(upstream_data("argo-cd-crds-v3.4.4/crds"))
-    for name in ["appproject.yaml", "appproject-bootstrap.yaml", *(f"apps/application-{c}.yaml" for c in OURS)]:
+    for name in ["appproject-bootstrap.yaml", *(f"appproject-{c}.yaml" for c in OURS), *(f"apps/application-{c}.yaml" for c in OURS)]:
         obj = generated(f"clusters/{cluster}/argocd/{name}")
         assert crds.validate(obj) == [], name
 

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from forge import argocd
+from forge.argocd_projects import component_project
 from forge.versions import chart_pins
 from forge.components.base import Expected
 from forge.components.loki import CONFIG_OBJECT, WORKLOADS, Loki
@@ -172,7 +173,9 @@ def test_grafana_helm_test_pod_is_off(name, clusters):
 def test_prometheus_may_deploy_its_control_plane_services_to_kube_system(name, clusters):
     cluster = clusters[name]
     assert Prometheus().namespaces(cluster) == ("monitoring", "kube-system")
-    project = argocd.app_project(cluster, enabled_components(cluster), chart_pins(REPO))
+    components = list(enabled_components(cluster))
+    prometheus = next(c for c in components if c.name == "prometheus")
+    project = component_project(cluster, prometheus, components, chart_pins(REPO)["kube-prometheus-stack"])
     assert {"server": "https://kubernetes.default.svc", "namespace": "kube-system"} in project["spec"]["destinations"]
 
 
@@ -354,17 +357,20 @@ spec:
 
 def test_objects_outside_the_app_projects_namespaces_are_reported(clusters):
     """What kube-prometheus-stack did before Prometheus listed kube-system: its control-plane
-    Services there would have made Argo CD refuse the whole `prometheus` Application. (Kueue lists
-    kube-system too, for its visibility API's RoleBinding: left out here with Prometheus.)"""
-    from forge.upstream.check import namespace_problems
+    Services there would have made Argo CD refuse the whole `prometheus` Application. Each
+    component has its own AppProject now: Loki's may not put a Service in kube-system."""
+    from forge.argocd_projects import component_project, fence_problems
 
     cluster = clusters["a100"]
-    others = [c for c in enabled_components(cluster) if c.name not in ("prometheus", "kueue")]
-    service = {"kind": "Service", "metadata": {"name": "prometheus-kube-prometheus-kube-scheduler", "namespace": "kube-system"}}
-    without = argocd.app_project(cluster, others, chart_pins(REPO))
-    assert namespace_problems(service, without) == [(
-        "metadata.namespace", "namespace 'kube-system' is not a destination of AppProject forge-a100: Argo CD would refuse "
-        "to sync the Application (list it in the component's namespaces())")]
-    assert namespace_problems(service, argocd.app_project(cluster, enabled_components(cluster), chart_pins(REPO))) == []
-    unnamed = {"kind": "ServiceAccount", "metadata": {"name": "hooks-sa"}}  # goes to the destination namespace
-    assert namespace_problems(unnamed, without) == []
+    components = list(enabled_components(cluster))
+    by_name = {c.name: c for c in components}
+    service = {"apiVersion": "v1", "kind": "Service",
+               "metadata": {"name": "prometheus-kube-prometheus-kube-scheduler", "namespace": "kube-system"}}
+    loki = component_project(cluster, by_name["loki"], components, chart_pins(REPO)["loki"])
+    assert fence_problems(service, loki, "loki", components) == [(
+        "metadata.namespace", "namespace 'kube-system' is not a destination of AppProject forge-a100-loki: Argo CD would "
+        "refuse the sync (list it in the component's namespaces())")]
+    prometheus = component_project(cluster, by_name["prometheus"], components, chart_pins(REPO)["kube-prometheus-stack"])
+    assert fence_problems(service, prometheus, "monitoring", components) == []
+    unnamed = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "hooks-sa"}}  # goes to the destination namespace
+    assert fence_problems(unnamed, loki, "loki", components) == []

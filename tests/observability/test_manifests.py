@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from forge.argocd_config import credential_keys, is_argocd_config
 from forge.components import COMPONENTS
 from forge.components.alloy import Alloy
 from forge.components.gpu_operator import GpuOperator
@@ -237,7 +238,10 @@ def credential_problems(docs: list[Any]) -> list[str]:
 
     def walk(node: Any, path: str) -> None:
         if isinstance(node, dict):
-            if node.get("kind") == "Secret" and (node.get("data") or node.get("stringData")):
+            if node.get("kind") == "Secret" and is_argocd_config(node):
+                # an Argo CD repository entry: where and what only (forge.argocd_config)
+                out.extend(f"{path}.stringData.{key}: credential in a repository Secret" for key in credential_keys(node))
+            elif node.get("kind") == "Secret" and (node.get("data") or node.get("stringData")):
                 out.append(f"{path}: Secret with data")
             for key, value in node.items():
                 here = f"{path}.{key}"
@@ -266,9 +270,12 @@ def test_no_rendered_object_or_values_file_carries_a_password(tmp_path):
 def test_credential_scan_catches_planted_passwords():
     planted = [{"grafana": {"adminPassword": "hunter2"}},
                {"kind": "Secret", "stringData": {"x": "y"}},
+               {"kind": "Secret", "metadata": {"name": "r", "labels": {"app.kubernetes.io/part-of": "argocd",
+                                                                       "argocd.argoproj.io/secret-type": "repository"}},
+                "stringData": {"url": "https://example.com/charts", "password": "x"}},
                {"loki": {"storage": {"s3": {"secretAccessKey": "AKIA-literal"}}}},
                {"note": "login with prom-operator"}]
-    assert len(credential_problems(planted)) == 4
+    assert len(credential_problems(planted)) == 6  # the repository Secret's password: as both
     assert credential_problems([{"s3": {"secretAccessKey": "${AWS_SECRET_ACCESS_KEY}"}}]) == []
 
 

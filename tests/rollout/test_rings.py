@@ -36,19 +36,25 @@ def test_without_a_ring_the_applications_track_git_revision():
     plain = text[:start] + text[text.index("  s3:\n"):]
     files = bootstrap(plain)
     assert files["root-application.yaml"]["spec"]["source"]["targetRevision"] == "main"
-    assert "syncWindows" not in files["appproject.yaml"]["spec"]
+    assert not [name for name, obj in files.items() if "syncWindows" in obj.get("spec", {})]
 
 
 def test_sync_windows_and_the_brake_become_appproject_windows_nothing_can_sync_through():
     text = edit(inventory_text("a100"), ROLLOUT, ROLLOUT + "    brake: true\n    sync_windows:\n"
                 "      - {kind: allow, schedule: '0 9 * * 1-4', duration: 6h, components: [gpu-operator], time_zone: Europe/Berlin}\n")
-    windows = bootstrap(text)["appproject.yaml"]["spec"]["syncWindows"]
-    assert windows == [
+    files = bootstrap(text)
+    brake = {"kind": "deny", "schedule": "* * * * *", "duration": "1h", "timeZone": "UTC",
+             "applications": ["a100-*"], "manualSync": False}
+    # The window is the GPU Operator's project's (each Application has a project of its own) ...
+    assert files["appproject-gpu-operator.yaml"]["spec"]["syncWindows"] == [
         {"kind": "allow", "schedule": "0 9 * * 1-4", "duration": "6h", "timeZone": "Europe/Berlin",
          "applications": ["a100-gpu-operator"], "manualSync": False},
         # the brake: a deny window always open over every Application of the cluster, manual syncs too
-        {"kind": "deny", "schedule": "* * * * *", "duration": "1h", "timeZone": "UTC",
-         "applications": ["a100-*"], "manualSync": False}]
+        brake]
+    # ... and the brake every project's, the root's included.
+    projects = {n: o for n, o in files.items() if o.get("kind") == "AppProject"}
+    assert len(projects) > 10 and all(brake in o["spec"]["syncWindows"] for o in projects.values())
+    assert files["appproject-kueue.yaml"]["spec"]["syncWindows"] == [brake]
 
 
 @pytest.mark.parametrize("new, needle, path, message", [

@@ -30,15 +30,19 @@ def test_a_namespace_without_a_default_deny_fails():
     assert "no default-deny ingress NetworkPolicy" in failures[0].reason
 
 
-def test_an_application_outside_the_components_project_fails():
-    objects = {"argocd": [app("h200-root", "forge-h200-bootstrap"), app("h200-loki", "forge-h200"), app("h200-evil", "default"),
+def test_an_application_outside_its_components_project_fails():
+    objects = {"argocd": [app("h200-root", "forge-h200-bootstrap"), app("h200-loki", "forge-h200-loki"),
+                          app("h200-alloy", "forge-h200-loki"), app("h200-evil", "default"),
                           app("h200-x", "forge-h200-bootstrap")]}
-    failures = application_projects("h200", objects, "forge-h200", "h200-root", "forge-h200-bootstrap")
-    assert [(f.object, f.path) for f in failures] == [("Application/argocd/h200-evil", "spec.project"),
+    projects = {"h200-loki": "forge-h200-loki", "h200-alloy": "forge-h200-alloy"}
+    failures = application_projects("h200", objects, projects, "h200-root", "forge-h200-bootstrap")
+    assert [(f.object, f.path) for f in failures] == [("Application/argocd/h200-alloy", "spec.project"),
+                                                      ("Application/argocd/h200-evil", "spec.project"),
                                                       ("Application/argocd/h200-x", "spec.project")]
-    assert "project is 'default', want 'forge-h200'" in failures[0].reason
-    assert application_projects("h200", {"argocd": [app("h200-root", "forge-h200")]}, "forge-h200", "h200-root",
-                                "forge-h200-bootstrap")  # the root in the components' project fails too
+    assert "project is 'forge-h200-loki', want 'forge-h200-alloy'" in failures[0].reason
+    assert "belongs to no component" in failures[1].reason
+    assert application_projects("h200", {"argocd": [app("h200-root", "forge-h200-loki")]}, projects, "h200-root",
+                                "forge-h200-bootstrap")  # the root in a component's project fails too
 
 
 def test_validate_fails_when_an_overlay_drops_its_default_deny(repo_inputs: Path, upstream: Path):
@@ -50,3 +54,22 @@ def test_validate_fails_when_an_overlay_drops_its_default_deny(repo_inputs: Path
     assert result.exit_code == 1, result.output
     assert "a100 / loki / Namespace/loki / - / namespace loki has no default-deny ingress NetworkPolicy" in result.output
     assert "h200 / loki" not in result.output
+
+
+def test_validate_fails_on_a_kind_the_applications_project_does_not_allow(repo_inputs: Path, upstream: Path):
+    """A config-only Application (scheduling: PriorityClasses) that gains a ClusterRoleBinding, and
+    the AppProject of a component that gains a namespace its Application never renders into."""
+    assert CliRunner().invoke(main, ["generate", "--root", str(repo_inputs)]).exit_code == 0
+    overlay = repo_inputs / "overlays/a100/scheduling"
+    (overlay / "crb.yaml").write_text(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: escalate\n"
+        "roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}\n"
+        "subjects: [{kind: ServiceAccount, name: default, namespace: scheduling}]\n")
+    kustomization = overlay / "kustomization.yaml"
+    kustomization.write_text(kustomization.read_text().replace("resources:\n", "resources:\n  - crb.yaml\n"))
+    render_all(repo_inputs)
+    result = CliRunner().invoke(main, ["validate", "--root", str(repo_inputs), "--upstream", str(upstream)])
+    assert result.exit_code == 1, result.output
+    assert ("a100 / scheduling / ClusterRoleBinding/escalate / kind / cluster-scoped rbac.authorization.k8s.io/ClusterRoleBinding "
+            "is not in AppProject forge-a100-scheduling's clusterResourceWhitelist") in result.output
+    assert "h200 / scheduling" not in result.output

@@ -51,6 +51,17 @@ WAVE_STORAGE = 30
 WAVE_WORKLOADS = 40
 WAVE_OBSERVABILITY = 50
 
+
+
+def kinds(group: str, *names: str) -> tuple[tuple[str, str], ...]:
+    """(group, kind) pairs of one API group, for `cluster_kinds` and `namespaced_kinds`."""
+    return tuple((group, name) for name in names)
+
+
+# What nearly every chart renders: its workloads' service accounts, configuration and services.
+WORKLOAD_KINDS = kinds("", "ServiceAccount", "ConfigMap", "Service") + kinds("apps", "Deployment")
+RBAC_NAMESPACED = kinds("rbac.authorization.k8s.io", "Role", "RoleBinding")
+
 # Inside one Application: CRDs (wave 0 by default) before the custom resources that need them.
 CR_SYNC_WAVE = "5"
 
@@ -166,6 +177,14 @@ class Component:
     crd_groups: ClassVar[tuple[str, ...]] = ()
     # Cluster-scoped kinds the component's chart and manifests create, as (group, kind).
     cluster_kinds: ClassVar[tuple[tuple[str, str], ...]] = ()
+    # Namespaced kinds its chart (or remote base) renders with forge's values, as (group, kind), from
+    # the chart's templates at the pinned version: forge's own render cannot show them, and its
+    # AppProject allows only these and the kinds of forge's own objects (forge.argocd_projects).
+    namespaced_kinds: ClassVar[tuple[tuple[str, str], ...]] = ()
+    # API groups of the custom resources its Application creates CRDs for (crd_groups where empty):
+    # an Application that renders another's custom resources syncs in a later wave and retries
+    # until they exist (forge.argocd_order).
+    api_groups: ClassVar[tuple[str, ...]] = ()
     # Values keys the chart reads but documents only in comments, as dotted paths.
     declared_values: ClassVar[frozenset[str]] = frozenset()
     # Values keys set on purpose even where they equal the chart's default, so `forge validate

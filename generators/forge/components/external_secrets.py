@@ -25,7 +25,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from forge.components import network
-from forge.components.base import WAVE_SECRETS, Component, Expected, custom_resource
+from forge.components.base import RBAC_NAMESPACED, WORKLOAD_KINDS, WAVE_SECRETS, Component, Expected, custom_resource
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL
 from forge.inventory.schema import Name, Strict
 from forge.model import ClusterModel
@@ -74,6 +74,7 @@ class ExternalSecrets(Component):
     name = "external-secrets"
     namespace = NAMESPACE
     sync_wave = WAVE_SECRETS
+    namespaced_kinds = (*WORKLOAD_KINDS, *RBAC_NAMESPACED, ("", "Secret"), ("policy", "PodDisruptionBudget"))
     chart = "external-secrets"
     server_side_apply = True  # its CRDs exceed client-side apply's annotation limit
     crd_groups = ("external-secrets.io", "generators.external-secrets.io")

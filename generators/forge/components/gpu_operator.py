@@ -7,7 +7,7 @@ from typing import Any
 import yaml
 
 from forge.components import gpu_drivers, network
-from forge.components.base import WAVE_GPU, Component, Expected, custom_resource
+from forge.components.base import RBAC_NAMESPACED, WORKLOAD_KINDS, WAVE_GPU, Component, Expected, custom_resource
 from forge.components.driver_upgrades import UpgradeSettings, chart_upgrade_policy, upgrade_policy
 from forge.inventory.schema import Strict
 from forge.model import MIG_DISABLED, ClusterModel
@@ -44,6 +44,8 @@ class GpuOperator(Component):
     name = "gpu-operator"
     namespace = "gpu-operator"
     sync_wave = WAVE_GPU
+    namespaced_kinds = (*WORKLOAD_KINDS, *RBAC_NAMESPACED, ("batch", "Job"))  # the CRD-upgrade hook Job
+    api_groups = ('nvidia.com',)
     chart = "gpu-operator"
     server_side_apply = True  # the ClusterPolicy CRD is too large for client-side apply
     cluster_kinds = (

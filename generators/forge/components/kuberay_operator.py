@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from forge.components import network
-from forge.components.base import WAVE_OPERATORS, Component, Expected
+from forge.components.base import RBAC_NAMESPACED, WORKLOAD_KINDS, WAVE_OPERATORS, Component, Expected
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL
 from forge.model import ClusterModel
 from forge import versions
@@ -26,6 +26,8 @@ class KuberayOperator(Component):
     name = "kuberay-operator"
     namespace = "kuberay"
     sync_wave = WAVE_OPERATORS  # before Flyte, whose Ray plugin creates RayJobs
+    namespaced_kinds = (*WORKLOAD_KINDS, *RBAC_NAMESPACED)
+    api_groups = ('ray.io',)
     chart = "kuberay-operator"
     server_side_apply = True  # the RayCluster/RayJob CRDs embed pod templates: too large otherwise
     # Only Argo CD's automated pruning is off: the chart's CRDs (RayCluster, RayJob, RayService, RayCronJob) cannot be annotated

@@ -28,7 +28,7 @@ import yaml
 
 from forge.capacity import Capacity, capacity, quantity
 from forge.components import network
-from forge.components.base import WAVE_KUEUE, Component, Contains, Expected, custom_resource
+from forge.components.base import RBAC_NAMESPACED, WORKLOAD_KINDS, WAVE_KUEUE, Component, Contains, Expected, custom_resource
 from forge.components.kueue_checks import FLYTE, RACK_LABEL, check_kueue
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL, PriorityClassSpec, Scheduling
 from forge.model import ClusterModel
@@ -92,6 +92,7 @@ class Kueue(Component):
     # After the training-operator and KubeRay (their CRDs are there when Kueue sets up those
     # integrations) and before Flyte (its LocalQueues need Kueue's CRDs, its jobs Kueue's webhooks).
     sync_wave = WAVE_KUEUE
+    namespaced_kinds = (*WORKLOAD_KINDS, *RBAC_NAMESPACED, ("", "Secret"))
     chart = "kueue"
     release_name = RELEASE
     server_side_apply = True  # the Workload CRD embeds pod templates: too large for client-side apply

@@ -21,7 +21,7 @@ from typing import Annotated, Any, Iterator
 from pydantic import BaseModel, ConfigDict, Field
 
 from forge.components import network
-from forge.components.base import WAVE_OBSERVABILITY, Component, Expected, storage_class, storage_class_problem
+from forge.components.base import RBAC_NAMESPACED, WORKLOAD_KINDS, WAVE_OBSERVABILITY, Component, Expected, storage_class, storage_class_problem
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL
 from forge.model import CONTROL_PLANE_LABEL, ClusterModel
 from forge.observability import plain
@@ -70,6 +70,8 @@ class Loki(Component):
     name = "loki"
     namespace = NAMESPACE
     sync_wave = WAVE_OBSERVABILITY
+    namespaced_kinds = (*WORKLOAD_KINDS, *RBAC_NAMESPACED, ("apps", "StatefulSet"), ("", "Secret"),
+                        ("policy", "PodDisruptionBudget"))
     chart = "loki"
     cluster_kinds = (
         ("rbac.authorization.k8s.io", "ClusterRole"),

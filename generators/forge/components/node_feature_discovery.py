@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from forge.components import network
-from forge.components.base import WAVE_FOUNDATION, Component, custom_resource
+from forge.components.base import RBAC_NAMESPACED, WORKLOAD_KINDS, WAVE_FOUNDATION, Component, custom_resource
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL, SYSTEM_NODE_CRITICAL
 from forge.model import ClusterModel, NodeModel
 
@@ -26,6 +26,7 @@ class NodeFeatureDiscovery(Component):
     name = "node-feature-discovery"
     namespace = "node-feature-discovery"
     sync_wave = WAVE_FOUNDATION
+    namespaced_kinds = (*WORKLOAD_KINDS, *RBAC_NAMESPACED, ("apps", "DaemonSet"), ("batch", "Job"))
     chart = "node-feature-discovery"
     crd_groups = ("nfd.k8s-sigs.io",)
     # Only Argo CD's automated pruning is off: the chart's CRDs (NodeFeature, NodeFeatureRule, NodeFeatureGroup: every node label rule) cannot be annotated

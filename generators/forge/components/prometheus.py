@@ -26,7 +26,7 @@ from typing import Annotated, Any, Iterator
 from pydantic import BaseModel, ConfigDict, Field
 
 from forge.components import alluxio, flyte, network
-from forge.components.base import (WAVE_MONITORING_CRDS, WAVE_OBSERVABILITY, Component, Expected, custom_resource, storage_class,
+from forge.components.base import (RBAC_NAMESPACED, WORKLOAD_KINDS, kinds, WAVE_MONITORING_CRDS, WAVE_OBSERVABILITY, Component, Expected, custom_resource, storage_class,
                                    storage_class_problem)
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL, SYSTEM_NODE_CRITICAL
 from forge.components.loki import GATEWAY_URL as LOKI_URL
@@ -99,6 +99,10 @@ class Prometheus(Component):
     name = "prometheus"
     namespace = NAMESPACE
     sync_wave = WAVE_OBSERVABILITY
+    # The admission webhook's patch Jobs, node-exporter's DaemonSet, Grafana, the Alertmanager config
+    # Secret, and the operator's custom resources.
+    namespaced_kinds = (*WORKLOAD_KINDS, *RBAC_NAMESPACED, ("apps", "DaemonSet"), ("", "Secret"), ("batch", "Job"),
+                        *kinds("monitoring.coreos.com", "Prometheus", "Alertmanager", "ServiceMonitor", "PodMonitor", "PrometheusRule"))
     chart = CHART
     server_side_apply = True  # dashboard ConfigMaps grow past client-side apply's annotation limit
     cluster_kinds = (

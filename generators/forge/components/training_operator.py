@@ -20,7 +20,7 @@ from __future__ import annotations
 import yaml
 
 from forge.components import network
-from forge.components.base import WAVE_OPERATORS, Component, Expected, RemoteBase
+from forge.components.base import RBAC_NAMESPACED, WORKLOAD_KINDS, WAVE_OPERATORS, Component, Expected, RemoteBase
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL
 from forge.model import ClusterModel
 from forge import versions
@@ -43,6 +43,8 @@ class TrainingOperator(Component):
     name = "training-operator"
     namespace = NAMESPACE
     sync_wave = WAVE_OPERATORS  # before Flyte, whose plugins create PyTorchJobs and MPIJobs
+    namespaced_kinds = (*WORKLOAD_KINDS, ("", "Secret"))  # the standalone overlay: manager, webhook Service, cert Secret
+    api_groups = ('kubeflow.org',)
     server_side_apply = True  # the job CRDs embed pod templates: too large for client-side apply
     cluster_kinds = (
         ("apiextensions.k8s.io", "CustomResourceDefinition"),

@@ -122,7 +122,10 @@ def applications(root: Path, plan: ClusterPlan, upstream: Path | None, argocd_cr
             argo.items += [Item(obj, str(path), 1) for obj in load_yaml_stream(path.read_text(encoding="utf-8"))]
     argo.items.append(Item({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ARGOCD_NAMESPACE}},
                            "(the Argo CD installation)", 0))
-    argo.items += _file_items(rendered / "argocd.yaml", f"{RENDERED_DIR}/{plan.name}/argocd.yaml")
+    # Argo CD runs hooks (the root's PreSync prerequisites check), it does not keep them as objects:
+    # the box has no Argo CD to run them, and is its own prerequisites.
+    argo.items += [i for i in _file_items(rendered / "argocd.yaml", f"{RENDERED_DIR}/{plan.name}/argocd.yaml")
+                   if "argocd.argoproj.io/hook" not in ((i.obj.get("metadata") or {}).get("annotations") or {})]
     apps = [argo]
     for component in plan.components:
         hydrated = root / HYDRATED_DIR / plan.name / f"{component.name}.yaml"

@@ -14,8 +14,8 @@ Per cluster:
 * our values against the cached chart (forge.upstream.reads): a key no template reads is a
   failure ("ignored"); a key equal to the chart's default is a warning ("redundant") — it does
   nothing today, but someone may have pinned a default on purpose against a chart bump;
-* every object's namespace is a destination of the cluster's AppProject (else Argo CD refuses
-  the sync);
+* every object's kind and namespace are allowed by its component's AppProject, the charts'
+  objects included (forge.validate.fences; else Argo CD refuses the sync);
 * each component's `expected_in_hydrated(cluster)`: the objects the chart created from our values
   carry what the inventory asked for.
 
@@ -34,11 +34,12 @@ import yaml
 from ruamel.yaml import YAML
 
 from forge import argocd
+from forge.argocd_projects import component_project
 from forge.versions import chart_pins
 from forge.components.base import Contains, Expected
 from forge.emit import labels_for
 from forge.errors import ForgeError
-from forge.fleet import load_fleet
+from forge.fleet import components_of, load_fleet
 from forge.model import ClusterModel
 from forge.upstream.chart import load_chart
 from forge.upstream.hydrate import HYDRATED_DIR, Job, hydrated_file, jobs_for, load_hydrated
@@ -48,6 +49,7 @@ from forge.validate.cluster_policies import cluster_plugins
 from forge.validate.crd import CrdSchemas
 from forge.validate.engine import Engine, Report, kube_schemas, missing_runtime_data, policies, runtime_crds, runtime_kinds
 from forge.validate.failure import Failure
+from forge.validate.fences import ProjectFence
 from forge.validate.objects import object_id
 
 
@@ -88,7 +90,6 @@ def _check_cluster(root: Path, cluster: ClusterModel, jobs: list[Job], report: R
         unselected += [obj for obj, _ in load_hydrated(path) if obj.get("kind") in ("CustomResourceDefinition", "PriorityClass")]
     crds.add_objects(obj for obj in unselected if obj.get("kind") == "CustomResourceDefinition")
     kube = kube_schemas(cluster.kubernetes_version)
-    project = argocd.app_project(cluster, [j.component for j in jobs], chart_pins(root))
 
     components = [j.component for j in jobs]
     unchecked = runtime_kinds(components) if upstream is None else set()
@@ -100,11 +101,15 @@ def _check_cluster(root: Path, cluster: ClusterModel, jobs: list[Job], report: R
                                f"Kubernetes {kube.version} and no CRD for it in the cluster's hydrated output")]
 
     engine = Engine(kube, [crds, runtime_crds(components, upstream)], no_schema,
-                    [policies({}, skip=_switched_off), lambda obj: namespace_problems(obj, project)])
+                    [policies({}, skip=_switched_off)])
     report.count(cluster.name, "objects", 0)
     pins = chart_pins(root)
     components = [j.component for j in jobs]
-    apps = {c.name: argocd.component_application(cluster, c, pins.get(c.chart or "")) for c in components}
+    apps = {c.name: argocd.component_application(cluster, c, pins.get(c.chart or ""), components) for c in components}
+    # Each component's objects, the charts' included, against its own AppProject (forge.validate.fences).
+    every = list(components_of(cluster))
+    fence = ProjectFence({c.name: component_project(cluster, c, every, pins.get(c.chart or "")) for c in components},
+                         {c.name: c.namespace for c in components}, every)
     # The workload classes come from every component's output, selected or not (scheduling's).
     everything = {**{n: [o for o, _ in objs] for n, objs in loaded.items()}, "": unselected}
     cluster_checks = cluster_plugins(everything, apps, components, labels_for(cluster.name))
@@ -112,7 +117,7 @@ def _check_cluster(root: Path, cluster: ClusterModel, jobs: list[Job], report: R
         rel = (HYDRATED_DIR / cluster.name / f"{job.component.name}.yaml").as_posix()
         items = ((obj, f"{rel}:{line} {object_id(obj)}") for obj, line in loaded[job.component.name])
         engine.check_component(report, cluster.name, job.component.name, items,
-                               [ValuesKeys(root, job), ExpectedObjects(job), *cluster_checks])
+                               [ValuesKeys(root, job), ExpectedObjects(job), fence, *cluster_checks])
     # Pod Security and Secret references over the whole hydrated cluster (forge.validate.admission)
     at = {(name, object_id(o)): f"{(HYDRATED_DIR / cluster.name / f'{name}.yaml').as_posix()}:{line}"
           for name, objs in loaded.items() for o, line in objs}
@@ -155,20 +160,6 @@ class ExpectedObjects:
             expected = Expected(*item)
             for path, reason in check_expected(objects, expected):
                 report.failures.append(Failure(cluster, component, f"{expected.kind}/{expected.name}", path, reason))
-
-
-def namespace_problems(obj: dict[str, Any], project: dict[str, Any] | None) -> list[tuple[str, str]]:
-    """An object a chart puts in a namespace the cluster's AppProject does not list: Argo CD
-    refuses to sync the whole Application (kube-prometheus-stack puts its control-plane Services
-    in kube-system). Objects without a namespace go to the Application's destination, listed."""
-    ns = (obj.get("metadata") or {}).get("namespace")
-    if project is None or not ns:
-        return []
-    allowed = {d.get("namespace") for d in project["spec"].get("destinations", [])}
-    if ns in allowed or "*" in allowed:
-        return []
-    return [("metadata.namespace", f"namespace '{ns}' is not a destination of AppProject {project['metadata']['name']}: "
-                                   "Argo CD would refuse to sync the Application (list it in the component's namespaces())")]
 
 
 _PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")

@@ -14,7 +14,7 @@ from forge.paths import OVERLAYS_DIR
 from forge.validate.admission import example_objects, pod_security, secret_references
 from forge.validate.failure import Failure
 from forge.validate.objects import load_yaml_stream
-from forge.validate.podsecurity import PodSpecs
+from forge.validate.podsecurity import ENFORCE, PodSpecs
 
 
 def admission_failures(root: Path, cluster: ClusterModel, components: Sequence[Component],
@@ -32,7 +32,11 @@ def admission_failures(root: Path, cluster: ClusterModel, components: Sequence[C
     eso = ExternalSecrets()
     specs = PodSpecs()
     specs.none_in(o for c, objs in objects.items() if "containers" in (lacks or {}).get(c, ()) for o in objs)
-    problems = pod_security(objects, destinations, examples, chain.from_iterable(objects.values()), specs)
+    # Argo CD's namespace is not forge's: the pods forge puts there (the prerequisites check) are
+    # held to `restricted`, whatever the installation enforces.
+    argo = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": cluster.settings.argocd.namespace,
+                                                                  "labels": {ENFORCE: "restricted"}}}
+    problems = pod_security(objects, destinations, examples, chain(chain.from_iterable(objects.values()), [argo]), specs)
     problems += secret_references(
         objects, values={c.name: read[c.name] if c.name in read else _values(root, cluster.name, c.name)
                          for c in components if c.chart},

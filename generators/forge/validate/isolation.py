@@ -2,9 +2,9 @@
 
 * every Namespace forge ships has a default-deny ingress NetworkPolicy (forge.components.network):
   a namespace without one accepts traffic from every pod of the cluster;
-* every child Application (the folder the root Application syncs) names the components'
-  AppProject, and the root Application the bootstrap project: an Application in another
-  project (`default` allows everything) would escape what the AppProject permits.
+* every child Application names its component's AppProject, and the root Application the
+  bootstrap project: an Application in another project (`default` allows everything) would
+  escape what the AppProject permits.
 """
 from __future__ import annotations
 
@@ -26,15 +26,22 @@ def namespace_isolation(cluster: str, objects: Mapping[str, list[dict[str, Any]]
             if obj.get("kind") == "Namespace" and (name := (obj.get("metadata") or {}).get("name")) not in denied]
 
 
-def application_projects(cluster: str, objects: Mapping[str, list[dict[str, Any]]], project: str, root: str,
-                         root_project: str) -> list[Failure]:
+def application_projects(cluster: str, objects: Mapping[str, list[dict[str, Any]]], projects: Mapping[str, str],
+                         root: str, root_project: str) -> list[Failure]:
+    """`projects`: child Application name -> its component's project; the root (`root`) names
+    the bootstrap project. An Application that is neither is a failure whatever it names."""
     out = []
     for obj in objects.get(BOOTSTRAP, []):
         if obj.get("kind") != "Application":
             continue
-        want = root_project if (obj.get("metadata") or {}).get("name") == root else project
+        name = (obj.get("metadata") or {}).get("name")
+        want = root_project if name == root else projects.get(name)
         have = (obj.get("spec") or {}).get("project")
-        if have != want:
+        if want is None:
+            out.append(Failure(cluster, BOOTSTRAP, object_id(obj), "spec.project",
+                               f"Application '{name}' belongs to no component: only the root and one Application per "
+                               "component, each in its own AppProject, bound what the repo deploys"))
+        elif have != want:
             out.append(Failure(cluster, BOOTSTRAP, object_id(obj), "spec.project",
                                f"project is '{have}', want '{want}': only the AppProjects forge bootstraps bound what the repo deploys"))
     return out

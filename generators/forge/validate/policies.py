@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from forge.argocd_config import ARGOCD_PART_OF, REPOSITORY_KEYS, credential_keys, is_argocd_config
 from forge.validate._schema import Link, dotted, dotted_link
 
 PSA_ENFORCE = "pod-security.kubernetes.io/enforce"
@@ -94,7 +95,13 @@ def check_policies(obj: dict[str, Any], *, required_labels: dict[str, str], imag
     meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
     labels = meta.get("labels") if isinstance(meta.get("labels"), dict) else {}
 
-    if kind == "Secret":
+    argocd_config = is_argocd_config(obj)
+    if kind == "Secret" and argocd_config:
+        # An Argo CD repository entry: where and what in Git, never a credential.
+        for key in credential_keys(obj):
+            out.append((f"stringData.{key}", "a repository Secret carries a credential in Git; only "
+                                             f"{', '.join(sorted(REPOSITORY_KEYS))} may be here (credentials: ExternalSecret)"))
+    elif kind == "Secret":
         for field in ("data", "stringData"):
             if obj.get(field):
                 out.append((field, "Secret carries credentials in Git; reference them (e.g. ExternalSecret) instead"))
@@ -106,6 +113,8 @@ def check_policies(obj: dict[str, Any], *, required_labels: dict[str, str], imag
             out.append(("", "nested too deeply to check its images"))
 
     for key, want in required_labels.items():
+        if argocd_config and key in ARGOCD_PART_OF:
+            want = ARGOCD_PART_OF[key]  # Argo CD's settings informer selects part-of argocd
         have = labels.get(key)
         if have is None:
             out.append((f"metadata.labels.{key}", f"required label missing (want '{want}')"))

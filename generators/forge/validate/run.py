@@ -22,7 +22,8 @@ from forge.fleet import load_fleet
 from forge.model import ClusterModel
 from forge.paths import OVERLAYS_DIR, RENDERED_DIR
 from forge.argocd import app_name, bootstrap_project_name
-from forge.validate import isolation
+from forge.argocd_projects import project_name
+from forge.validate import fences, isolation
 from forge.validate.cluster_checks import admission_failures
 from forge.validate.crd import CrdSchemas
 from forge.validate.crd_index import LazyCrdFolder
@@ -101,8 +102,11 @@ def validate_cluster(cluster: ClusterModel, components: list[Component], objects
     report.failures += queue_failures(cluster, objects)  # Kueue's objects hold only together
     argo = cluster.settings.argocd
     report.failures += isolation.namespace_isolation(cluster.name, objects)
-    report.failures += isolation.application_projects(cluster.name, objects, argo.project, app_name(cluster, "root"),
-                                                      bootstrap_project_name(cluster))
+    report.failures += isolation.application_projects(
+        cluster.name, objects, {app_name(cluster, c.name): project_name(cluster, c) for c in components},
+        app_name(cluster, "root"), bootstrap_project_name(cluster))
+    report.failures += fences.rendered_fences(cluster, components, objects)
+    report.failures += fences.wave_order(cluster, components, objects)
 
 
 def validate_values(root: Path, cluster: ClusterModel, components: list[Component], upstream: Path | None,

@@ -40,7 +40,7 @@ from forge.components.alluxio.layout import (GIB, READ_POLICIES, ROOT_UFS, WRITE
                                              AlluxioSettings, Journal, MemoryTier, SsdDir, TierLayout, memory_tier_gib,
                                              ssd_quota_gib, tier_layout, tier_levels, tier_options)
 from forge.components import network
-from forge.components.base import WAVE_STORAGE, Component, Contains, Expected, Scrape, storage_class, storage_class_problem
+from forge.components.base import RBAC_NAMESPACED, WORKLOAD_KINDS, WAVE_STORAGE, Component, Contains, Expected, Scrape, storage_class, storage_class_problem
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL
 from forge.model import NVME_LABEL, ClusterModel
 from forge import versions
@@ -72,6 +72,7 @@ class Alluxio(Component):
     name = "alluxio"
     namespace = NAMESPACE
     sync_wave = WAVE_STORAGE
+    namespaced_kinds = (*WORKLOAD_KINDS, *RBAC_NAMESPACED, ("apps", "StatefulSet"), ("apps", "DaemonSet"))
     chart = "alluxio"
     release_name = RELEASE
     # `secrets` is documented only in comments (values.yaml of 0.6.54); `properties` is Alluxio's

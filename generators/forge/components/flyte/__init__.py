@@ -31,7 +31,7 @@ from typing import Any, Iterator
 
 from forge.components import alluxio, network
 from forge.components.kuberay_operator import RAY_HEAD_PORTS, KuberayOperator
-from forge.components.base import WAVE_WORKLOADS, Component, Contains, Expected, custom_resource
+from forge.components.base import RBAC_NAMESPACED, WORKLOAD_KINDS, WAVE_WORKLOADS, Component, Contains, Expected, custom_resource
 from forge.components.flyte import access, plan, rdma
 from forge.components.flyte.objects import (API_PORTS, GPU_RESOURCE, WEBHOOK_PORT, METRICS_PATH, METRICS_PORT, NAMESPACE, POD_TEMPLATE,  # noqa: F401 (re-exported)
                                             PSA_LEVEL, RELEASE, SCRAPES, escape_for_tpl, limit_range, log_link,
@@ -68,6 +68,8 @@ class Flyte(Component):
     name = "flyte"
     namespace = NAMESPACE
     sync_wave = WAVE_WORKLOADS  # after training-operator and KubeRay (WAVE_OPERATORS) and Alluxio
+    namespaced_kinds = (*WORKLOAD_KINDS, ("", "Secret"), ("networking.k8s.io", "Ingress"))
+    api_groups = ('flyte.lyft.io',)
     chart = "flyte-binary"
     release_name = RELEASE
     server_side_apply = True  # the FlyteWorkflow CRD (configuration.propeller.createCRDs: false) is large

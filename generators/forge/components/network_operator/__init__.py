@@ -29,7 +29,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from forge.components import network
-from forge.components.base import WAVE_NETWORK, Component, RuntimeCrds, custom_resource
+from forge.components.base import RBAC_NAMESPACED, WORKLOAD_KINDS, WAVE_NETWORK, Component, RuntimeCrds, custom_resource
 from forge.components.driver_upgrades import gpu_upgrade_settings, maintenance_operator_config, upgrade_policy
 from forge.inventory.schema import Name
 from forge.components.network_operator import nvipam
@@ -95,6 +95,8 @@ class NetworkOperator(Component):
     name = "network-operator"
     namespace = NAMESPACE
     sync_wave = WAVE_NETWORK  # before the GPU Operator: its driver waits for the DOCA/OFED driver
+    namespaced_kinds = (*WORKLOAD_KINDS, *RBAC_NAMESPACED, ("batch", "Job"))  # the CRD-upgrade hook Job
+    api_groups = ('mellanox.com', 'k8s.cni.cncf.io', 'nv-ipam.nvidia.com')
     chart = "network-operator"
     cluster_kinds = (
         ("apiextensions.k8s.io", "CustomResourceDefinition"),

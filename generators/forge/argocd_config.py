@@ -1,0 +1,164 @@
+"""Argo CD's own configuration for one cluster, shipped in Git (clusters/<cluster>/argocd/config/)
+and synced first by the root Application, so a fresh Argo CD converges from Git alone:
+
+- one repository Secret per source the Applications use (`argocd.argoproj.io/secret-type:
+  repository`): the git repositories, the Helm repositories, and Kueue's OCI registry with
+  `enableOCI: "true"` (without it Argo CD cannot render a chart from `registry.k8s.io/kueue/charts`).
+  They carry no credential: every source is public. A private source's credential would come from
+  the secret store (an ExternalSecret), never from Git.
+- `argocd-cm`'s resource customizations: the health of `argoproj.io/Application` (without it the
+  root Application does not wait for a wave's Applications to be healthy, and sync waves order
+  nothing), and of the operators' cluster policies from their `status.state`
+  (`nvidia.com/ClusterPolicy`, `nvidia.com/NVIDIADriver`, `mellanox.com/NicClusterPolicy`):
+  Progressing while the operator rolls out, Healthy only when it reports ready, Degraded when it
+  reports an error or ignores the object.
+
+Argo CD has no installation-wide retry setting: the retry policy is each Application's
+`syncPolicy.retry` (forge.argocd_order). Only the keys forge sets are applied, server-side, so the
+installation's other `argocd-cm` keys stay as they are; the ConfigMap is never pruned nor deleted.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from forge.components.base import Component
+from forge.model import ClusterModel
+from forge.versions import ChartPin
+
+CONFIG_DIR = "config"  # clusters/<cluster>/argocd/config/
+CONFIG_WAVE = "-100"  # in the root Application: before the AppProjects and every child Application
+ARGOCD_PART_OF = {"app.kubernetes.io/part-of": "argocd"}  # what Argo CD's settings informer selects
+REPOSITORY_LABEL = "argocd.argoproj.io/secret-type"
+# The keys a repository Secret may carry in Git: where and what, never who (no username, password,
+# sshPrivateKey, tlsClientCertKey, githubApp*...). forge.validate.policies allows only these.
+REPOSITORY_KEYS = frozenset({"name", "url", "type", "enableOCI", "project"})
+_OWN_SYNC = "ServerSideApply=true,Prune=false,Delete=false"
+
+_STATE_HEALTH = """\
+local hs = {{status = "Progressing", message = "waiting for the operator to report status.state"}}
+if obj.status == nil or obj.status.state == nil then
+  return hs
+end
+local state = obj.status.state
+local detail = ""
+if obj.status.conditions ~= nil then
+  for _, c in ipairs(obj.status.conditions) do
+    if c.message ~= nil and c.message ~= "" and c.status ~= nil and
+       ((c.type == "Ready" and c.status == "False") or (c.type == "Error" and c.status == "True")) then
+      detail = ": " .. c.message
+    end
+  end
+end
+if obj.status.reason ~= nil and obj.status.reason ~= "" then
+  detail = ": " .. obj.status.reason
+end
+if state == "ready" then
+  hs.status = "Healthy"
+  hs.message = "{kind} is ready"
+elseif state == "notReady" then
+  hs.status = "Progressing"
+  hs.message = "{kind} is rolling out (notReady)" .. detail
+elseif {degraded} then
+  hs.status = "Degraded"
+  hs.message = "{kind} state is " .. state .. detail
+else
+  hs.message = "{kind} state is " .. state .. detail
+end
+return hs
+"""
+
+# Argo CD's documented health check for Applications (argocd-cm, "Argo CD App health").
+APPLICATION_HEALTH = """\
+local hs = {status = "Progressing", message = ""}
+if obj.status ~= nil and obj.status.health ~= nil then
+  hs.status = obj.status.health.status
+  if obj.status.health.message ~= nil then
+    hs.message = obj.status.health.message
+  end
+end
+return hs
+"""
+
+
+def _degraded(states: tuple[str, ...]) -> str:
+    return " or ".join(f'state == "{s}"' for s in states)
+
+
+# (group, kind) -> the states (besides ready and notReady) that are Degraded, from each CRD's
+# status.state enum: ClusterPolicy ignored|ready|notReady, NVIDIADriver ignored|ready|notReady|
+# disabled (GPU Operator v26.7.0), NicClusterPolicy ignore|notReady|ready|error (26.4.1).
+STATE_KINDS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("nvidia.com", "ClusterPolicy"): ("ignored",),
+    ("nvidia.com", "NVIDIADriver"): ("ignored", "disabled"),
+    ("mellanox.com", "NicClusterPolicy"): ("ignore", "error"),
+}
+
+
+def health_key(group: str, kind: str) -> str:
+    return f"resource.customizations.health.{group}_{kind}"
+
+
+def health_checks() -> dict[str, str]:
+    """argocd-cm key -> Lua health script."""
+    out = {health_key("argoproj.io", "Application"): APPLICATION_HEALTH}
+    for (group, kind), degraded in STATE_KINDS.items():
+        out[health_key(group, kind)] = _STATE_HEALTH.format(kind=kind, degraded=_degraded(degraded))
+    return out
+
+
+def repositories(cluster: ClusterModel, components: list[Component], pins: dict[str, ChartPin]) -> list[dict[str, str]]:
+    """One entry per source repository of the cluster's Applications, sorted by URL."""
+    repos: dict[str, dict[str, str]] = {cluster.settings.git.repo_url: {"type": "git"}}
+    for c in components:
+        if c.chart:
+            pin = pins[c.chart]
+            entry = {"type": "helm", "name": _secret_name(pin.argocd_repo).removeprefix("repo-")}  # one per repository, not per chart
+            if pin.repo.startswith("oci://"):
+                entry["enableOCI"] = "true"
+            repos[pin.argocd_repo] = entry
+        if remote := c.remote_base(cluster):
+            repos[remote.repo_url] = {"type": "git"}
+    return [{"url": url, **fields} for url, fields in sorted(repos.items())]
+
+
+def _secret_name(url: str) -> str:
+    stem = url.split("://", 1)[-1].removesuffix(".git").removesuffix("/")
+    cleaned = "".join(ch if ch.isalnum() else "-" for ch in stem.lower())
+    return "repo-" + "-".join(p for p in cleaned.split("-") if p)[:58].rstrip("-")
+
+
+def config_objects(cluster: ClusterModel, components: list[Component], pins: dict[str, ChartPin]) -> dict[str, dict[str, Any]]:
+    """File name inside config/ -> object."""
+    namespace = cluster.settings.argocd.namespace
+    annotations = {"argocd.argoproj.io/sync-wave": CONFIG_WAVE, "argocd.argoproj.io/sync-options": _OWN_SYNC}
+    files: dict[str, dict[str, Any]] = {"configmap-argocd-cm.yaml": {
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "argocd-cm", "namespace": namespace, "labels": dict(ARGOCD_PART_OF),
+                     "annotations": dict(annotations)},
+        "data": health_checks(),
+    }}
+    for repo in repositories(cluster, components, pins):
+        name = _secret_name(repo["url"])
+        files[f"secret-{name}.yaml"] = {
+            "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "metadata": {"name": name, "namespace": namespace,
+                         "labels": {**ARGOCD_PART_OF, REPOSITORY_LABEL: "repository"},
+                         "annotations": {"argocd.argoproj.io/sync-wave": CONFIG_WAVE}},
+            "stringData": repo,
+        }
+    return files
+
+
+def is_argocd_config(obj: dict[str, Any]) -> bool:
+    """An object of Argo CD's own configuration as forge ships it: labelled part-of argocd."""
+    meta = obj.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    return labels.get("app.kubernetes.io/part-of") == "argocd" and (
+        (obj.get("kind") == "ConfigMap" and meta.get("name") == "argocd-cm")
+        or (obj.get("kind") == "Secret" and labels.get(REPOSITORY_LABEL) == "repository"))
+
+
+def credential_keys(obj: dict[str, Any]) -> list[str]:
+    """The keys of a repository Secret that are not where-and-what (a credential in Git)."""
+    keys = set((obj.get("stringData") or {})) | set((obj.get("data") or {}))
+    return sorted(keys - REPOSITORY_KEYS)

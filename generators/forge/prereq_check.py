@@ -1,0 +1,102 @@
+"""The root Application's PreSync check: what must exist on a cluster before its first sync, one
+line per missing prerequisite, exit 1 when any is missing (the sync fails and is retried).
+
+Standard library only: forge.argocd_prereqs ships this file as it is in a ConfigMap, with the
+cluster's list of prerequisites (JSON), and runs it in a Job with the Python image pinned in
+charts/versions.yaml. It reads the API server as the Job's service account (in-cluster token and
+CA), or `--api URL` without credentials (tests, a `kubectl proxy` on 127.0.0.1).
+
+The prerequisites (keys of the JSON):
+- `cni`: DaemonSet names of CNIs that enforce NetworkPolicy (Calico, Cilium, ...): at least one
+  must run, else forge's default-deny NetworkPolicies fence nothing;
+- `storage_classes`: every StorageClass forge's components claim volumes of;
+- `ingress_classes`: every IngressClass forge's Ingresses name (the ingress controller);
+- `secrets`: the bootstrap Secret(s), namespace, name and the keys they must have.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import ssl
+import sys
+import urllib.error
+import urllib.request
+from typing import Any, Callable
+
+IN_CLUSTER = "https://kubernetes.default.svc"
+SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+Get = Callable[[str], "dict[str, Any] | None"]
+
+
+def missing(spec: dict[str, Any], get: Get) -> list[str]:
+    """One line per missing prerequisite; [] when everything is there."""
+    out = []
+    cni = spec.get("cni") or []
+    if cni:
+        running = {(d.get("metadata") or {}).get("name") for d in (get("/apis/apps/v1/daemonsets") or {}).get("items", [])
+                   if ((d.get("status") or {}).get("numberReady") or 0) > 0}
+        if not running & set(cni):
+            out.append("missing prerequisite: a CNI that enforces NetworkPolicy (no ready DaemonSet named "
+                       f"{', '.join(cni)}): install one before the first sync, or every namespace is open to every pod")
+    for name in spec.get("storage_classes") or []:
+        if get(f"/apis/storage.k8s.io/v1/storageclasses/{name}") is None:
+            out.append(f"missing prerequisite: StorageClass {name} (the components claim their volumes from it): "
+                       "create it, or set cluster.storage_class in the inventory to one that exists")
+    for name in spec.get("ingress_classes") or []:
+        if get(f"/apis/networking.k8s.io/v1/ingressclasses/{name}") is None:
+            out.append(f"missing prerequisite: IngressClass {name} (the ingress controller forge's Ingresses use): "
+                       "install the ingress controller that provides it")
+    for secret in spec.get("secrets") or []:
+        ns, name, keys = secret["namespace"], secret["name"], secret.get("keys") or []
+        found = get(f"/api/v1/namespaces/{ns}/secrets/{name}")
+        if found is None:
+            out.append(f"missing prerequisite: Secret {ns}/{name} (the bootstrap credential, keys {', '.join(keys)}): "
+                       "create it by hand (docs/bootstrap.md)")
+            continue
+        lacking = [k for k in keys if not (found.get("data") or {}).get(k)]
+        if lacking:
+            out.append(f"missing prerequisite: Secret {ns}/{name} has no key {', '.join(lacking)}: add it (docs/bootstrap.md)")
+    return out
+
+
+def api_getter(base: str, token: str | None, context: ssl.SSLContext | None) -> Get:
+    def get(path: str) -> dict[str, Any] | None:
+        request = urllib.request.Request(base.rstrip("/") + path, headers={"Accept": "application/json"})
+        if token:
+            request.add_header("Authorization", f"Bearer {token}")
+        try:
+            with urllib.request.urlopen(request, timeout=20, context=context) as response:
+                return json.load(response)
+        except urllib.error.HTTPError as err:
+            if err.code == 404:
+                return None
+            raise SystemExit(f"cannot read {path}: HTTP {err.code} {err.reason} (the check's RBAC must allow it)")
+        except OSError as err:
+            raise SystemExit(f"cannot reach the API server at {base}: {err}")
+    return get
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="forge's prerequisites of a first sync")
+    parser.add_argument("spec", help="the prerequisites, JSON")
+    parser.add_argument("--api", help="API server URL without credentials (default: in-cluster)")
+    args = parser.parse_args(argv)
+    with open(args.spec, encoding="utf-8") as f:
+        spec = json.load(f)
+    if args.api:
+        get = api_getter(args.api, None, None)
+    else:
+        with open(f"{SA_DIR}/token", encoding="utf-8") as f:
+            token = f.read().strip()
+        get = api_getter(IN_CLUSTER, token, ssl.create_default_context(cafile=f"{SA_DIR}/ca.crt"))
+    lines = missing(spec, get)
+    for line in lines:
+        print(line)
+    if not lines:
+        print("every prerequisite is there")
+    return 1 if lines else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
