@@ -59,6 +59,13 @@ def test_nic_driver_upgrades_ask_the_maintenance_operator_within_the_same_knob()
     assert ofed["drain"]["enable"] is True
 
 
+def test_a_restarted_doca_driver_pod_reloads_only_after_cordon_and_drain():
+    """ofedDriver.upgradePolicy.safeLoad (the CRD's default false reloads the modules under
+    running jobs when the driver pod merely restarts)."""
+    ofed = generated("overlays/h200/network-operator/nicclusterpolicy-nic-cluster-policy.yaml")["spec"]["ofedDriver"]
+    assert ofed["upgradePolicy"]["safeLoad"] is True
+
+
 def test_a100_has_no_nic_driver_and_no_maintenance_operator():
     cluster = model("a100")
     assert not NetworkOperator().enabled(cluster)

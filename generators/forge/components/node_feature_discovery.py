@@ -47,6 +47,11 @@ class NodeFeatureDiscovery(Component):
         if any(n.taints for n in cluster.nodes):
             master["enableTaints"] = True  # taints in our NodeFeatureRules are ignored otherwise
         return {
+            # No post-delete hook: the chart's default runs `nfd-master -prune` when the Application
+            # is deleted, which strips every forge.exa.ai/* label, the GPU taints and
+            # nvidia.com/mig.config from every node (the GPU Operator then tears the MIG layouts
+            # down). forge validate refuses a delete hook on any Application (validate.delete_hooks).
+            "postDeleteCleanup": False,
             # Never pre-empted by workloads: master and gc at the cluster services' class, the
             # worker (a node agent) at the node agents'.
             "priorityClassName": SYSTEM_CLUSTER_CRITICAL,
