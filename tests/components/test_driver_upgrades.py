@@ -19,7 +19,7 @@ KNOB = "      wait_for_completion: {pod_selector: training.kubeflow.org/job-name
 
 
 def _custom(text: str) -> str:
-    text = edit(text, "      max_parallel: 1\n", "      max_parallel: 2\n")
+    text = edit(text, "      max_parallel: 1\n", "      max_parallel: 2\n      max_unavailable: 10%\n")
     text = edit(text, "      drain_timeout_seconds: 1800\n", "      drain_timeout_seconds: 900\n")
     return edit(text, KNOB, "      wait_for_completion: {pod_selector: 'ray.io/node-type=worker', timeout_seconds: 3600}\n")
 
@@ -30,14 +30,14 @@ def test_both_fleets_upgrade_gpu_drivers_one_drained_node_at_a_time_waiting_for_
     assert values["driver"]["upgradePolicy"] == {
         "autoUpgrade": True,
         "maxParallelUpgrades": 1,
-        "maxUnavailable": 1,
+        "maxUnavailable": "25%",
         "waitForCompletion": {"podSelector": "training.kubeflow.org/job-name", "timeoutSeconds": 86400},
         "drain": {"enable": True, "force": False, "podSelector": "", "timeoutSeconds": 1800, "deleteEmptyDir": True},
         "gpuPodDeletion": {"force": False, "timeoutSeconds": 1800, "deleteEmptyDir": True},
     }
     # and the ClusterPolicy the chart renders must carry it (forge validate --hydrated)
     expected = {e.path: e.value for e in GpuOperator().expected_in_hydrated(model(cluster)) if e.kind == "ClusterPolicy"}
-    assert expected["spec.driver.upgradePolicy.maxUnavailable"] == 1
+    assert expected["spec.driver.upgradePolicy.maxUnavailable"] == "25%"
     assert expected["spec.driver.upgradePolicy.drain"]["enable"] is True
     assert expected["spec.driver.upgradePolicy.waitForCompletion"] == {"podSelector": "training.kubeflow.org/job-name",
                                                                        "timeoutSeconds": 86400}
@@ -52,7 +52,7 @@ def test_nic_driver_upgrades_ask_the_maintenance_operator_within_the_same_knob()
     assert values["maintenance-operator-chart"]["operator"]["admissionController"] == {"enable": False}
     config = generated("overlays/h200/network-operator/maintenanceoperatorconfig-default.yaml")
     assert config["metadata"]["name"] == "default" and config["metadata"]["namespace"] == NAMESPACE
-    assert config["spec"] == {"maxParallelOperations": 1, "maxUnavailable": 1}
+    assert config["spec"] == {"maxParallelOperations": 1, "maxUnavailable": "25%"}
     ofed = generated("overlays/h200/network-operator/nicclusterpolicy-nic-cluster-policy.yaml")["spec"]["ofedDriver"]["upgradePolicy"]
     assert ofed["maxParallelUpgrades"] == 1
     assert ofed["waitForCompletion"] == {"podSelector": "training.kubeflow.org/job-name", "timeoutSeconds": 86400}
@@ -74,11 +74,11 @@ def test_a100_has_no_nic_driver_and_no_maintenance_operator():
 def test_the_knob_comes_from_the_inventory():
     cluster = model("h200", _custom(inventory_text("h200")))
     values = GpuOperator().values(cluster)["driver"]["upgradePolicy"]
-    assert (values["maxParallelUpgrades"], values["maxUnavailable"]) == (2, 2)
+    assert (values["maxParallelUpgrades"], values["maxUnavailable"]) == (2, "10%")
     assert values["waitForCompletion"] == {"podSelector": "ray.io/node-type=worker", "timeoutSeconds": 3600}
     assert values["drain"]["timeoutSeconds"] == 900 and values["gpuPodDeletion"]["timeoutSeconds"] == 900
     objs = {o["kind"]: o for o in NetworkOperator().manifests(cluster)}
-    assert objs["MaintenanceOperatorConfig"]["spec"] == {"maxParallelOperations": 2, "maxUnavailable": 2}
+    assert objs["MaintenanceOperatorConfig"]["spec"] == {"maxParallelOperations": 2, "maxUnavailable": "10%"}
     ofed = objs["NicClusterPolicy"]["spec"]["ofedDriver"]["upgradePolicy"]
     # 10 % of the 18 DOCA nodes is 1: the NIC's own share stays below the knob
     assert ofed["maxParallelUpgrades"] == 1
@@ -101,7 +101,7 @@ def test_the_knob_defaults_to_one_node_without_a_block():
     start = text.index("  gpu-operator:\n")
     text = text[:start] + text[text.index(KNOB) + len(KNOB):]
     cluster = model("h200", text)
-    assert GpuOperator().values(cluster)["driver"]["upgradePolicy"]["maxUnavailable"] == 1
+    assert GpuOperator().values(cluster)["driver"]["upgradePolicy"]["maxUnavailable"] == "25%"
     assert GpuOperator().settings(cluster).upgrade == UpgradeSettings()
 
 
@@ -125,3 +125,20 @@ def test_the_policy_fits_clusterpolicy_nvidiadriver_and_the_maintenance_config(u
     assert schemas.validate(maintenance_operator_config(UpgradeSettings(max_parallel=2), NAMESPACE)) == []
     bad = {**driver, "spec": {**driver["spec"], "upgradePolicy": {**policy, "maxParallel": 1}}}
     assert any("maxParallel" in reason or "maxParallel" in path for path, reason in schemas.validate(bad))
+
+
+@pytest.mark.parametrize("value", ["1", "0%", "150%", "'1'", "25 %"])
+def test_an_unavailability_budget_that_is_not_a_percentage_is_refused_with_its_line(value):
+    """An absolute budget is what froze the fleet: one NotReady node used it up."""
+    text = edit(inventory_text("h200"), "      max_parallel: 1\n", f"      max_parallel: 1\n      max_unavailable: {value}\n")
+    [problem] = [p for p in problems(text) if "max_unavailable" in p]
+    assert problem.startswith(f"{H200_FILE}:{line_of(text, 'max_unavailable:')}: components.gpu-operator.upgrade.max_unavailable:")
+
+
+def test_one_broken_node_does_not_use_up_the_budget():
+    """A percentage rounds up (k8s-operator-libs, the Maintenance Operator): 25 % of the 18 H200
+    nodes is 5, so a node waiting for repair leaves room for the one upgrade at a time."""
+    import math
+    cluster = model("h200")
+    percent = int(GpuOperator().values(cluster)["driver"]["upgradePolicy"]["maxUnavailable"].rstrip("%"))
+    assert math.ceil(len(cluster.gpu_nodes) * percent / 100) - 1 >= 1
