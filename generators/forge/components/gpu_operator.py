@@ -94,6 +94,8 @@ class GpuOperator(Component):
         return [custom_resource(gpu_drivers.nvidia_driver(cluster, pool, policy)) for pool in self.facts(cluster).driver_pools]
 
     def _values(self, cluster: ClusterModel) -> dict[str, Any]:
+        peermem = gpu_drivers.needs_peermem(cluster.gpu_nodes)
+        dma_buf = {"kernelModuleType": gpu_drivers.OPEN_KERNEL_MODULES} if gpu_drivers.dma_buf(cluster.gpu_nodes) else {}
         return {
             # One NFD per cluster: the node-feature-discovery component deploys it.
             "nfd": {"enabled": False},
@@ -101,10 +103,13 @@ class GpuOperator(Component):
             "daemonsets": {"tolerations": cluster.gpu_tolerations},
             "driver": {
                 "version": cluster.driver_version,
-                # GPUDirect RDMA (nvidia-peermem) follows the compute fabric: on when GPU nodes have
-                # compute-role NICs that can do it. Its DOCA/OFED driver is the Network Operator's
-                # container when that component deploys one, else the host's.
-                "rdma": {"enabled": cluster.gpudirect_rdma, "useHostMofed": cluster.gpudirect_rdma and not cluster.ofed_driver},
+                # GPUDirect RDMA follows the compute fabric. Over DMA-BUF where the GPUs can (the
+                # open kernel modules, said explicitly; NCCL 2.19+ uses it by default): no
+                # nvidia-peermem, so a GPU driver reload never depends on the DOCA driver's ib_core.
+                # nvidia-peermem (driver.rdma) only for GPUs that cannot; its DOCA/OFED driver is the
+                # Network Operator's container when that component deploys one, else the host's.
+                **dma_buf,
+                "rdma": {"enabled": peermem, "useHostMofed": peermem and not cluster.ofed_driver},
                 # A version bump in Git reloads drivers node by node, never under a training job.
                 "upgradePolicy": chart_upgrade_policy(self.settings(cluster).upgrade),
             },
@@ -133,8 +138,10 @@ class GpuOperator(Component):
             driver = [Expected(*policy, "spec.driver.useNvidiaDriverCRD", True)]
         else:
             driver = [Expected(*policy, "spec.driver.version", cluster.driver_version),
-                      Expected(*policy, "spec.driver.rdma.enabled", cluster.gpudirect_rdma),
+                      Expected(*policy, "spec.driver.rdma.enabled", gpu_drivers.needs_peermem(cluster.gpu_nodes)),
                       Expected(*policy, "spec.driver.rdma.useHostMofed", False)]
+            if gpu_drivers.dma_buf(cluster.gpu_nodes):
+                driver.append(Expected(*policy, "spec.driver.kernelModuleType", gpu_drivers.OPEN_KERNEL_MODULES))
         return [
             *driver,
             *(Expected(*policy, f"spec.driver.upgradePolicy.{key}", value)
