@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from forge.components import network
+from forge.components import network, node_join
 from forge.components.base import WAVE_FOUNDATION, Component, custom_resource
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL, SYSTEM_NODE_CRITICAL
 from forge.model import ClusterModel, NodeModel
@@ -66,6 +66,10 @@ class NodeFeatureDiscovery(Component):
 
     def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
         return [node_rule(node) for node in cluster.nodes]
+
+    def local_files(self, cluster: ClusterModel) -> dict[str, Any]:
+        # What the node-join step needs: each node registers with its taints (node_join).
+        return node_join.join_files(cluster)
 
 
 def node_rule(node: NodeModel) -> dict[str, Any]:
