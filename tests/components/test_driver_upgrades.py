@@ -15,7 +15,7 @@ from forge.validate.crd import CrdSchemas
 from forge.validate.objects import load_yaml_stream
 from tests.helpers import CLUSTERS, H200_FILE, edit, generated, inventory_text, line_of, model, needs_upstream, problems
 
-KNOB = "      wait_for_completion: {pod_selector: training.kubeflow.org/job-name, timeout_seconds: 86400}\n"
+KNOB = "      wait_for_completion: {pod_selector: forge.exa.ai/workload, timeout_seconds: 86400}\n"
 
 
 def _custom(text: str) -> str:
@@ -31,7 +31,7 @@ def test_both_fleets_upgrade_gpu_drivers_one_drained_node_at_a_time_waiting_for_
         "autoUpgrade": True,
         "maxParallelUpgrades": 1,
         "maxUnavailable": "25%",
-        "waitForCompletion": {"podSelector": "training.kubeflow.org/job-name", "timeoutSeconds": 86400},
+        "waitForCompletion": {"podSelector": "forge.exa.ai/workload", "timeoutSeconds": 86400},
         "drain": {"enable": True, "force": False, "podSelector": "", "timeoutSeconds": 1800, "deleteEmptyDir": True},
         "gpuPodDeletion": {"force": False, "timeoutSeconds": 1800, "deleteEmptyDir": True},
     }
@@ -39,7 +39,7 @@ def test_both_fleets_upgrade_gpu_drivers_one_drained_node_at_a_time_waiting_for_
     expected = {e.path: e.value for e in GpuOperator().expected_in_hydrated(model(cluster)) if e.kind == "ClusterPolicy"}
     assert expected["spec.driver.upgradePolicy.maxUnavailable"] == "25%"
     assert expected["spec.driver.upgradePolicy.drain"]["enable"] is True
-    assert expected["spec.driver.upgradePolicy.waitForCompletion"] == {"podSelector": "training.kubeflow.org/job-name",
+    assert expected["spec.driver.upgradePolicy.waitForCompletion"] == {"podSelector": "forge.exa.ai/workload",
                                                                        "timeoutSeconds": 86400}
     assert expected["spec.driver.upgradePolicy.podDeletion"]["force"] is False
 
@@ -55,7 +55,7 @@ def test_nic_driver_upgrades_ask_the_maintenance_operator_within_the_same_knob()
     assert config["spec"] == {"maxParallelOperations": 1, "maxUnavailable": "25%"}
     ofed = generated("overlays/h200/network-operator/nicclusterpolicy-nic-cluster-policy.yaml")["spec"]["ofedDriver"]["upgradePolicy"]
     assert ofed["maxParallelUpgrades"] == 1
-    assert ofed["waitForCompletion"] == {"podSelector": "training.kubeflow.org/job-name", "timeoutSeconds": 86400}
+    assert ofed["waitForCompletion"] == {"podSelector": "forge.exa.ai/workload", "timeoutSeconds": 86400}
     assert ofed["drain"]["enable"] is True
 
 
@@ -142,3 +142,15 @@ def test_one_broken_node_does_not_use_up_the_budget():
     cluster = model("h200")
     percent = int(GpuOperator().values(cluster)["driver"]["upgradePolicy"]["maxUnavailable"].rstrip("%"))
     assert math.ceil(len(cluster.gpu_nodes) * percent / 100) - 1 >= 1
+
+
+def test_upgrades_wait_for_every_workload_flyte_starts_not_only_kubeflow_jobs():
+    """The wait selector is the label Flyte puts on every pod and job it creates (its default
+    labels): plain-pod tasks and RayJobs are waited for too, not evicted at once."""
+    from forge.components.driver_upgrades import WORKLOAD_LABEL
+    assert UpgradeSettings().wait_for_completion.pod_selector == WORKLOAD_LABEL == "forge.exa.ai/workload"
+    for cluster in CLUSTERS:
+        k8s = generated(f"overlays/{cluster}/flyte/values.yaml")["configuration"]["inline"]["plugins"]["k8s"]
+        assert k8s["default-labels"][WORKLOAD_LABEL] == "flyte"
+        policy = generated(f"overlays/{cluster}/gpu-operator/values.yaml")["driver"]["upgradePolicy"]
+        assert policy["waitForCompletion"]["podSelector"] == WORKLOAD_LABEL

@@ -44,10 +44,17 @@ MAINTENANCE_CONFIG_NAME = "default"  # the one MaintenanceOperatorConfig the mai
 VALIDATOR_SELECTOR = "app=nvidia-operator-validator"
 
 
+# The label forge puts on every workload: Flyte's k8s plugin adds it to every pod and job it creates
+# (its default-labels, forge.components.flyte), plain-pod tasks and RayJobs included. The upgrade
+# wait selects on it, so no rank of a gang is evicted before its job finishes (the old selector,
+# training.kubeflow.org/job-name, skipped plain pods and RayJobs, which were evicted at once).
+WORKLOAD_LABEL = "forge.exa.ai/workload"
+WORKLOAD_FLYTE = "flyte"
+
+
 class WaitForCompletion(Strict):
-    # Label selector of the pods a driver upgrade waits for on a cordoned node (every pod of a
-    # Kubeflow PyTorchJob/MPIJob carries this label).
-    pod_selector: Annotated[str, Field(min_length=1)] = "training.kubeflow.org/job-name"
+    # Label selector of the pods a driver upgrade waits for on a cordoned node.
+    pod_selector: Annotated[str, Field(min_length=1)] = WORKLOAD_LABEL
     # How long to wait before draining anyway (0: wait forever). A day: jobs checkpoint well within it.
     timeout_seconds: Annotated[int, Field(ge=0)] = 86400
 
