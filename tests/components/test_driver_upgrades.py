@@ -13,7 +13,7 @@ from forge.components.gpu_operator import GpuOperator
 from forge.components.network_operator import NAMESPACE, NetworkOperator, max_parallel_upgrades
 from forge.validate.crd import CrdSchemas
 from forge.validate.objects import load_yaml_stream
-from tests.helpers import CLUSTERS, H200_FILE, edit, generated, inventory_text, line_of, model, needs_upstream, problems
+from tests.helpers import CLUSTERS, H200_FILE, edit, generated, generated_dir, inventory_text, line_of, model, needs_upstream, problems
 
 KNOB = "      wait_for_completion: {pod_selector: forge.exa.ai/workload, timeout_seconds: 86400}\n"
 
@@ -154,3 +154,48 @@ def test_upgrades_wait_for_every_workload_flyte_starts_not_only_kubeflow_jobs():
         assert k8s["default-labels"][WORKLOAD_LABEL] == "flyte"
         policy = generated(f"overlays/{cluster}/gpu-operator/values.yaml")["driver"]["upgradePolicy"]
         assert policy["waitForCompletion"]["podSelector"] == WORKLOAD_LABEL
+
+
+# ---- maintenance mode: hold the queues, a rack at a time, resume ------------------------------------
+
+MAINTENANCE = "      maintenance: {hold_queues: true, racks: [h200-r01]}\n"
+
+
+def _maintenance(block: str = MAINTENANCE) -> str:
+    return edit(inventory_text("h200"), KNOB, KNOB + block)
+
+
+def test_maintenance_holds_every_queue_and_upgrades_only_the_named_racks():
+    from forge.components.kueue import Kueue
+    from forge.components.node_feature_discovery import NodeFeatureDiscovery
+    cluster = model("h200", _maintenance())
+    queues = [o for o in Kueue().manifests(cluster) if o["kind"] == "ClusterQueue"]
+    assert queues and all(q["spec"]["stopPolicy"] == "HoldAndDrain" for q in queues)
+    labels = {r["metadata"]["name"].removeprefix("forge-node-"): r["spec"]["rules"][0]["labels"]
+              for r in NodeFeatureDiscovery().manifests(cluster)}
+    skip = {"nvidia.com/gpu-driver-upgrade.skip": "true", "nvidia.com/ofed-driver-upgrade.skip": "true"}
+    for node in cluster.gpu_nodes:
+        held = skip.items() <= labels[node.name].items()
+        assert held == (node.rack != "h200-r01"), node.name
+    assert any(n.rack == "h200-r01" for n in cluster.gpu_nodes) and any(n.rack != "h200-r01" for n in cluster.gpu_nodes)
+    # the control plane and system nodes run no driver: never labelled
+    assert not [n.name for n in cluster.nodes if n.gpu is None and "nvidia.com/gpu-driver-upgrade.skip" in labels[n.name]]
+
+
+def test_without_maintenance_the_queues_admit_and_no_node_is_skipped():
+    """The shipped fleets serve: no stopPolicy, no skip label (resume = remove the block)."""
+    for cluster in CLUSTERS:
+        for obj in generated_dir(f"overlays/{cluster}/kueue", "clusterqueue-"):
+            assert "stopPolicy" not in obj["spec"]
+        for obj in generated_dir(f"overlays/{cluster}/node-feature-discovery", "nodefeaturerule-"):
+            assert not [k for k in obj["spec"]["rules"][0]["labels"] if k.endswith("-driver-upgrade.skip")]
+    from forge.components.kueue import Kueue
+    cluster = model("h200", _maintenance("      maintenance: {hold_queues: false}\n"))
+    assert all("stopPolicy" not in q["spec"] for q in Kueue().manifests(cluster) if q["kind"] == "ClusterQueue")
+
+
+def test_an_unknown_maintenance_rack_is_refused_with_its_line():
+    text = _maintenance("      maintenance: {racks: [h200-r99]}\n")
+    [problem] = [p for p in problems(text) if "maintenance" in p]
+    assert problem.startswith(f"{H200_FILE}:{line_of(text, 'h200-r99')}: components.gpu-operator.upgrade.maintenance.racks[0]:")
+    assert "unknown rack 'h200-r99'" in problem

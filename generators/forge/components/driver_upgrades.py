@@ -59,6 +59,18 @@ class WaitForCompletion(Strict):
     timeout_seconds: Annotated[int, Field(ge=0)] = 86400
 
 
+class Maintenance(Strict):
+    """Maintenance mode, for a driver rollout a rack at a time (docs/day-two.md): set it, let the
+    racks named here upgrade, move on to the next racks, remove the block to resume."""
+    # Every ClusterQueue gets Kueue's stopPolicy HoldAndDrain: nothing new is admitted and admitted
+    # workloads are evicted (they requeue and restart from their checkpoints after the block goes).
+    hold_queues: bool = True
+    # Only the GPU nodes of these racks upgrade; every other GPU node carries the upgrade
+    # controllers' skip labels (nvidia.com/gpu-driver-upgrade.skip, nvidia.com/ofed-driver-upgrade.skip)
+    # through its NodeFeatureRule. Empty: every rack at once (within the pace and the budget).
+    racks: list[Annotated[str, Field(min_length=1)]] = []
+
+
 class UpgradeSettings(Strict):
     # GPU nodes out for a driver upgrade (GPU or NIC) at once: the pace.
     max_parallel: Annotated[int, Field(ge=1)] = 1
@@ -70,6 +82,7 @@ class UpgradeSettings(Strict):
     # How long the drain after the wait may take before the node's upgrade is marked failed.
     drain_timeout_seconds: Annotated[int, Field(ge=0)] = 1800
     wait_for_completion: WaitForCompletion = WaitForCompletion()
+    maintenance: Maintenance | None = None  # None: the fleet serves; upgrades wait for workloads
 
 
 def gpu_upgrade_settings(cluster: ClusterModel) -> UpgradeSettings:
@@ -118,3 +131,22 @@ def held_upgrade_seconds(upgrade: UpgradeSettings) -> int:
     (a day when it waits forever), the drain, and two hours for the reload and validation."""
     wait = upgrade.wait_for_completion.timeout_seconds or 86400
     return wait + upgrade.drain_timeout_seconds + 7200
+
+
+SKIP_LABEL = "nvidia.com/{driver}-driver-upgrade.skip"  # k8s-operator-libs: the controller leaves the node alone
+UPGRADE_DRIVERS = ("gpu", "ofed")  # the GPU Operator's and the Network Operator's driver names
+HOLD_AND_DRAIN = "HoldAndDrain"
+
+
+def skip_labels(cluster: ClusterModel, rack: str, gpu: bool) -> dict[str, str]:
+    """The skip labels of a node outside the maintenance racks (none without maintenance racks)."""
+    maintenance = gpu_upgrade_settings(cluster).maintenance
+    if not gpu or maintenance is None or not maintenance.racks or rack in maintenance.racks:
+        return {}
+    return {SKIP_LABEL.format(driver=d): "true" for d in UPGRADE_DRIVERS}
+
+
+def queue_stop_policy(cluster: ClusterModel) -> dict[str, str]:
+    """ClusterQueue spec fields of maintenance mode: stopPolicy HoldAndDrain while queues are held."""
+    maintenance = gpu_upgrade_settings(cluster).maintenance
+    return {"stopPolicy": HOLD_AND_DRAIN} if maintenance is not None and maintenance.hold_queues else {}

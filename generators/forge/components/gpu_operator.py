@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
 import yaml
 
@@ -68,6 +68,14 @@ class GpuOperator(Component):
 
     def enabled(self, cluster: ClusterModel) -> bool:
         return bool(cluster.gpu_nodes)
+
+    def check(self, loaded, settings: Settings, given) -> Iterator:
+        maintenance = settings.upgrade.maintenance
+        racks = {n.rack for n in loaded.inventory.nodes}
+        for i, rack in enumerate(maintenance.racks if maintenance else ()):
+            if rack not in racks:
+                yield loaded.problem(("components", self.name, "upgrade", "maintenance", "racks", i),
+                                     f"unknown rack '{rack}' (the inventory's racks: {', '.join(sorted(racks))})")
 
     def ingress(self, cluster: ClusterModel) -> tuple[network.Allow, ...]:
         return (network.scrape(METRICS_PORTS),)
