@@ -42,3 +42,16 @@ def upgrade_cases(cluster: ClusterModel) -> list[Case]:
                  extra_quiet=[[(labels("upgrade-failed"), "_x6 1x4")]]),  # failed only 3 minutes ago
         ]
     return cases
+
+
+def node_test_cases(cluster: ClusterModel) -> list[Case]:
+    node = cluster.gpu_nodes[0].name
+    job = {"namespace": "gpu-operator", "job_name": f"forge-node-test-dcgm-{node}", **KSM}
+    other = {**job, "job_name": "flyte-task-abc"}
+    return [Case("NodeTestFailed", {}, [(series("kube_job_status_failed", **job), "0 0 1x5")],
+                 [(series("kube_job_status_failed", **job), "0x8")], [{"node": node}], "5m",
+                 extra_quiet=[[(series("kube_job_status_failed", **other), "1x8")]])]  # not a node test
+
+
+def lifecycle_cases(cluster: ClusterModel) -> list[Case]:
+    return upgrade_cases(cluster) + node_test_cases(cluster)

@@ -10,7 +10,7 @@ import yaml
 from forge.components.prometheus import Prometheus
 from forge.observability.rules import rule_groups
 from tests.helpers import CLUSTERS, generated, model
-from tests.observability.lifecycle_cases import STEP_MIN, upgrade_cases
+from tests.observability.lifecycle_cases import STEP_MIN, lifecycle_cases, upgrade_cases
 from tests.observability.test_rules import promtool_tests
 
 GROUP = "forge-node-lifecycle"
@@ -44,3 +44,18 @@ def test_the_stuck_limit_follows_the_wait_and_drain_timeouts():
     [rule] = [r for g in rule_groups(model("h200")) for r in g["rules"]
               if r.get("alert") == "NodeDriverUpgradeStuck" and r["labels"]["driver"] == "gpu"]
     assert rule["for"] == "26h30m"  # a day's wait for training pods, 30 minutes' drain, 2 h reload and validation
+
+
+@pytest.mark.parametrize("name", CLUSTERS)
+def test_the_one_minute_lifecycle_alerts_fire_and_stay_quiet(name, promtool, tmp_path):
+    """NodeDriverUpgradeFailed and NodeTestFailed on their group alone (test_rules runs them with the rest)."""
+    cluster = model(name)
+    cases = [c for c in lifecycle_cases(cluster) if c.interval == "1m"]
+    assert {c.alert for c in cases} == {"NodeDriverUpgradeFailed", "NodeTestFailed"}
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(yaml.safe_dump({"groups": [g for g in rule_groups(cluster) if g["name"] == GROUP]}, sort_keys=False))
+    tests = tmp_path / "tests.yaml"
+    tests.write_text(yaml.safe_dump({"rule_files": [rules.name], "evaluation_interval": "1m",
+                                     "tests": promtool_tests(cluster, cases)}, sort_keys=False))
+    r = subprocess.run([promtool, "test", "rules", str(tests)], capture_output=True, text=True)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-6000:]

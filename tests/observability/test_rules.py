@@ -274,8 +274,8 @@ def service_cases() -> list[Case]:
 
 
 def cases_for(cluster: ClusterModel) -> list[Case]:
-    from tests.observability.lifecycle_cases import upgrade_cases  # it builds on this module's Case
-    return gpu_cases(cluster) + network_cases(cluster) + storage_cases(cluster) + service_cases() + upgrade_cases(cluster)
+    from tests.observability.lifecycle_cases import lifecycle_cases  # it builds on this module's Case
+    return gpu_cases(cluster) + network_cases(cluster) + storage_cases(cluster) + service_cases() + lifecycle_cases(cluster)
 
 
 def promtool_tests(cluster: ClusterModel, cases: list[Case]) -> list[dict[str, Any]]:

@@ -6,7 +6,8 @@ from typing import Any, Iterator
 
 import yaml
 
-from forge.components import gpu_drivers, network
+from forge.components import gpu_drivers, network, node_tests
+from forge.components.node_tests import NodeTests
 from forge.components.base import WAVE_GPU, Component, Expected, custom_resource
 from forge.components.driver_upgrades import UpgradeSettings, chart_upgrade_policy, upgrade_policy
 from forge.inventory.schema import Strict
@@ -20,6 +21,8 @@ class Settings(Strict):
     # Driver upgrades: one node at a time by default, drained after its training pods finish
     # (forge.components.driver_upgrades; the Network Operator's NIC driver upgrades use the same knob).
     upgrade: UpgradeSettings = UpgradeSettings()
+    # Tests a node passes before it serves again (forge.components.node_tests).
+    node_tests: NodeTests = NodeTests()
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,10 @@ class GpuOperator(Component):
             values["driver"] = {"nvidiaDriverCRD": {"enabled": True, "deployDefaultCR": False},
                                 "upgradePolicy": values["driver"]["upgradePolicy"]}
         return values
+
+    def local_files(self, cluster: ClusterModel) -> dict[str, Any]:
+        # A DCGM diagnostics Job per GPU node, applied after a repair or a driver change (never synced).
+        return node_tests.test_files(cluster, self.namespace, self.settings(cluster).node_tests)
 
     def values_notes(self, cluster: ClusterModel) -> list[str]:
         return gpu_drivers.driver_notes(cluster, self.facts(cluster).driver_pools)

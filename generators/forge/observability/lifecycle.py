@@ -12,12 +12,15 @@ NODE_LABEL_ALLOWLIST), as `label_nvidia_com_<driver>_driver_upgrade_state`.
   node only, so the `for` clock keeps running as the node moves from one held state to the next.
 * NodeDriverUpgradeFailed: the controller gave up on the node; it stays out of the rollout until
   someone looks (and with a percentage budget, the rollout goes on around it).
+* NodeTestFailed: a node's DCGM diagnostics Job (forge.components.node_tests) failed: the node
+  must not serve. The node comes from the Job's name (kube-state-metrics' kube_job_status_failed).
 """
 from __future__ import annotations
 
 from typing import Any
 
 from forge.components.driver_upgrades import gpu_upgrade_settings, held_upgrade_seconds
+from forge.components.node_tests import JOB_PREFIX
 from forge.model import ClusterModel
 from forge.observability import metrics as m
 from forge.observability.promql import alert
@@ -69,3 +72,15 @@ def upgrade_rules(cluster: ClusterModel) -> list[dict[str, Any]]:
                   for_="5m", labels={"driver": driver}),
         ]
     return rules
+
+
+def node_test_rules(cluster: ClusterModel) -> list[dict[str, Any]]:
+    if not cluster.gpu_nodes:
+        return []
+    failed = f'kube_job_status_failed{{job_name=~"{JOB_PREFIX}.+"}} > 0'
+    expr = f'max by ({m.NODE_LABEL}) (label_replace({failed}, "{m.NODE_LABEL}", "$1", "job_name", "{JOB_PREFIX}(.+)"))'
+    return [alert("NodeTestFailed", expr, "critical",
+                  "{{ $labels.node }} failed its DCGM diagnostics: it must not serve",
+                  "Keep the node cordoned. `kubectl -n gpu-operator logs job/forge-node-test-dcgm-<node>` names the "
+                  "failing GPU and test; reseat or RMA it, then delete the Job and apply it again "
+                  "(overlays/<cluster>/gpu-operator/node-tests/). Uncordon only after it passes.")]
