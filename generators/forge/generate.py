@@ -75,8 +75,8 @@ def _component_files(root: Path, tree: Tree, cluster: ClusterModel, component: C
     tree.add(folder / "kustomization.yaml", emit.kustomization(generator, cluster.source, cluster.name, resources))
     for obj in component.examples(cluster):  # not in resources: never synced
         tree.add(folder / EXAMPLES_DIR / f"{obj['kind'].lower()}-{obj['metadata']['name']}.yaml", emit.yaml_file(generator, cluster.source, [obj]))
-    for rel, data in component.local_files(cluster).items():  # not in resources either
-        tree.add(folder / rel, emit.yaml_file(generator, cluster.source, [data]))
+    for rel, data in component.local_files(cluster).items():  # not in resources either (a list: one document each)
+        tree.add(folder / rel, emit.yaml_file(generator, cluster.source, data if isinstance(data, list) else [data]))
 
 
 def _bootstrap_files(tree: Tree, cluster: ClusterModel, components: list[Component], pins) -> None:

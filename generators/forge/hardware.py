@@ -58,6 +58,7 @@ class GpuModel(_Strict):
     max_temp_c: Positive  # slowdown temperature: alerts fire below it
     max_memory_temp_c: Positive | None = None  # HBM limit, where NVIDIA publishes one
     max_power_w: Positive  # board power limit (TDP)
+    dma_buf: bool = False  # GPUDirect RDMA through DMA-BUF (open kernel modules), no nvidia-peermem
     mig_profiles: Annotated[tuple[MigProfile, ...], Field(strict=False)] = ()
 
     @property

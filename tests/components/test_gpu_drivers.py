@@ -5,10 +5,11 @@ GPU models."""
 from __future__ import annotations
 
 from forge.components.driver_upgrades import chart_upgrade_policy, upgrade_policy
-from forge.components.gpu_drivers import driver_notes, driver_pools, needs_pools
+from forge import hardware
+from forge.components.gpu_drivers import dma_buf, driver_notes, driver_pools, needs_peermem, needs_pools
 from forge.components.gpu_operator import GpuOperator
 from forge.versions import versions
-from tests.helpers import REPO, edit, generated_dir, inventory_text, model
+from tests.helpers import REPO, edit, generated, generated_dir, inventory_text, model
 
 TWO_PROFILES = """  control-plane:
     server: generic-1u"""
@@ -38,14 +39,15 @@ def test_generations_on_different_branches_get_an_nvidiadriver_per_pool():
     op = GpuOperator()
     pools = op.facts(m).driver_pools
     assert [(p.profile, p.architecture, p.version, p.rdma) for p in pools] == [
-        ("sr680a-h200", "hopper", pins["hopper"], True),  # ConnectX-7 compute rails
+        ("sr680a-h200", "hopper", pins["hopper"], False),  # ConnectX-7 compute rails: over DMA-BUF, no peermem
         ("second-gpu", "ampere", pins["ampere"], False)]  # no compute NIC
     assert pools[1].nodes == ("h200-gpu-16",) and len(pools[0].nodes) == 17
     crs = op.manifests(m)
     assert [(c["metadata"]["name"], c["spec"]["nodeSelector"], c["spec"]["version"]) for c in crs] == [
         ("forge-sr680a-h200", {"forge.exa.ai/profile": "sr680a-h200"}, pins["hopper"]),
         ("forge-second-gpu", {"forge.exa.ai/profile": "second-gpu"}, pins["ampere"])]
-    assert [c["spec"]["rdma"] for c in crs] == [{"enabled": True, "useHostMofed": False}, {"enabled": False, "useHostMofed": False}]
+    assert [c["spec"]["rdma"] for c in crs] == [{"enabled": False, "useHostMofed": False}, {"enabled": False, "useHostMofed": False}]
+    assert [c["spec"].get("kernelModuleType") for c in crs] == ["open", None]  # DMA-BUF needs the open modules
     assert all(c["spec"]["default"] is False for c in crs)
     assert crs[0]["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] == "5"  # after the operator's CRDs
     assert op.values(m)["driver"] == {"nvidiaDriverCRD": {"enabled": True, "deployDefaultCR": False},
@@ -80,3 +82,34 @@ def test_every_pool_upgrades_like_the_clusterpolicy_driver():
     assert chart["gpuPodDeletion"] == policy["podDeletion"]
     assert {k: v for k, v in chart.items() if k != "gpuPodDeletion"} == {k: v for k, v in policy.items() if k != "podDeletion"}
     assert driver_notes(m, ()) != []  # two GPU models: the values say which branch serves them
+
+
+# ---- GPUDirect RDMA over DMA-BUF, nvidia-peermem only where the GPU cannot -----------------------
+
+def test_h200_does_gpudirect_rdma_over_dma_buf_without_nvidia_peermem():
+    """nvidia-peermem depends on the DOCA driver's ib_core: with it, a GPU and a DOCA driver reload
+    on one node can wedge. The H200s (open kernel modules, ConnectX-7) use DMA-BUF instead."""
+    values = generated("overlays/h200/gpu-operator/values.yaml")["driver"]
+    assert values["rdma"]["enabled"] is False
+    assert values["kernelModuleType"] == "open"
+    expected = {e.path: e.value for e in GpuOperator().expected_in_hydrated(model("h200")) if e.kind == "ClusterPolicy"}
+    assert expected["spec.driver.rdma.enabled"] is False and expected["spec.driver.kernelModuleType"] == "open"
+    # the A100 fleet has no GPUDirect NICs: neither peermem nor a module type said
+    assert "kernelModuleType" not in generated("overlays/a100/gpu-operator/values.yaml")["driver"]
+
+
+def test_a_gpu_the_catalogue_gives_no_dma_buf_keeps_nvidia_peermem(monkeypatch):
+    """Where the hardware does not allow DMA-BUF, GPUDirect RDMA stays on nvidia-peermem."""
+    real = hardware.catalogue()
+    gpus = {k: g.model_copy(update={"dma_buf": False}) if k == "H200-141GB" else g for k, g in real.gpus.items()}
+    monkeypatch.setattr(hardware, "catalogue", lambda: real.model_copy(update={"gpus": gpus}))
+    m = model("h200")
+    assert needs_peermem(m.gpu_nodes) and not dma_buf(m.gpu_nodes)
+    driver = GpuOperator().values(m)["driver"]
+    assert driver["rdma"] == {"enabled": True, "useHostMofed": False} and "kernelModuleType" not in driver
+
+
+def test_every_catalogued_gpu_says_whether_it_can_use_dma_buf():
+    text = (REPO / "generators/forge/catalogue/hardware.yaml").read_text()
+    assert "Using DMA-BUF" in text  # the source of the fact
+    assert all(g.dma_buf for g in hardware.catalogue().gpus.values())  # every one is Ampere or later

@@ -144,7 +144,7 @@ def test_every_flyte_namespace_has_a_local_queue(cluster):
     for ns in namespaces:
         assert queues[(ns["metadata"]["name"], "default")] == ns["metadata"]["labels"]["forge.exa.ai/flyte-project"]
     values = generated(f"overlays/{cluster}/flyte/values.yaml")
-    assert values["configuration"]["inline"]["plugins"]["k8s"]["default-labels"] == {"kueue.x-k8s.io/queue-name": "default"}
+    assert values["configuration"]["inline"]["plugins"]["k8s"]["default-labels"] == {"forge.exa.ai/workload": "flyte", "kueue.x-k8s.io/queue-name": "default"}
 
 
 # ---- the chart's values and the CRDs ------------------------------------------------------------------

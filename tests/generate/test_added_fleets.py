@@ -153,7 +153,10 @@ def test_mixed_cluster_turns_gpudirect_rdma_and_the_nic_driver_on_only_where_the
     rdma = {d["spec"]["nodeSelector"]["forge.exa.ai/profile"]: d["spec"]["rdma"]
             for d in rendered(fleet, "mixed-gen", "gpu-operator") if d["kind"] == "NVIDIADriver"}
     assert rdma == {"a100-node": {"enabled": False, "useHostMofed": False},  # Intel E810: no GPUDirect RDMA
-                    "h200-node": {"enabled": True, "useHostMofed": False}}  # ConnectX-7, DOCA driver container
+                    "h200-node": {"enabled": False, "useHostMofed": False}}  # ConnectX-7: over DMA-BUF, no peermem
+    modules = {d["spec"]["nodeSelector"]["forge.exa.ai/profile"]: d["spec"].get("kernelModuleType")
+               for d in rendered(fleet, "mixed-gen", "gpu-operator") if d["kind"] == "NVIDIADriver"}
+    assert modules == {"a100-node": None, "h200-node": "open"}
     # The DOCA/OFED driver and the RDMA plugin run only on nodes with a Mellanox PCI device, which
     # node-feature-discovery labels: the A100 nodes have none.
     policy = next(d for d in rendered(fleet, "mixed-gen", "network-operator") if d["kind"] == "NicClusterPolicy")
@@ -172,7 +175,8 @@ def test_mixed_cluster_turns_gpudirect_rdma_and_the_nic_driver_on_only_where_the
 def test_third_fleet_of_a_new_vendor_with_mig_on_some_nodes(fleet: Path):
     gpu = overlay(fleet, "h100-xe9680", "gpu-operator")
     assert gpu["driver"]["version"] == versions(fleet).gpu_drivers["hopper"]  # one generation: the ClusterPolicy driver
-    assert gpu["driver"]["rdma"] == {"enabled": True, "useHostMofed": False}
+    assert gpu["driver"]["rdma"] == {"enabled": False, "useHostMofed": False}  # GPUDirect over DMA-BUF
+    assert gpu["driver"]["kernelModuleType"] == "open"
     assert not [d for d in rendered(fleet, "h100-xe9680", "gpu-operator") if d["kind"] == "NVIDIADriver"]
     assert gpu["mig"]["strategy"] == "mixed"  # half-3g leaves four GPUs whole
     config = yaml.safe_load(gpu["migManager"]["config"]["data"]["config.yaml"])["mig-configs"]
@@ -204,7 +208,7 @@ def test_third_fleet_rails_are_ipoib_networks_and_never_macvlan_on_ib_interfaces
     config = yaml.safe_load(policy["spec"]["rdmaSharedDevicePlugin"]["config"])
     compute = next(c for c in config["configList"] if c["resourceName"] == "rdma_network")
     assert compute["selectors"]["linkTypes"] == ["infiniband"]
-    assert overlay(fleet, "h100-xe9680", "gpu-operator")["driver"]["rdma"]["enabled"] is True
+    assert overlay(fleet, "h100-xe9680", "gpu-operator")["driver"]["kernelModuleType"] == "open"  # over DMA-BUF
 
 
 def test_the_add_a_cluster_guide_points_at_the_example_fleets():

@@ -65,7 +65,11 @@ def test_partial_layout_turns_mig_off_on_the_rest_and_needs_the_mixed_strategy()
 
 
 def test_gpudirect_rdma_follows_the_nics():
-    assert GpuOperator().values(helpers.model("h200"))["driver"]["rdma"]["enabled"] is True
+    # H200 + ConnectX-7: GPUDirect RDMA over DMA-BUF (open kernel modules), no nvidia-peermem
+    # (tests/components/test_gpu_drivers.py, the DMA-BUF tests).
+    driver = GpuOperator().values(helpers.model("h200"))["driver"]
+    assert helpers.model("h200").gpudirect_rdma and driver["kernelModuleType"] == "open"
+    assert driver["rdma"]["enabled"] is False
     # The A100 fleet has Ethernet-only Intel E810s: no GPUDirect RDMA.
     assert GpuOperator().values(helpers.model("a100"))["driver"]["rdma"]["enabled"] is False
 

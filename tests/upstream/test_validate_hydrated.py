@@ -99,7 +99,7 @@ def test_gpu_operator_cluster_policy_must_carry_the_inventory():
     good = {
         "apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": {"name": "cluster-policy"},
         "spec": {
-            "driver": {"version": h200.driver_version, "rdma": {"enabled": True, "useHostMofed": False},
+            "driver": {"version": h200.driver_version, "kernelModuleType": "open", "rdma": {"enabled": False, "useHostMofed": False},
                        "upgradePolicy": upgrade_policy(h200.component_settings["gpu-operator"].upgrade)},
             "mig": {"strategy": h200.mig_strategy},
             "migManager": {"config": {"name": MIG_CONFIG_NAME, "default": "all-disabled"}},
@@ -117,14 +117,15 @@ def test_gpu_operator_cluster_policy_must_carry_the_inventory():
     dropped = {**good, "spec": {**good["spec"], "driver": {"version": h200.driver_version}, "mig": {"strategy": "single"}}}
     problems = [p for e in expected for p in check_expected([dropped, config], e)]
     assert problems == [
-        ("spec.driver.rdma.enabled", "missing: the inventory asks for true"),
+        ("spec.driver.rdma.enabled", "missing: the inventory asks for false"),
         ("spec.driver.rdma.useHostMofed", "missing: the inventory asks for false"),
+        ("spec.driver.kernelModuleType", 'missing: the inventory asks for "open"'),
         # a chart that dropped our upgrade policy would leave its defaults: pods deleted mid-training
         *((f"spec.driver.upgradePolicy.{key}", reason) for key, reason in (
             ("autoUpgrade", "missing: the inventory asks for true"),
             ("maxParallelUpgrades", "missing: the inventory asks for 1"),
-            ("maxUnavailable", "missing: the inventory asks for 1"),
-            ("waitForCompletion", 'missing: the inventory asks for {"podSelector": "training.kubeflow.org/job-name", "timeou...'),
+            ("maxUnavailable", 'missing: the inventory asks for "25%"'),
+            ("waitForCompletion", 'missing: the inventory asks for {"podSelector": "forge.exa.ai/workload", "timeoutSeconds"...'),
             ("podDeletion", 'missing: the inventory asks for {"force": false, "timeoutSeconds": 1800, "deleteEmptyDir"...'),
             ("drain", 'missing: the inventory asks for {"enable": true, "force": false, "podSelector": "", "time...'),
         )),

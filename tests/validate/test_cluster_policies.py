@@ -216,8 +216,8 @@ def test_priority_exceptions_are_reviewed_and_reasoned():
 def test_workload_classes_count_from_components_not_selected():
     """`forge validate --hydrated --component X` still knows the classes scheduling ships."""
     components = [SimpleNamespace(name="prometheus", namespace="monitoring", priority_exception="")]
-    [floor_plugin, _] = cluster_plugins({"prometheus": [], "": CLASSES}, {}, components, OURS)
+    [floor_plugin, _, _] = cluster_plugins({"prometheus": [], "": CLASSES}, {}, components, OURS)
     pod = workload("Deployment", "grafana", "monitoring", "default-training")
     assert "(highest 100000)" in run(floor_plugin, "prometheus", [pod]).failures[0].reason
-    [floor_plugin, _] = cluster_plugins({"prometheus": []}, {}, components, OURS)
+    [floor_plugin, _, _] = cluster_plugins({"prometheus": []}, {}, components, OURS)
     assert "neither a system class nor one the cluster defines" in run(floor_plugin, "prometheus", [pod]).failures[0].reason

@@ -13,7 +13,7 @@ A cluster whose GPUs all take one branch (every shipped fleet) stays on the Clus
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterable
 
 from forge.hardware import DRIVER_BY_ARCHITECTURE
 from forge.model import LABEL_DOMAIN, ClusterModel, NodeModel
@@ -32,8 +32,9 @@ class DriverPool:
     profile: str
     architecture: str
     version: str
-    rdma: bool  # GPUDirect RDMA: the pool's compute-role NICs can do it
+    rdma: bool  # nvidia-peermem: the pool's compute-role NICs do GPUDirect RDMA, its GPUs not over DMA-BUF
     nodes: tuple[str, ...]
+    dma_buf: bool = False  # GPUDirect RDMA over DMA-BUF (open kernel modules), no nvidia-peermem
 
     @property
     def name(self) -> str:
@@ -49,6 +50,24 @@ def _gpudirect(node: NodeModel) -> bool:
     return any(model.gpudirect_rdma for _, model in node.nics("compute"))
 
 
+# GPUDirect RDMA without nvidia-peermem: the open kernel modules export GPU memory as DMA-BUF,
+# which NCCL 2.19+ uses by default. nvidia-peermem links the GPU driver to the NIC driver's
+# ib_core, so a GPU and a DOCA driver reload on one node can wedge; without it they are independent.
+OPEN_KERNEL_MODULES = "open"  # the chart's driver.kernelModuleType / NVIDIADriver spec.kernelModuleType
+
+
+def needs_peermem(nodes: Iterable[NodeModel]) -> bool:
+    """nvidia-peermem only where a GPU node's compute NICs do GPUDirect RDMA and its GPU cannot use
+    DMA-BUF (the hardware catalogue's dma_buf)."""
+    return any(_gpudirect(n) and not n.gpu.dma_buf for n in nodes if n.gpu is not None)
+
+
+def dma_buf(nodes: Iterable[NodeModel]) -> bool:
+    """GPUDirect RDMA over DMA-BUF: some node does GPUDirect RDMA and none needs nvidia-peermem."""
+    nodes = list(nodes)
+    return any(_gpudirect(n) for n in nodes) and not needs_peermem(nodes)
+
+
 def driver_pools(cluster: ClusterModel) -> tuple[DriverPool, ...]:
     """One pool per GPU profile, in inventory order; none when one branch serves every GPU."""
     if not needs_pools(cluster):
@@ -59,8 +78,9 @@ def driver_pools(cluster: ClusterModel) -> tuple[DriverPool, ...]:
     out = []
     for profile, nodes in by_profile.items():
         arch = nodes[0].gpu.architecture  # type: ignore[union-attr]
-        out.append(DriverPool(profile, arch, DRIVER_BY_ARCHITECTURE[arch], all(_gpudirect(n) for n in nodes),
-                              tuple(n.name for n in nodes)))
+        gpudirect = all(_gpudirect(n) for n in nodes)
+        out.append(DriverPool(profile, arch, DRIVER_BY_ARCHITECTURE[arch], gpudirect and needs_peermem(nodes),
+                              tuple(n.name for n in nodes), gpudirect and dma_buf(nodes)))
     return tuple(out)
 
 
@@ -75,11 +95,14 @@ def nvidia_driver(cluster: ClusterModel, pool: DriverPool, upgrade_policy: dict[
         "image": DRIVER_IMAGE,
         "version": pool.version,
         "nodeSelector": {PROFILE_LABEL: pool.profile},
-        # nvidia-peermem only where the pool's compute NICs do GPUDirect RDMA; its DOCA/OFED driver
-        # is the Network Operator's container when the cluster has one, else the host's.
+        # nvidia-peermem only where the pool's compute NICs do GPUDirect RDMA and its GPUs cannot
+        # over DMA-BUF; its DOCA/OFED driver is the Network Operator's container when the cluster
+        # has one, else the host's.
         "rdma": {"enabled": pool.rdma, "useHostMofed": pool.rdma and not cluster.ofed_driver},
         "tolerations": cluster.tolerations_for(nodes),
     }
+    if pool.dma_buf:  # DMA-BUF needs the open kernel modules: said, not left to "auto"
+        spec["kernelModuleType"] = OPEN_KERNEL_MODULES
     if upgrade_policy is not None:
         spec["upgradePolicy"] = upgrade_policy
     return {

@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
 import yaml
 
-from forge.components import gpu_drivers, network
+from forge.components import gpu_drivers, network, node_tests
+from forge.components.node_tests import NodeTests
 from forge.components.base import RBAC_NAMESPACED, WORKLOAD_KINDS, WAVE_GPU, Component, Expected, custom_resource
 from forge.components.driver_upgrades import UpgradeSettings, chart_upgrade_policy, upgrade_policy
 from forge.inventory.schema import Strict
@@ -20,6 +21,8 @@ class Settings(Strict):
     # Driver upgrades: one node at a time by default, drained after its training pods finish
     # (forge.components.driver_upgrades; the Network Operator's NIC driver upgrades use the same knob).
     upgrade: UpgradeSettings = UpgradeSettings()
+    # Tests a node passes before it serves again (forge.components.node_tests).
+    node_tests: NodeTests = NodeTests()
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,14 @@ class GpuOperator(Component):
     def enabled(self, cluster: ClusterModel) -> bool:
         return bool(cluster.gpu_nodes)
 
+    def check(self, loaded, settings: Settings, given) -> Iterator:
+        maintenance = settings.upgrade.maintenance
+        racks = {n.rack for n in loaded.inventory.nodes}
+        for i, rack in enumerate(maintenance.racks if maintenance else ()):
+            if rack not in racks:
+                yield loaded.problem(("components", self.name, "upgrade", "maintenance", "racks", i),
+                                     f"unknown rack '{rack}' (the inventory's racks: {', '.join(sorted(racks))})")
+
     def ingress(self, cluster: ClusterModel) -> tuple[network.Allow, ...]:
         return (network.scrape(METRICS_PORTS),)
 
@@ -87,6 +98,10 @@ class GpuOperator(Component):
                                 "upgradePolicy": values["driver"]["upgradePolicy"]}
         return values
 
+    def local_files(self, cluster: ClusterModel) -> dict[str, Any]:
+        # A DCGM diagnostics Job per GPU node, applied after a repair or a driver change (never synced).
+        return node_tests.test_files(cluster, self.namespace, self.settings(cluster).node_tests)
+
     def values_notes(self, cluster: ClusterModel) -> list[str]:
         return gpu_drivers.driver_notes(cluster, self.facts(cluster).driver_pools)
 
@@ -96,6 +111,8 @@ class GpuOperator(Component):
         return [custom_resource(gpu_drivers.nvidia_driver(cluster, pool, policy)) for pool in self.facts(cluster).driver_pools]
 
     def _values(self, cluster: ClusterModel) -> dict[str, Any]:
+        peermem = gpu_drivers.needs_peermem(cluster.gpu_nodes)
+        dma_buf = {"kernelModuleType": gpu_drivers.OPEN_KERNEL_MODULES} if gpu_drivers.dma_buf(cluster.gpu_nodes) else {}
         return {
             # One NFD per cluster: the node-feature-discovery component deploys it.
             "nfd": {"enabled": False},
@@ -103,10 +120,13 @@ class GpuOperator(Component):
             "daemonsets": {"tolerations": cluster.gpu_tolerations},
             "driver": {
                 "version": cluster.driver_version,
-                # GPUDirect RDMA (nvidia-peermem) follows the compute fabric: on when GPU nodes have
-                # compute-role NICs that can do it. Its DOCA/OFED driver is the Network Operator's
-                # container when that component deploys one, else the host's.
-                "rdma": {"enabled": cluster.gpudirect_rdma, "useHostMofed": cluster.gpudirect_rdma and not cluster.ofed_driver},
+                # GPUDirect RDMA follows the compute fabric. Over DMA-BUF where the GPUs can (the
+                # open kernel modules, said explicitly; NCCL 2.19+ uses it by default): no
+                # nvidia-peermem, so a GPU driver reload never depends on the DOCA driver's ib_core.
+                # nvidia-peermem (driver.rdma) only for GPUs that cannot; its DOCA/OFED driver is the
+                # Network Operator's container when that component deploys one, else the host's.
+                **dma_buf,
+                "rdma": {"enabled": peermem, "useHostMofed": peermem and not cluster.ofed_driver},
                 # A version bump in Git reloads drivers node by node, never under a training job.
                 "upgradePolicy": chart_upgrade_policy(self.settings(cluster).upgrade),
             },
@@ -135,8 +155,10 @@ class GpuOperator(Component):
             driver = [Expected(*policy, "spec.driver.useNvidiaDriverCRD", True)]
         else:
             driver = [Expected(*policy, "spec.driver.version", cluster.driver_version),
-                      Expected(*policy, "spec.driver.rdma.enabled", cluster.gpudirect_rdma),
+                      Expected(*policy, "spec.driver.rdma.enabled", gpu_drivers.needs_peermem(cluster.gpu_nodes)),
                       Expected(*policy, "spec.driver.rdma.useHostMofed", False)]
+            if gpu_drivers.dma_buf(cluster.gpu_nodes):
+                driver.append(Expected(*policy, "spec.driver.kernelModuleType", gpu_drivers.OPEN_KERNEL_MODULES))
         return [
             *driver,
             *(Expected(*policy, f"spec.driver.upgradePolicy.{key}", value)

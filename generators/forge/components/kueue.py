@@ -29,6 +29,7 @@ import yaml
 from forge.capacity import Capacity, capacity, quantity
 from forge.components import network
 from forge.components.base import RBAC_NAMESPACED, WORKLOAD_KINDS, WAVE_KUEUE, Component, Contains, Expected, custom_resource
+from forge.components.driver_upgrades import queue_stop_policy
 from forge.components.kueue_checks import FLYTE, RACK_LABEL, check_kueue
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL, PriorityClassSpec, Scheduling
 from forge.model import ClusterModel
@@ -180,7 +181,7 @@ class Kueue(Component):
         facts: KueueFacts = self.facts(cluster)
         cap = facts.capacity
         objs = [topology(), *(resource_flavor(cluster, cap, p.flavor) for p in cap.pools)]
-        objs += [cluster_queue(q, cap, s, facts.preempts[q.project]) for q in facts.quotas]
+        objs += [cluster_queue(q, cap, s, facts.preempts[q.project], queue_stop_policy(cluster)) for q in facts.quotas]
         objs += [workload_priority_class(c) for c in facts.classes]
         return [custom_resource(o) for o in objs]
 
@@ -216,7 +217,10 @@ def resource_flavor(cluster: ClusterModel, cap: Capacity, flavor: str) -> dict[s
     return {"apiVersion": API, "kind": "ResourceFlavor", "metadata": {"name": flavor}, "spec": spec}
 
 
-def cluster_queue(q: ProjectQuotas, cap: Capacity, settings: KueueSettings, preempts: bool) -> dict[str, Any]:
+def cluster_queue(q: ProjectQuotas, cap: Capacity, settings: KueueSettings, preempts: bool,
+                  stop: dict[str, str] | None = None) -> dict[str, Any]:
+    """`stop`: maintenance mode's stopPolicy (driver_upgrades.queue_stop_policy), or none."""
+    stop = stop or {}
     flavors = []
     for pool in cap.pools:
         resources = []
@@ -240,6 +244,7 @@ def cluster_queue(q: ProjectQuotas, cap: Capacity, settings: KueueSettings, pree
             "preemption": preemption,
             # One group: a pod's CPU, memory, GPUs and RDMA all come from the same pool.
             "resourceGroups": [{"coveredResources": list(cap.resources), "flavors": flavors}],
+            **stop,
         },
     }
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from forge.components import network
+from forge.components import network, node_join
+from forge.components.driver_upgrades import skip_labels
 from forge.components.base import RBAC_NAMESPACED, WORKLOAD_KINDS, WAVE_FOUNDATION, Component, custom_resource
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL, SYSTEM_NODE_CRITICAL
 from forge.model import ClusterModel, NodeModel
@@ -48,6 +49,11 @@ class NodeFeatureDiscovery(Component):
         if any(n.taints for n in cluster.nodes):
             master["enableTaints"] = True  # taints in our NodeFeatureRules are ignored otherwise
         return {
+            # No post-delete hook: the chart's default runs `nfd-master -prune` when the Application
+            # is deleted, which strips every forge.exa.ai/* label, the GPU taints and
+            # nvidia.com/mig.config from every node (the GPU Operator then tears the MIG layouts
+            # down). forge validate refuses a delete hook on any Application (validate.delete_hooks).
+            "postDeleteCleanup": False,
             # Never pre-empted by workloads: master and gc at the cluster services' class, the
             # worker (a node agent) at the node agents'.
             "priorityClassName": SYSTEM_CLUSTER_CRITICAL,
@@ -61,11 +67,17 @@ class NodeFeatureDiscovery(Component):
         }
 
     def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
-        return [node_rule(node) for node in cluster.nodes]
+        # Maintenance mode a rack at a time: the GPU nodes of other racks carry the upgrade
+        # controllers' skip labels (driver_upgrades.skip_labels).
+        return [node_rule(node, skip_labels(cluster, node.rack, node.gpu is not None)) for node in cluster.nodes]
+
+    def local_files(self, cluster: ClusterModel) -> dict[str, Any]:
+        # What the node-join step needs: each node registers with its taints (node_join).
+        return node_join.join_files(cluster)
 
 
-def node_rule(node: NodeModel) -> dict[str, Any]:
-    rule: dict[str, Any] = {"name": f"forge-node-{node.name}", "labels": node.labels}
+def node_rule(node: NodeModel, extra_labels: dict[str, str] | None = None) -> dict[str, Any]:
+    rule: dict[str, Any] = {"name": f"forge-node-{node.name}", "labels": {**node.labels, **(extra_labels or {})}}
     if node.taints:
         rule["taints"] = [{"key": t.key, "value": t.value, "effect": t.effect} if t.value else
                           {"key": t.key, "effect": t.effect} for t in node.taints]

@@ -34,6 +34,7 @@ from forge.model import ClusterModel
 from forge.observability import metrics as m
 from forge.observability import plain
 from forge.observability.dashboards import dashboard_configmap, dashboards
+from forge.observability.lifecycle import node_label_allowlist
 from forge.observability.rules import prometheus_rule
 from forge.observability.sizing import PrometheusSize, prometheus_size, series_of
 from forge.secrets import SecretUse
@@ -214,7 +215,9 @@ class Prometheus(Component):
                     "editable": False, "jsonData": {"maxLines": 5000},
                 }],
             },
-            "kube-state-metrics": dict(system),
+            # The driver upgrade state of each node (and the node-test labels) on kube_node_labels,
+            # for the node-lifecycle alerts (forge.observability.lifecycle).
+            "kube-state-metrics": {**system, "metricLabelsAllowlist": node_label_allowlist(cluster)},
             "prometheus-node-exporter": {
                 "priorityClassName": SYSTEM_NODE_CRITICAL,
                 "tolerations": cluster.all_node_tolerations,

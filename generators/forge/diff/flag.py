@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 LEVELS = ("high", "medium", "low")
+# Kinds listed before every other flag of their level (forge.diff.driver_risks: two drivers at once).
+FIRST_KINDS = ("drivers",)
 
 
 @dataclass(frozen=True)
@@ -11,12 +13,13 @@ class Flag:
     level: str  # high | medium | low
     cluster: str  # "*" for a repo-wide fact (charts/versions.yaml)
     component: str
-    kind: str  # prune | crd | restart | mig | quota | queue | chart | git | capacity
+    kind: str  # drivers | prune | crd | restart | mig | quota | queue | chart | git | capacity
     message: str
 
     @property
     def sort_key(self) -> tuple:
-        return (LEVELS.index(self.level), self.cluster, self.component, self.kind, self.message)
+        first = FIRST_KINDS.index(self.kind) if self.kind in FIRST_KINDS else len(FIRST_KINDS)
+        return (LEVELS.index(self.level), first, self.cluster, self.component, self.kind, self.message)
 
 
 def names(items: list[str], limit: int = 6) -> str:

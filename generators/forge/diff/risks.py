@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 from forge.diff.amounts import capacity_flags, quantity, quota_flags
+from forge.diff.driver_risks import driver_pair_flags
 from forge.diff.flag import Flag, names
 from forge.diff.objects import MISSING, VALUES_KIND, ObjectChange, keys_of
 from forge.diff.queue_risks import queue_flags
@@ -329,7 +330,7 @@ def all_flags(changes: list[ObjectChange], base: Side, head: Side) -> list[Flag]
     clusters = {**base.clusters, **head.clusters}
     charts = chart_of_values([head, base])
     flags = [
-        *prune_flags(changes), *crd_flags(changes), *restart_flags(changes, charts, clusters),
+        *driver_pair_flags(changes, charts), *prune_flags(changes), *crd_flags(changes), *restart_flags(changes, charts, clusters),
         *mig_flags(changes), *quota_flags(changes), *queue_flags(changes), *chart_flags(changes, base, head, clusters),
         *capacity_flags(base, head),
     ]

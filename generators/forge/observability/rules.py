@@ -22,6 +22,7 @@ from forge.hardware import GpuModel
 from forge.model import ClusterModel, NodeModel
 from forge.observability import metrics as m
 from forge.observability.infiniband import infiniband_hcas, infiniband_rules
+from forge.observability.lifecycle import node_test_rules, upgrade_rules
 from forge.observability.promql import alert, regex_alternation, selector  # noqa: F401 (re-exported)
 
 RULE_NAME = "forge-fleet"
@@ -327,6 +328,7 @@ def rule_groups(cluster: ClusterModel) -> list[dict[str, Any]]:
         ("forge-nvme", storage_rules(cluster)),
         ("forge-alluxio", alluxio_rules(alluxio_worker_pods(cluster))),
         ("forge-flyte", flyte_rules()),
+        ("forge-node-lifecycle", upgrade_rules(cluster) + node_test_rules(cluster)),
     ]
     return [{"name": name, "rules": rules} for name, rules in groups if rules]
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
+from forge.validate.delete_hooks import DeleteHooks
 from forge.validate.failure import Failure
 from forge.validate.objects import object_id
 
@@ -148,4 +149,5 @@ def cluster_plugins(objects: Mapping[str, Sequence[dict[str, Any]]], application
         PriorityFloor(classes, infra, {c.name: c.namespace for c in components},
                       {c.name: c.priority_exception for c in components if c.priority_exception}, own_labels),
         CrdPrune(applications),
+        DeleteHooks(),
     ]

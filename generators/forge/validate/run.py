@@ -28,6 +28,7 @@ from forge.validate.cluster_checks import admission_failures
 from forge.validate.crd import CrdSchemas
 from forge.validate.crd_index import LazyCrdFolder
 from forge.validate.cluster_policies import cluster_plugins
+from forge.validate.delete_hooks import hook_switches
 from forge.validate.engine import Engine, Report, kube_schemas, missing_runtime_data, policies, runtime_crds
 from forge.validate.failure import Failure
 from forge.validate.objects import load_yaml_stream, object_id
@@ -138,6 +139,7 @@ def _validate_values_file(root: Path, cluster: ClusterModel, component: Componen
             problems.append(("", f"no reference data for chart {pin.chart} {pin.version} at {data}"))
         else:
             problems += check_values(values, data, component.declared_values)
+            problems += hook_switches(values, data)
     else:
         report.unchecked.append(f"{cluster.name} / {component.name} / {rel.as_posix()} (values against chart {pin.chart} {pin.version})")
     report.failures += [Failure(cluster.name, component.name, rel.as_posix(), path, reason) for path, reason in problems]

@@ -82,8 +82,11 @@ def test_values_match_the_chart_defaults(tree, upstream):
     values = yaml.safe_load(tree.files["overlays/h200/network-operator/values.yaml"])
     assert check_values(values, chart_data(upstream, "network-operator"), NetworkOperator.declared_values) == []
     gpu_values = yaml.safe_load(tree.files["overlays/h200/gpu-operator/values.yaml"])
-    assert gpu_values["driver"]["rdma"] == {"enabled": True, "useHostMofed": False}
-    assert check_values({"driver": {"rdma": gpu_values["driver"]["rdma"]}}, chart_data(upstream, "gpu-operator")) == []
+    # GPUDirect RDMA over DMA-BUF: no nvidia-peermem, the open kernel modules said (both real chart keys)
+    assert gpu_values["driver"]["rdma"] == {"enabled": False, "useHostMofed": False}
+    assert gpu_values["driver"]["kernelModuleType"] == "open"
+    assert check_values({"driver": {"rdma": gpu_values["driver"]["rdma"], "kernelModuleType": "open"}},
+                        chart_data(upstream, "gpu-operator")) == []
 
 
 def _runtime_crds(upstream: Path) -> CrdSchemas:

@@ -30,6 +30,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from forge.components import alluxio, network
+from forge.components.driver_upgrades import WORKLOAD_FLYTE, WORKLOAD_LABEL
 from forge.components.kuberay_operator import RAY_HEAD_PORTS, KuberayOperator
 from forge.components.base import RBAC_NAMESPACED, WORKLOAD_KINDS, WAVE_WORKLOADS, Component, Contains, Expected, custom_resource
 from forge.components.flyte import access, plan, rdma
@@ -261,9 +262,14 @@ class Flyte(Component):
 
 
 def default_labels(cluster: ClusterModel) -> dict[str, Any]:
-    """With Kueue: every object Flyte creates (pods, PyTorchJobs, MPIJobs, RayJobs) names its
-    namespace's LocalQueue; a task's own labels win over these, so a task can name another queue."""
-    return {"default-labels": {QUEUE_NAME_LABEL: LOCAL_QUEUE}} if kueue_settings(cluster) else {}
+    """Every object Flyte creates (pods, PyTorchJobs, MPIJobs, RayJobs) carries forge's workload
+    label, which driver upgrades wait for on a cordoned node (driver_upgrades.WORKLOAD_LABEL: plain-pod
+    tasks and RayJobs too, not only Kubeflow jobs); with Kueue it also names its namespace's
+    LocalQueue. A task's own labels win over these, so a task can name another queue."""
+    labels = {WORKLOAD_LABEL: WORKLOAD_FLYTE}
+    if kueue_settings(cluster):
+        labels[QUEUE_NAME_LABEL] = LOCAL_QUEUE
+    return {"default-labels": labels}
 
 
 def _configuration(cluster: ClusterModel, s: FlyteSettings, facts: FlyteFacts) -> dict[str, Any]:

@@ -233,6 +233,10 @@ def nic_cluster_policy(cluster: ClusterModel, settings: Settings, facts: Network
             **_image("ofedDriver"),
             "upgradePolicy": {
                 "autoUpgrade": True,
+                # A driver pod that merely restarts (eviction, OOM, a node reboot) reloads the
+                # kernel modules only after the node was cordoned and drained like an upgrade, never
+                # under running jobs (the CRD's default is false: reload at once).
+                "safeLoad": True,
                 "maxParallelUpgrades": max_parallel_upgrades(len(cluster.ofed_nodes), settings.upgrade_max_unavailable_percent,
                                                              gpu_upgrade_settings(cluster).max_parallel),
                 # Training pods on the node finish first, as for GPU driver upgrades (driver_upgrades).

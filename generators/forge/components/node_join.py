@@ -1,0 +1,58 @@
+"""What the node-join step needs: each node registers with its taints (and labels) from the
+inventory, so it never takes an ordinary pod before node-feature-discovery labels it.
+
+Taints reach running nodes through NFD's NodeFeatureRules (forge.components.node_feature_discovery),
+but only once nfd-master has seen the node: until then a new GPU node would take any pod. So forge
+writes, per node, `overlays/<cluster>/node-feature-discovery/node-join/<node>.yaml` (never synced):
+
+* a kubeadm `JoinConfiguration` (kubeadm.k8s.io/v1beta4) with `nodeRegistration.taints` and the
+  kubelet's `node-labels`; the installer adds `discovery` (the bootstrap token is a secret: never
+  in Git) and runs `kubeadm join --config`;
+* the same taints as a `KubeletConfiguration` fragment (`registerWithTaints`) for installers that
+  do not use kubeadm (they pass the JoinConfiguration's `node-labels` as the kubelet's flag).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from forge.model import ClusterModel, NodeModel
+
+JOIN_DIR = "node-join"
+KUBEADM_API = "kubeadm.k8s.io/v1beta4"  # kubeadm 1.31 and later (the clusters run 1.34)
+KUBELET_API = "kubelet.config.k8s.io/v1beta1"
+
+
+def registration_taints(node: NodeModel) -> list[dict[str, str]]:
+    """The node's taints from the inventory, as the NodeFeatureRule sets them later."""
+    return [{"key": t.key, **({"value": t.value} if t.value else {}), "effect": t.effect} for t in node.taints]
+
+
+def _labels_flag(node: NodeModel) -> str:
+    return ",".join(f"{k}={v}" for k, v in node.labels.items())
+
+
+def join_configuration(node: NodeModel) -> dict[str, Any]:
+    return {
+        "apiVersion": KUBEADM_API,
+        "kind": "JoinConfiguration",
+        "nodeRegistration": {
+            "name": node.name,
+            "taints": registration_taints(node),
+            "kubeletExtraArgs": [{"name": "node-labels", "value": _labels_flag(node)}],
+        },
+    }
+
+
+def kubelet_configuration(node: NodeModel) -> dict[str, Any]:
+    return {
+        "apiVersion": KUBELET_API,
+        "kind": "KubeletConfiguration",  # a fragment (no metadata: the kubelet decodes it strictly)
+        "registerWithTaints": registration_taints(node),
+    }
+
+
+def join_files(cluster: ClusterModel) -> dict[str, list[dict[str, Any]]]:
+    """{path under the NFD overlay: documents} for every node but the control plane (the installer
+    joins and taints those itself)."""
+    return {f"{JOIN_DIR}/{node.name}.yaml": [join_configuration(node), kubelet_configuration(node)]
+            for node in cluster.nodes if "control-plane" not in node.roles}

@@ -1,0 +1,86 @@
+"""Alerts on a node's way through a driver upgrade (forge.components.driver_upgrades).
+
+Both upgrade controllers (the GPU Operator's and the Network Operator's, NVIDIA/k8s-operator-libs)
+write each node's place in the upgrade into a node label, `nvidia.com/<driver>-driver-upgrade-state`
+(upgrade-required, cordon-required, wait-for-jobs-required, drain-required, validation-required,
+uncordon-required, ... upgrade-done, upgrade-failed). kube-state-metrics exports those labels on
+`kube_node_labels` (its metricLabelsAllowlist, set by the prometheus component from
+NODE_LABEL_ALLOWLIST), as `label_nvidia_com_<driver>_driver_upgrade_state`.
+
+* NodeDriverUpgradeStuck: a node held in a state other than done or failed for longer than the
+  wait for training pods, the drain and the reload can take (held_upgrade_seconds). Grouped by
+  node only, so the `for` clock keeps running as the node moves from one held state to the next.
+* NodeDriverUpgradeFailed: the controller gave up on the node; it stays out of the rollout until
+  someone looks (and with a percentage budget, the rollout goes on around it).
+* NodeTestFailed: a node's DCGM diagnostics Job (forge.components.node_tests) failed: the node
+  must not serve. The node comes from the Job's name (kube-state-metrics' kube_job_status_failed).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from forge.components.driver_upgrades import gpu_upgrade_settings, held_upgrade_seconds
+from forge.components.node_tests import JOB_PREFIX
+from forge.model import ClusterModel
+from forge.observability import metrics as m
+from forge.observability.promql import alert
+
+KUBE_NODE_LABELS = "kube_node_labels"
+# driver name in the controllers' label -> whether the cluster runs that driver container
+UPGRADE_STATE_LABEL = "nvidia.com/{driver}-driver-upgrade-state"
+DRIVERS = ("gpu", "ofed")
+DONE, FAILED = "upgrade-done", "upgrade-failed"
+
+
+def ksm_label(key: str) -> str:
+    """The label kube-state-metrics gives a node label on kube_node_labels."""
+    return "label_" + "".join(c if c.isalnum() else "_" for c in key)
+
+
+def drivers(cluster: ClusterModel) -> list[str]:
+    return [d for d, on in (("gpu", bool(cluster.gpu_nodes)), ("ofed", cluster.ofed_driver)) if on]
+
+
+def node_label_allowlist(cluster: ClusterModel) -> list[str]:
+    """kube-state-metrics' metricLabelsAllowlist entry for the node labels the rules read."""
+    keys = [UPGRADE_STATE_LABEL.format(driver=d) for d in drivers(cluster)]
+    return [f"nodes=[{','.join(keys)}]"] if keys else []
+
+
+def upgrade_rules(cluster: ClusterModel) -> list[dict[str, Any]]:
+    held = held_upgrade_seconds(gpu_upgrade_settings(cluster))
+    hours = f"{held // 3600}h{(held % 3600) // 60}m" if held % 3600 else f"{held // 3600}h"
+    rules = []
+    for driver in drivers(cluster):
+        state = ksm_label(UPGRADE_STATE_LABEL.format(driver=driver))
+        name = {"gpu": "GPU", "ofed": "DOCA/OFED"}[driver]
+        held_sel = f'{KUBE_NODE_LABELS}{{{state}!~"|{DONE}|{FAILED}"}}'
+        rules += [
+            alert("NodeDriverUpgradeStuck", f"max by ({m.NODE_LABEL}) ({held_sel})", "warning",
+                  f"{{{{ $labels.node }}}} has been held in a {name} driver upgrade for more than {hours}",
+                  f"The node is out of service and takes one slot of the upgrade budget. `kubectl get node <node> "
+                  f"-L {UPGRADE_STATE_LABEL.format(driver=driver)}` shows where it waits: wait-for-jobs (a job that "
+                  "never ends: checkpoint and stop it), drain (a pod no controller owns, a PodDisruptionBudget), "
+                  "validation (the driver or its validator pod fails on the node: read its logs).",
+                  for_=hours, labels={"driver": driver}),
+            alert("NodeDriverUpgradeFailed",
+                  f'max by ({m.NODE_LABEL}) ({KUBE_NODE_LABELS}{{{state}="{FAILED}"}})', "critical",
+                  f"The {name} driver upgrade failed on {{{{ $labels.node }}}}",
+                  "The node stays cordoned out of the rollout. Read the driver pod's logs and the node's events; "
+                  f"once fixed, set the node's {UPGRADE_STATE_LABEL.format(driver=driver)} label to "
+                  "upgrade-required to retry it.",
+                  for_="5m", labels={"driver": driver}),
+        ]
+    return rules
+
+
+def node_test_rules(cluster: ClusterModel) -> list[dict[str, Any]]:
+    if not cluster.gpu_nodes:
+        return []
+    failed = f'kube_job_status_failed{{job_name=~"{JOB_PREFIX}.+"}} > 0'
+    expr = f'max by ({m.NODE_LABEL}) (label_replace({failed}, "{m.NODE_LABEL}", "$1", "job_name", "{JOB_PREFIX}(.+)"))'
+    return [alert("NodeTestFailed", expr, "critical",
+                  "{{ $labels.node }} failed its DCGM diagnostics: it must not serve",
+                  "Keep the node cordoned. `kubectl -n gpu-operator logs job/forge-node-test-dcgm-<node>` names the "
+                  "failing GPU and test; reseat or RMA it, then delete the Job and apply it again "
+                  "(overlays/<cluster>/gpu-operator/node-tests/). Uncordon only after it passes.")]
