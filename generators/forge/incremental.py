@@ -31,7 +31,7 @@ from forge.paths import ARGOCD_DIR, CLUSTERS_DIR, OVERLAYS_DIR
 from forge.plan_cache import load as load_plan_of, prune as prune_plans, store as store_plan
 from forge.versions import chart_pins
 from forge.workers import process_pool
-from forge.writer import STAGING, recover_interrupted
+from forge.writer import STAGING, recover_interrupted, refuse_links
 
 Progress = Callable[[int, int], None]
 
@@ -194,6 +194,7 @@ def cluster_keys(root: Path, paths: list[Path]) -> dict[str, str]:
 
 def generate(root: Path, jobs: int | None = None, progress: Progress | None = None) -> Outcome:
     recover_interrupted(root)
+    refuse_links(root, [OVERLAYS_DIR, *(f"{CLUSTERS_DIR}/{p.name}/{ARGOCD_DIR}" for p in sorted((root / CLUSTERS_DIR).glob("*")))])
     state_file = State(root, "generate")
     state = state_file.load()
     paths = inventory_paths(root)

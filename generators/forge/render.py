@@ -160,7 +160,7 @@ def _swap_clusters(out: Path, texts: dict[str, dict[Target, str]], clusters: set
         return
     staging = out.with_name(f".{out.name}.staging")
     work = out.with_name(f".{out.name}.swap")
-    recover(work)
+    recover(work, lambda target: target.partition("/")[0] == out.name and target.count("/") == 1)
     shutil.rmtree(staging, ignore_errors=True)
     try:
         for cluster, by_target in texts.items():

@@ -16,6 +16,7 @@ generate/validate/upstream/diff/nodes/render/bench -> cli.
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -73,7 +74,16 @@ class Fleet:
 
 
 def inventory_paths(root: Path) -> list[Path]:
-    return sorted((root / CLUSTERS_DIR).glob(f"*/{INVENTORY_FILE}"))
+    """clusters/*/inventory.yaml; one that is not a regular file (a symbolic link, dangling or
+    not, a FIFO, a device, a folder) is refused here, before anything reads it: it must never
+    read as a retired cluster, block, or lead a read outside the repository."""
+    paths = sorted(p for p in (root / CLUSTERS_DIR).glob(f"*/{INVENTORY_FILE}") if os.path.lexists(p))
+    paths = sorted({*paths, *(p / INVENTORY_FILE for p in (root / CLUSTERS_DIR).glob("*")
+                             if os.path.lexists(p / INVENTORY_FILE))})
+    problems = [Problem(p.relative_to(root).as_posix(), 1, "", why) for p in paths if (why := rules.not_regular(p))]
+    if problems:
+        raise InventoryError(problems)
+    return paths
 
 
 def load_fleet(root: Path) -> Fleet:

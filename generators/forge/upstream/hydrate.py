@@ -322,7 +322,7 @@ def _write_hydrated(out: Path, texts: dict[Job, str], whole: bool) -> None:
     only those files (the others stay as a previous run left them)."""
     staging = out.with_name(out.name + ".new")
     work = out.with_name(f".{out.name}.swap")
-    recover(work)
+    recover(work, lambda target: target == out.name or target.startswith(out.name + "/"))
     shutil.rmtree(staging, ignore_errors=True)
     for job, text in texts.items():
         path = staging / job.cluster.name / f"{job.component.name}.yaml"
