@@ -68,7 +68,9 @@ def _fresh(root: Path, entry: dict | None, key: str) -> bool:
         signature(os.path.join(base, rel)) == sig for rel, sig in files.items())
 
 
-Built = tuple[str, dict[str, str], list[str], "bytes | None"]  # name, files, node names, plan to keep
+# name, files, the names it claims fleet-wide (its nodes', and its Argo CD projects' as
+# `argocd-project:<name>`, a form no node name takes), plan to keep
+Built = tuple[str, dict[str, str], list[str], "bytes | None"]
 
 
 def build_cluster(root: Path, path: Path, key: str | None = None) -> Built | None:
@@ -82,7 +84,9 @@ def build_cluster(root: Path, path: Path, key: str | None = None) -> Built | Non
     for component in plan.components:
         _component_files(root, tree, plan.cluster, component, list(plan.components))
     _bootstrap_files(tree, plan.cluster, list(plan.components), chart_pins(root))
-    return plan.name, tree.files, [n.name for n in plan.loaded.inventory.nodes], kept
+    project = plan.cluster.settings.argocd.project
+    claims = [n.name for n in plan.loaded.inventory.nodes] + [f"argocd-project:{p}" for p in (project, f"{project}-bootstrap")]
+    return plan.name, tree.files, claims, kept
 
 
 def _build_job(args: tuple[str, str, str | None]) -> Built | None:
@@ -164,7 +168,7 @@ def write_clusters(root: Path, built: dict[str, dict[str, str]], names: set[str]
 
 
 def _check_fleet(problem_found: bool, names: dict[str, list[str]], root: Path) -> None:
-    """Problems (or a node name in two clusters) are reported by the full fleet stage."""
+    """Problems (or a node name or Argo CD project in two clusters) are reported by the full fleet stage."""
     seen: set[str] = set()
     shared = False
     for nodes in names.values():

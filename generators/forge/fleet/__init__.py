@@ -25,7 +25,7 @@ from typing import Any, Iterator
 from forge.versions import ChartPin, chart_pins
 from forge.components import COMPONENTS, Component
 from forge.errors import ForgeError, InventoryError, Problem
-from forge.fleet import rules
+from forge.fleet import rules, scope
 from forge.fleet.fabric import fabric_rules
 from forge.inventory import LoadedInventory, load_inventory, load_inventory_text
 from forge.inventory.loader import Rules
@@ -99,7 +99,7 @@ def load_fleet(root: Path) -> Fleet:
             continue
         plans.append(plan)
         loaded.append(plan.loaded)
-    problems += rules.shared_node_names(loaded)
+    problems += rules.shared_node_names(loaded) + scope.shared_projects(loaded)
     if problems:
         raise InventoryError(problems)
     if not plans:
@@ -128,7 +128,8 @@ def _rules(given: dict[str, Any]) -> Rules:
         known = registry()
         typed, problems = rules.typed_settings(loaded, known)
         given.update(typed)
-        return [*fabric_rules(loaded), *problems, *rules.settings_rules(loaded, typed, known)]
+        return [*fabric_rules(loaded), *problems, *rules.settings_rules(loaded, typed, known),
+                *scope.flyte_namespaces(loaded, typed, known)]
     return run
 
 
