@@ -64,12 +64,14 @@ def check(root: Path) -> None:
 @user_errors
 def render(root: Path, jobs: int | None) -> None:
     """kustomize build every overlay and bootstrap into build/rendered/<cluster>/."""
+    from forge.lock import repo_lock
     from forge.progress import Progress
     from forge.render import render_all
 
     started = time.perf_counter()
     progress = Progress("render")
-    counts = render_all(root, jobs=jobs, progress=progress)
+    with repo_lock(root, "render"):
+        counts = render_all(root, jobs=jobs, progress=progress)
     progress.finish()
     for cluster, count in sorted(counts.items()):
         click.echo(f"{cluster}: {count} objects")

@@ -26,6 +26,7 @@ from forge.cache import PACKAGE_DIR, GlobalInputs, State, digest, signature
 from forge.errors import ForgeError, InventoryError
 from forge.fleet import inventory_paths, load_fleet, rules
 from forge.folders import swap, write_error
+from forge.lock import repo_lock
 from forge.generate import Tree, _bootstrap_files, _component_files
 from forge.paths import ARGOCD_DIR, CLUSTERS_DIR, OVERLAYS_DIR
 from forge.plan_cache import load as load_plan_of, prune as prune_plans, store as store_plan
@@ -197,6 +198,11 @@ def cluster_keys(root: Path, paths: list[Path]) -> dict[str, str]:
 
 
 def generate(root: Path, jobs: int | None = None, progress: Progress | None = None) -> Outcome:
+    with repo_lock(root, "generate"):
+        return _generate(root, jobs, progress)
+
+
+def _generate(root: Path, jobs: int | None, progress: Progress | None) -> Outcome:
     recover_interrupted(root)
     refuse_links(root, [OVERLAYS_DIR, *(f"{CLUSTERS_DIR}/{p.name}/{ARGOCD_DIR}" for p in sorted((root / CLUSTERS_DIR).glob("*")))])
     state_file = State(root, "generate")

@@ -12,6 +12,7 @@ import click
 
 from forge.folders import JOURNAL, recover, refuse_symlinks, swap, write_error
 from forge.generate import Tree
+from forge.lock import repo_lock
 
 STAGING = ".forge-staging"
 # What generate's swaps own (forge.paths): overlays/ or one cluster's overlay, a cluster's
@@ -36,6 +37,11 @@ def _write_file(path: Path, text: str) -> None:
 def write_tree(root: Path, tree: Tree) -> None:
     """Write the tree to staging, then swap every owned folder in at once (forge.folders.swap).
     A swap a crash interrupted is recovered first; a disk that refuses a write is one error."""
+    with repo_lock(root, "generate"):
+        _write_tree(root, tree)
+
+
+def _write_tree(root: Path, tree: Tree) -> None:
     staging = root / STAGING
     recover_interrupted(root)
     refuse_links(root, tree.owned)
@@ -57,7 +63,8 @@ def recover_interrupted(root: Path) -> str | None:
     """Run by generate and `forge check`: a generate a crash stopped mid-swap is rolled back (or
     completed, if every new folder was already in) and said on stderr; None when there was none."""
     refuse_symlinks(root, [STAGING])
-    outcome = recover(root / STAGING, owned)
+    with repo_lock(root, "generate"):
+        outcome = recover(root / STAGING, owned)
     if outcome:
         outcome = f"{STAGING}/{JOURNAL}: a generate was interrupted while swapping folders in: {outcome}"
         click.echo(f"recovered: {outcome}", err=True)
