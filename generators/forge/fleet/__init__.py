@@ -28,6 +28,7 @@ from forge.errors import ForgeError, InventoryError, Problem
 from forge.fleet import rules, scope
 from forge.fleet.fabric import fabric_rules
 from forge.inventory import LoadedInventory, load_inventory, load_inventory_text
+from forge.inventory import limits
 from forge.inventory.loader import Rules
 from forge.model import ClusterModel, derive
 from forge.paths import CLUSTERS_DIR, INVENTORY_FILE
@@ -129,7 +130,7 @@ def _rules(given: dict[str, Any]) -> Rules:
         typed, problems = rules.typed_settings(loaded, known)
         given.update(typed)
         return [*fabric_rules(loaded), *problems, *rules.settings_rules(loaded, typed, known),
-                *scope.flyte_namespaces(loaded, typed, known)]
+                *scope.flyte_namespaces(loaded, typed, known), *limits.name_lengths(loaded, list(known))]
     return run
 
 

@@ -16,7 +16,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from forge import hardware
 from forge.hardware import GPU_MODELS, NIC_MODELS, SERVER_MODELS, unknown_model
-from forge.inventory.strings import GitUrl, HttpsUrl, HttpUrl, Region
+from forge.inventory.strings import GitUrl, HttpsUrl, HttpUrl, Region, mount_path
 
 _DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 _DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
@@ -255,7 +255,7 @@ class NicSpec(Strict):
 class NvmeSpec(Strict):
     device: Annotated[str, Field(pattern=r"^/dev/nvme[0-9]+n[0-9]+$")]
     size_gb: Annotated[PositiveInt, _at_most(hardware.MAX_NVME_SIZE_GB, "the largest NVMe drive holds")]  # vendor (decimal) gigabytes
-    mount: Annotated[str, Field(pattern=r"^/[A-Za-z0-9_./-]+$")]
+    mount: Annotated[str, Field(pattern=r"^/[A-Za-z0-9_./-]+$"), AfterValidator(mount_path)]
 
 
 class Profile(Strict):

@@ -14,6 +14,7 @@ unless it is exactly the kind of value that consumer reads, so it can add nothin
 from __future__ import annotations
 
 import ipaddress
+import posixpath
 import re
 from typing import Annotated
 from urllib.parse import urlsplit
@@ -130,3 +131,21 @@ def db_options(value: str) -> str:
 
 
 DbOptions = Annotated[str, AfterValidator(db_options)]
+
+
+SYSTEM_FOLDERS = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/proc", "/root", "/run", "/sbin",
+                  "/sys", "/usr", "/var/lib/kubelet", "/var/lib/containerd", "/var/run")
+
+
+def mount_path(value: str) -> str:
+    """An NVMe mount: absolute, in normal form, not / nor under a system folder."""
+    normal = posixpath.normpath(value)
+    if ".." in value.split("/"):
+        raise ValueError(f"'{value}' climbs with '..': an NVMe mount is a plain absolute path such as /mnt/nvme0")
+    if normal != value:
+        raise ValueError(f"'{value}' is not in normal form: write '{normal}' (no '//', '/./' or trailing '/'; "
+                         "two spellings of one folder would pass as two mounts)")
+    if normal == "/" or any(normal == s or normal.startswith(s + "/") for s in SYSTEM_FOLDERS):
+        raise ValueError(f"'{value}' is a system folder: it becomes a hostPath of the cache workers, which run as root; "
+                         "mount NVMe devices under /mnt (or another folder of their own)")
+    return value
