@@ -206,6 +206,7 @@ def _generate(root: Path, jobs: int | None, progress: Progress | None) -> Outcom
     recover_interrupted(root)
     refuse_links(root, [OVERLAYS_DIR, *(f"{CLUSTERS_DIR}/{p.name}/{ARGOCD_DIR}" for p in sorted((root / CLUSTERS_DIR).glob("*")))])
     state_file = State(root, "generate")
+    state_file.writable()
     state = state_file.load()
     paths = inventory_paths(root)
     if not paths:

@@ -43,7 +43,7 @@ def targets(root: Path) -> list[Target]:
 
 
 def build(root: Path, target: Target, command: list[str]) -> str:
-    proc = subprocess.run([*command, str(root / target.source)], capture_output=True, text=True)
+    proc = subprocess.run([*command, str(root / target.source)], capture_output=True, text=True, encoding="utf-8")
     if proc.returncode != 0:
         detail = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else f"exit {proc.returncode}"
         raise ForgeError(f"{target.source}: kustomize build failed: {detail}")
