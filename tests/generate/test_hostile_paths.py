@@ -137,3 +137,19 @@ def test_the_inventory_checker_reads_only_regular_files_up_to_the_cap(tmp_path, 
     (problem,) = caught.value.problems
     assert problem.file == "inv.yaml" and problem.line == 1
     assert "regular file" in problem.message or "MiB" in problem.message or "folder" in problem.message
+
+
+def test_a_cluster_folder_linked_outside_is_refused_before_anything_is_read(tmp_path, generated):
+    victim, before = outside_folder(tmp_path)
+    (victim / "inventory.yaml").write_text((generated / "clusters/h200/inventory.yaml").read_text())
+    before = snapshot(victim)
+    import shutil
+
+    shutil.rmtree(generated / "clusters/h200")
+    (generated / "clusters/h200").symlink_to(victim, target_is_directory=True)
+    for command in ("check", "generate"):
+        result = forge(command, "--root", str(generated))
+        assert result.exit_code == 2, result.output
+        assert result.output.startswith(("error: clusters/h200/inventory.yaml:1: <top>: h200/ is a symbolic link",
+                                         "error: clusters/h200: is a symbolic link")), result.output
+    assert snapshot(victim) == before and not (victim / "argocd").exists()

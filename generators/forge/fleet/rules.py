@@ -79,6 +79,10 @@ def shared_node_names(loaded: list[LoadedInventory]) -> list[Problem]:
 
 def not_regular(path: Path) -> str | None:
     """Why an inventory path is not a regular file forge may read, or None."""
+    for folder in (path.parent, path.parent.parent):  # clusters/<name>/, clusters/
+        if folder.is_symlink():
+            return (f"{folder.name}/ is a symbolic link (to {os.readlink(folder)}): forge reads inventories and writes "
+                    "bootstraps only in real folders of the repository")
     try:
         mode = path.lstat().st_mode
     except OSError as exc:
