@@ -70,3 +70,20 @@ def test_a_cluster_name_too_long_for_argo_cds_instance_label_is_refused():
 def test_a_project_too_long_for_its_bootstrap_project_is_refused():
     text = edit(H200, "project: forge-h200", "project: " + "p" * 60)
     assert any("cluster.argocd.project" in p and "at most 53 characters" in p for p in problems(text))
+
+
+def test_an_object_larger_than_argo_cds_apply_allows_is_refused_naming_the_inventory(tmp_path, monkeypatch):
+    """The guard behind the per-node label cap: any object forge writes itself. The limit is
+    lowered here so a shipped fleet's largest client-side-applied object crosses it."""
+    from forge import generate
+    from forge.errors import InventoryError
+    from tests.helpers import copy_repo_inputs
+
+    root = copy_repo_inputs(tmp_path / "repo")
+    monkeypatch.setattr(generate, "MAX_OBJECT_BYTES", 4096)
+    monkeypatch.setattr(generate, "MAX_SSA_OBJECT_BYTES", 4096)
+    with pytest.raises(InventoryError) as caught:
+        generate.build_tree(root)
+    (p,) = caught.value.problems
+    assert p.file.startswith("clusters/") and p.line == 1
+    assert "Argo CD applies it" in p.message and "at most 4 KiB" in p.message
