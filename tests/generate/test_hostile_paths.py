@@ -153,3 +153,13 @@ def test_a_cluster_folder_linked_outside_is_refused_before_anything_is_read(tmp_
         assert result.output.startswith(("error: clusters/h200/inventory.yaml:1: <top>: h200/ is a symbolic link",
                                          "error: clusters/h200: is a symbolic link")), result.output
     assert snapshot(victim) == before and not (victim / "argocd").exists()
+
+
+@pytest.mark.parametrize("link", ["build", "build/rendered"])
+def test_a_linked_build_folder_is_refused_by_render(tmp_path, generated, link):
+    victim, before = outside_folder(tmp_path)
+    (generated / link).parent.mkdir(parents=True, exist_ok=True)
+    (generated / link).symlink_to(victim, target_is_directory=True)
+    result = forge("render", "--root", str(generated))
+    assert result.exit_code == 2 and result.output.startswith(f"error: {link}: is a symbolic link"), result.output
+    assert snapshot(victim) == before
