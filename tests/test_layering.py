@@ -12,7 +12,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "generators" / "forge"
 # In order; a module belongs to the stage of its longest matching name (a package covers its
 # modules). Every module must have a stage, so a new one is placed on purpose.
 STAGES: list[tuple[str, tuple[str, ...]]] = [
-    ("foundation", ("forge", "forge.hardware", "forge.errors", "forge.emit", "forge.paths", "forge.folders",
+    ("foundation", ("forge", "forge.hardware", "forge.errors", "forge.emit", "forge.paths", "forge.folders", "forge.lock",
                     "forge.tools", "forge.versions", "forge.cli_common", "forge.cache", "forge.progress",
                     "forge.workers", "forge.prereq_check")),
     ("inventory", ("forge.inventory",)),

@@ -195,6 +195,16 @@ class State:
             return {}
         return data if isinstance(data, dict) else {}
 
+    def writable(self) -> None:
+        """Raise the OSError a save would meet (a read-only or full disk, a file where the folder
+        belongs), before the caller changes anything it would then fail to record."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        probe = self.path.with_name(f".probe.{os.getpid()}.tmp")
+        try:
+            probe.write_bytes(b"0" * 4096)
+        finally:
+            probe.unlink(missing_ok=True)
+
     def save(self, data: dict[str, Any]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(self.path.name + f".{os.getpid()}.tmp")

@@ -76,12 +76,17 @@ def _check_rings(root: Path, fleet) -> None:
 @user_errors
 def render(root: Path, jobs: int | None) -> None:
     """kustomize build every overlay and bootstrap into build/rendered/<cluster>/."""
+    from forge.folders import refuse_symlinks
+    from forge.lock import repo_lock
+    from forge.paths import RENDERED_DIR
     from forge.progress import Progress
     from forge.render import render_all
 
     started = time.perf_counter()
     progress = Progress("render")
-    counts = render_all(root, jobs=jobs, progress=progress)
+    with repo_lock(root, "render"):
+        refuse_symlinks(root, [RENDERED_DIR.as_posix()])  # build/ and build/rendered/ are render's own
+        counts = render_all(root, jobs=jobs, progress=progress)
     progress.finish()
     for cluster, count in sorted(counts.items()):
         click.echo(f"{cluster}: {count} objects")

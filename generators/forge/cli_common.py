@@ -37,10 +37,21 @@ def _exit_interrupted() -> None:
     sys.exit(EXIT_INTERRUPTED)
 
 
+def _tolerant_streams() -> None:
+    """Under a locale that is not UTF-8 (LC_ALL=POSIX without Python's UTF-8 mode), text forge
+    prints (an inventory's description, a diff) is escaped rather than a UnicodeEncodeError;
+    what forge reads and writes is UTF-8 whatever the locale (encoding= on every read)."""
+    for stream in (sys.stdout, sys.stderr):
+        encoding = (getattr(stream, "encoding", "") or "").lower().replace("-", "")
+        if encoding != "utf8" and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
+
+
 class ForgeGroup(click.Group):
     """The top-level command group: maps how a command ended to the exit codes above."""
 
     def main(self, *args, **kwargs):  # type: ignore[override]
+        _tolerant_streams()
         try:
             previous = signal.signal(signal.SIGINT, _on_sigint)
         except ValueError:  # not the main thread (embedded): keep the handler there is
@@ -80,6 +91,18 @@ def user_errors(func):
                 _exit_interrupted()
             for line in exc.lines():
                 click.echo(f"error: {line}" if not line[:1].isspace() else line, err=True)
+            sys.exit(EXIT_ERROR)
+        except BrokenPipeError:
+            raise  # the reader left (ForgeGroup: exit 0)
+        except OSError as exc:
+            # The disk or the system refused (read-only, full, a file where a folder belongs, a
+            # tool that vanished): every write goes through a staged swap or an atomic replace,
+            # and generate probes its cache before swapping, so the tree is whole. One line naming
+            # the path, never a traceback.
+            if _interrupted:
+                _exit_interrupted()
+            where = f"{exc.filename}: " if exc.filename else ""
+            click.echo(f"error: {where}{exc.strerror or exc} (the tree is whole: each write is staged, then swapped in)", err=True)
             sys.exit(EXIT_ERROR)
 
     return wrapper

@@ -34,9 +34,11 @@ import json
 import os
 import shutil
 import signal
+import stat
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from forge.errors import ForgeError
 
@@ -109,14 +111,84 @@ def _write_journal(work: Path, entries: list[Entry]) -> None:
 
 def _read_journal(work: Path) -> list[Entry] | None:
     path = work / JOURNAL
-    if not path.is_file():
+    if work.is_symlink():
+        raise JournalError(path, f"lies in {work}, a symbolic link")
+    if not os.path.lexists(path):
         return None
+    if path.is_symlink() or not path.is_file():
+        raise JournalError(path, "is not a regular file")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_regular(path, MAX_JOURNAL_BYTES).decode("utf-8"))
+    except UnicodeDecodeError:
+        raise JournalError(path, "is not UTF-8 text") from None
     except ValueError:
         # A torn journal: it was being written, so no rename had started yet.
         return []
-    return [Entry(**item) for item in data.get("entries", [])]
+    except OSError as exc:
+        raise JournalError(path, f"cannot be read ({exc.strerror or exc})") from None
+    items = data.get("entries") if isinstance(data, dict) else None
+    if not isinstance(items, list) or not all(isinstance(i, dict) and set(i) == _ENTRY_KEYS for i in items):
+        raise JournalError(path, "is not a swap journal (expected {\"entries\": [{target, new, old}, ...]})")
+    if not all(isinstance(i["target"], str) and all(isinstance(i[k], (str, type(None))) for k in ("new", "old"))
+               for i in items):
+        raise JournalError(path, "has an entry whose paths are not text")
+    return [Entry(**item) for item in items]
+
+
+_ENTRY_KEYS = {"target", "new", "old"}
+MAX_JOURNAL_BYTES = 4 * 1024 * 1024  # a swap of 20,000 entries; a real one lists a few hundred
+
+
+class JournalError(ForgeError):
+    """A journal this swap did not write (planted, committed, edited, or for other targets): refused
+    before anything is renamed, so it can never move or delete a path outside the swap's own."""
+
+    def __init__(self, path: Path, why: str) -> None:
+        super().__init__(f"{path}: {why}; nothing was renamed. A swap journal is forge's own record of a "
+                         f"swap in progress, never committed: if no forge is running, delete {path.parent}/")
+
+
+def _inside(base: Path, rel: str) -> bool:
+    """`rel` is a plain relative path (no `..`, `.`, `//`, not absolute) whose folder, symlinks
+    resolved, is inside `base`: a rename of it can touch nothing else."""
+    if not rel or os.path.isabs(rel) or os.path.normpath(rel) != rel or rel.split(os.sep)[0] == "..":
+        return False
+    return (base / rel).parent.resolve().is_relative_to(base.resolve())
+
+
+def check_journal(work: Path, entries: list[Entry], targets: Callable[[str], bool] | None) -> None:
+    """Every entry names one of the swap's own targets (`targets`), its old copy work/old/<i> and a
+    new copy beside the targets, all inside the work folder's parent."""
+    base = work.parent
+    for i, entry in enumerate(entries):
+        paths = [entry.target] + [p for p in (entry.new, entry.old) if p is not None]
+        if not all(_inside(base, p) for p in paths):
+            raise JournalError(work / JOURNAL, f"entry {i} names a path outside {base} (or through a symlink)")
+        if targets is not None and not targets(entry.target):
+            raise JournalError(work / JOURNAL, f"entry {i} names '{entry.target}', which this swap does not own")
+        if entry.old is not None and entry.old != f"{work.name}/old/{i}":
+            raise JournalError(work / JOURNAL, f"entry {i} puts an old copy at '{entry.old}', not {work.name}/old/{i}")
+        if entry.new is not None and (entry.new == entry.target or entry.target.startswith(entry.new + os.sep)
+                                      or entry.new.startswith(entry.target + os.sep)):
+            raise JournalError(work / JOURNAL, f"entry {i}'s new copy '{entry.new}' overlaps its target")
+
+
+def read_regular(path: Path, limit: int) -> bytes:
+    """A regular file's bytes, at most `limit` (more raises OSError EFBIG): a FIFO, a device or a
+    folder is refused without blocking, and the size is what read returns, not st_size."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        chunks, size = [], 0
+        while chunk := os.read(fd, min(1 << 20, limit + 1 - size)):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                raise OSError(errno.EFBIG, f"larger than {limit} bytes", str(path))
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def _rename(src: Path, dst: Path) -> None:
@@ -144,11 +216,15 @@ def _all_swapped_in(base: Path, entries: list[Entry]) -> bool:
                else not (base / e.target).exists() for e in entries)
 
 
-def recover(work: Path) -> str | None:
-    """Finish or undo a swap a crash interrupted in `work`; says which, or None if there was none."""
+def recover(work: Path, targets: Callable[[str], bool] | None = None) -> str | None:
+    """Finish or undo a swap a crash interrupted in `work`; says which, or None if there was none.
+    The journal is checked first (check_journal; `targets`: which target paths, relative to the
+    work folder's parent, the caller's swaps own): a journal that is not this swap's own is an
+    error and nothing is renamed."""
     entries = _read_journal(work)
     if entries is None:
         return None
+    check_journal(work, entries, targets)
     base = work.parent
     with interrupts_deferred():
         if entries and _all_swapped_in(base, entries):
@@ -198,7 +274,7 @@ def swap_in(staging: Path, final: Path) -> None:
     """Put the finished `staging` folder at `final`: `final` is at all times the old tree or the
     new one (or restored to the old one by the next swap's recovery after a crash)."""
     work = final.with_name(f".{final.name}.swap")
-    recover(work)
+    recover(work, lambda target: target == final.name)
     swap(work, [(staging, final)])
 
 
@@ -213,3 +289,35 @@ class WriteError(ForgeError, OSError):
 def write_error(exc: OSError, what: str) -> WriteError:
     where = f"{exc.filename}: " if exc.filename else ""
     return WriteError(f"{where}cannot write {what}: {exc.strerror or exc}; the previous files are kept")
+
+
+class SymlinkError(ForgeError):
+    """A symbolic link where forge owns a tree: writing or swapping there would follow it out."""
+
+
+def refuse_symlinks(root: Path, rels: list[str]) -> None:
+    """Each of `rels` (relative to `root`), every folder between, and everything inside it, must
+    not be a symbolic link: forge writes, renames and deletes in these trees, and a link (committed,
+    or planted) would take that outside the repository."""
+    for rel in rels:
+        path = root
+        for part in Path(rel).parts:
+            path = path / part
+            if path.is_symlink():
+                _symlink(root, path)
+        if path.is_dir():
+            stack = [str(path)]
+            while stack:
+                with os.scandir(stack.pop()) as entries:
+                    for entry in entries:
+                        if entry.is_symlink():
+                            _symlink(root, Path(entry.path))
+                        if entry.is_dir(follow_symlinks=False):
+                            stack.append(entry.path)
+
+
+def _symlink(root: Path, path: Path) -> None:
+    rel = path.relative_to(root).as_posix()
+    raise SymlinkError(f"{rel}: is a symbolic link (to {os.readlink(path)}) where forge owns a tree, which it writes "
+                       f"and deletes in: replace it with a real folder (or delete it and run `forge generate`); "
+                       "forge never follows a link out of the repository")

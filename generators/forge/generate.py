@@ -11,7 +11,8 @@ from forge import argocd, argocd_config, emit
 from forge.components import Component, network
 from forge.components.base import extra_values_file
 from forge.components.external_secrets import external_secrets_for
-from forge.errors import ForgeError
+from forge.inventory.limits import MAX_OBJECT_BYTES, MAX_SSA_OBJECT_BYTES
+from forge.errors import ForgeError, InventoryError, Problem
 from forge.fleet import Fleet, load_fleet
 from forge.model import ClusterModel
 from forge.paths import APPS_DIR, ARGOCD_DIR, BASE_DIR, CLUSTERS_DIR, OVERLAYS_DIR
@@ -70,7 +71,15 @@ def _component_files(root: Path, tree: Tree, cluster: ClusterModel, component: C
         # a name: their file names carry the namespace.
         scope = f"{meta['namespace']}-" if meta.get("namespace") not in (None, component.namespace) else ""
         name = f"{obj['kind'].lower()}-{scope}{meta['name']}.yaml"
-        tree.add(folder / name, emit.yaml_file(writer, cluster.source, [obj]))
+        text = emit.yaml_file(writer, cluster.source, [obj])
+        limit = MAX_SSA_OBJECT_BYTES if component.server_side_apply else MAX_OBJECT_BYTES
+        if len(text.encode("utf-8")) > limit:
+            how = ("server-side, and etcd takes" if component.server_side_apply else
+                   "with its last-applied copy in an annotation,")
+            raise InventoryError([Problem(cluster.source, 1, "", (
+                f"makes {obj['kind']} {meta['name']} ({folder / name}) {len(text) // 1024} KiB: Argo CD applies it {how} "
+                f"at most {limit // 1024} KiB; fewer labels, nodes or entries of what it lists"))])
+        tree.add(folder / name, text)
         resources.append(name)
     tree.add(folder / "kustomization.yaml", emit.kustomization(generator, cluster.source, cluster.name, resources))
     for obj in component.examples(cluster):  # not in resources: never synced

@@ -26,12 +26,13 @@ from forge.cache import PACKAGE_DIR, GlobalInputs, State, digest, signature
 from forge.errors import ForgeError, InventoryError
 from forge.fleet import inventory_paths, load_fleet, rules
 from forge.folders import swap, write_error
+from forge.lock import repo_lock
 from forge.generate import Tree, _bootstrap_files, _component_files
 from forge.paths import ARGOCD_DIR, CLUSTERS_DIR, OVERLAYS_DIR
 from forge.plan_cache import load as load_plan_of, prune as prune_plans, store as store_plan
 from forge.versions import chart_pins
 from forge.workers import process_pool
-from forge.writer import STAGING, recover_interrupted
+from forge.writer import STAGING, recover_interrupted, refuse_links
 
 Progress = Callable[[int, int], None]
 
@@ -68,7 +69,9 @@ def _fresh(root: Path, entry: dict | None, key: str) -> bool:
         signature(os.path.join(base, rel)) == sig for rel, sig in files.items())
 
 
-Built = tuple[str, dict[str, str], list[str], "bytes | None"]  # name, files, node names, plan to keep
+# name, files, the names it claims fleet-wide (its nodes', and its Argo CD projects' as
+# `argocd-project:<name>`, a form no node name takes), plan to keep
+Built = tuple[str, dict[str, str], list[str], "bytes | None"]
 
 
 def build_cluster(root: Path, path: Path, key: str | None = None) -> Built | None:
@@ -82,7 +85,9 @@ def build_cluster(root: Path, path: Path, key: str | None = None) -> Built | Non
     for component in plan.components:
         _component_files(root, tree, plan.cluster, component, list(plan.components))
     _bootstrap_files(tree, plan.cluster, list(plan.components), chart_pins(root))
-    return plan.name, tree.files, [n.name for n in plan.loaded.inventory.nodes], kept
+    project = plan.cluster.settings.argocd.project
+    claims = [n.name for n in plan.loaded.inventory.nodes] + [f"argocd-project:{p}" for p in (project, f"{project}-bootstrap")]
+    return plan.name, tree.files, claims, kept
 
 
 def _build_job(args: tuple[str, str, str | None]) -> Built | None:
@@ -164,7 +169,7 @@ def write_clusters(root: Path, built: dict[str, dict[str, str]], names: set[str]
 
 
 def _check_fleet(problem_found: bool, names: dict[str, list[str]], root: Path) -> None:
-    """Problems (or a node name in two clusters) are reported by the full fleet stage."""
+    """Problems (or a node name or Argo CD project in two clusters) are reported by the full fleet stage."""
     seen: set[str] = set()
     shared = False
     for nodes in names.values():
@@ -193,8 +198,15 @@ def cluster_keys(root: Path, paths: list[Path]) -> dict[str, str]:
 
 
 def generate(root: Path, jobs: int | None = None, progress: Progress | None = None) -> Outcome:
+    with repo_lock(root, "generate"):
+        return _generate(root, jobs, progress)
+
+
+def _generate(root: Path, jobs: int | None, progress: Progress | None) -> Outcome:
     recover_interrupted(root)
+    refuse_links(root, [OVERLAYS_DIR, *(f"{CLUSTERS_DIR}/{p.name}/{ARGOCD_DIR}" for p in sorted((root / CLUSTERS_DIR).glob("*")))])
     state_file = State(root, "generate")
+    state_file.writable()
     state = state_file.load()
     paths = inventory_paths(root)
     if not paths:

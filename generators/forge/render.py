@@ -43,7 +43,7 @@ def targets(root: Path) -> list[Target]:
 
 
 def build(root: Path, target: Target, command: list[str]) -> str:
-    proc = subprocess.run([*command, str(root / target.source)], capture_output=True, text=True)
+    proc = subprocess.run([*command, str(root / target.source)], capture_output=True, text=True, encoding="utf-8")
     if proc.returncode != 0:
         detail = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else f"exit {proc.returncode}"
         raise ForgeError(f"{target.source}: kustomize build failed: {detail}")
@@ -160,7 +160,7 @@ def _swap_clusters(out: Path, texts: dict[str, dict[Target, str]], clusters: set
         return
     staging = out.with_name(f".{out.name}.staging")
     work = out.with_name(f".{out.name}.swap")
-    recover(work)
+    recover(work, lambda target: target.partition("/")[0] == out.name and target.count("/") == 1)
     shutil.rmtree(staging, ignore_errors=True)
     try:
         for cluster, by_target in texts.items():

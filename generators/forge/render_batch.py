@@ -76,7 +76,7 @@ def build_together(root: Path, sources: dict[str, Path], command: list[str]) -> 
             (work / name / "kustomization.yaml").write_text(
                 _WRAPPER.format(source=up + source.as_posix(), marker=MARKER, name=name), encoding="utf-8")
         (work / "kustomization.yaml").write_text("resources:\n" + "".join(f"- {n}\n" for n in sources), encoding="utf-8")
-        proc = subprocess.run([*command, str(work)], capture_output=True, text=True)
+        proc = subprocess.run([*command, str(work)], capture_output=True, text=True, encoding="utf-8")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if proc.returncode != 0:

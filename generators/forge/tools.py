@@ -12,7 +12,12 @@ from forge.paths import REPO_ROOT
 
 def _find(root: Path, name: str, env: str) -> str | None:
     if os.environ.get(env):
-        return os.environ[env]
+        given = os.environ[env]
+        found = shutil.which(given) if os.sep not in given else (given if os.path.isfile(given) else None)
+        if not found or not os.access(found, os.X_OK):
+            raise ForgeError(f"{env}={given}: {'no such file' if not found else 'not executable'}: set it to the "
+                             f"{name} binary (or unset it to use tools/bin/{name} from `make setup`, then PATH)")
+        return found
     # The repo worked on, then the checkout forge runs from (where `make setup` put them).
     for folder in dict.fromkeys((root / "tools" / "bin", REPO_ROOT / "tools" / "bin")):
         local = folder / name

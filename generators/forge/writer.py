@@ -4,15 +4,29 @@ a failure or Ctrl-C leaves the previous tree exactly as it was, and a crash mid-
 (or completed) by the next run."""
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
 import click
 
-from forge.folders import JOURNAL, recover, swap, write_error
+from forge.folders import JOURNAL, recover, refuse_symlinks, swap, write_error
 from forge.generate import Tree
+from forge.lock import repo_lock
 
 STAGING = ".forge-staging"
+# What generate's swaps own (forge.paths): overlays/ or one cluster's overlay, a cluster's
+# bootstrap. A journal naming anything else is not generate's (forge.folders.check_journal).
+_OWNED = re.compile(r"overlays(/[^/]+)?|clusters/[^/]+/argocd")
+
+
+def owned(target: str) -> bool:
+    return bool(_OWNED.fullmatch(target)) and ".." not in target.split("/")
+
+
+def refuse_links(root: Path, rels: list[str]) -> None:
+    """No symbolic link in the staging folder, the owned trees or the folders above them."""
+    refuse_symlinks(root, [STAGING, *rels])
 
 
 def _write_file(path: Path, text: str) -> None:
@@ -23,8 +37,14 @@ def _write_file(path: Path, text: str) -> None:
 def write_tree(root: Path, tree: Tree) -> None:
     """Write the tree to staging, then swap every owned folder in at once (forge.folders.swap).
     A swap a crash interrupted is recovered first; a disk that refuses a write is one error."""
+    with repo_lock(root, "generate"):
+        _write_tree(root, tree)
+
+
+def _write_tree(root: Path, tree: Tree) -> None:
     staging = root / STAGING
     recover_interrupted(root)
+    refuse_links(root, tree.owned)
     shutil.rmtree(staging, ignore_errors=True)
     new = staging / "new"
     try:
@@ -42,7 +62,9 @@ def write_tree(root: Path, tree: Tree) -> None:
 def recover_interrupted(root: Path) -> str | None:
     """Run by generate and `forge check`: a generate a crash stopped mid-swap is rolled back (or
     completed, if every new folder was already in) and said on stderr; None when there was none."""
-    outcome = recover(root / STAGING)
+    refuse_symlinks(root, [STAGING])
+    with repo_lock(root, "generate"):
+        outcome = recover(root / STAGING, owned)
     if outcome:
         outcome = f"{STAGING}/{JOURNAL}: a generate was interrupted while swapping folders in: {outcome}"
         click.echo(f"recovered: {outcome}", err=True)

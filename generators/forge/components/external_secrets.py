@@ -28,6 +28,7 @@ from forge.components import network
 from forge.components.base import RBAC_NAMESPACED, WORKLOAD_KINDS, WAVE_SECRETS, Component, Expected, custom_resource
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL
 from forge.inventory.schema import Name, Strict
+from forge.inventory.strings import HttpsUrl, Region
 from forge.model import ClusterModel
 from forge.secrets import SECRET_KINDS, SecretUse
 
@@ -44,7 +45,7 @@ _DURATION = r"^[0-9]+(s|m|h)$"
 
 class AwsStore(Strict):
     provider: Literal["aws"]
-    region: Annotated[str, Field(min_length=1)]
+    region: Region
     role: Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/\S+$")] | None = None
     # The bootstrap credential: an existing Secret in namespace external-secrets with an access key
     # allowed to read the cluster's remote secrets (keys access-key-id, secret-access-key).
@@ -53,7 +54,7 @@ class AwsStore(Strict):
 
 class VaultStore(Strict):
     provider: Literal["vault"]
-    server: Annotated[str, Field(pattern=r"^https://\S+$")]
+    server: HttpsUrl
     path: Annotated[str, Field(min_length=1)] = "secret"  # the KV engine's mount
     version: Literal["v1", "v2"] = "v2"
     auth_mount: Annotated[str, Field(min_length=1)] = "kubernetes"  # Vault's Kubernetes auth method for this cluster

@@ -16,6 +16,7 @@ generate/validate/upstream/diff/nodes/render/bench -> cli.
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -24,9 +25,10 @@ from typing import Any, Iterator
 from forge.versions import ChartPin, chart_pins
 from forge.components import COMPONENTS, Component
 from forge.errors import ForgeError, InventoryError, Problem
-from forge.fleet import rules
+from forge.fleet import rules, scope
 from forge.fleet.fabric import fabric_rules
 from forge.inventory import LoadedInventory, load_inventory, load_inventory_text
+from forge.inventory import limits
 from forge.inventory.loader import Rules
 from forge.model import ClusterModel, derive
 from forge.paths import CLUSTERS_DIR, INVENTORY_FILE
@@ -73,7 +75,16 @@ class Fleet:
 
 
 def inventory_paths(root: Path) -> list[Path]:
-    return sorted((root / CLUSTERS_DIR).glob(f"*/{INVENTORY_FILE}"))
+    """clusters/*/inventory.yaml; one that is not a regular file (a symbolic link, dangling or
+    not, a FIFO, a device, a folder) is refused here, before anything reads it: it must never
+    read as a retired cluster, block, or lead a read outside the repository."""
+    paths = sorted(p for p in (root / CLUSTERS_DIR).glob(f"*/{INVENTORY_FILE}") if os.path.lexists(p))
+    paths = sorted({*paths, *(p / INVENTORY_FILE for p in (root / CLUSTERS_DIR).glob("*")
+                             if os.path.lexists(p / INVENTORY_FILE))})
+    problems = [Problem(p.relative_to(root).as_posix(), 1, "", why) for p in paths if (why := rules.not_regular(p))]
+    if problems:
+        raise InventoryError(problems)
+    return paths
 
 
 def load_fleet(root: Path) -> Fleet:
@@ -89,7 +100,7 @@ def load_fleet(root: Path) -> Fleet:
             continue
         plans.append(plan)
         loaded.append(plan.loaded)
-    problems += rules.shared_node_names(loaded)
+    problems += rules.shared_node_names(loaded) + scope.shared_projects(loaded)
     if problems:
         raise InventoryError(problems)
     if not plans:
@@ -118,7 +129,8 @@ def _rules(given: dict[str, Any]) -> Rules:
         known = registry()
         typed, problems = rules.typed_settings(loaded, known)
         given.update(typed)
-        return [*fabric_rules(loaded), *problems, *rules.settings_rules(loaded, typed, known)]
+        return [*fabric_rules(loaded), *problems, *rules.settings_rules(loaded, typed, known),
+                *scope.flyte_namespaces(loaded, typed, known), *limits.name_lengths(loaded, list(known))]
     return run
 
 

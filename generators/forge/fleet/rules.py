@@ -3,6 +3,8 @@ component's `check`), the ones about a cluster's folder (its name, settings for 
 is off) and the ones across inventories (a node in two clusters, a cluster folder without one)."""
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -85,6 +87,24 @@ def shared_node_names(loaded: list[LoadedInventory]) -> list[Problem]:
     return problems
 
 
+def not_regular(path: Path) -> str | None:
+    """Why an inventory path is not a regular file forge may read, or None."""
+    for folder in (path.parent, path.parent.parent):  # clusters/<name>/, clusters/
+        if folder.is_symlink():
+            return (f"{folder.name}/ is a symbolic link (to {os.readlink(folder)}): forge reads inventories and writes "
+                    "bootstraps only in real folders of the repository")
+    try:
+        mode = path.lstat().st_mode
+    except OSError as exc:
+        return f"cannot read: {exc.strerror}"
+    if stat.S_ISLNK(mode):
+        return (f"is a symbolic link (to {os.readlink(path)}): an inventory must be a regular file in its cluster's "
+                "folder; forge reads nothing through a link (it could point outside the repository, or nowhere)")
+    if not stat.S_ISREG(mode):
+        return "is not a regular file (a folder, a FIFO, a device or a socket): an inventory is a YAML file"
+    return None
+
+
 def orphan_folders(root: Path) -> list[Problem]:
     """A clusters/<name>/ folder without an inventory but with files forge did not generate:
     generate would drop the folder's bootstrap (it owns clusters/*/argocd/ whole) and with it
@@ -92,7 +112,7 @@ def orphan_folders(root: Path) -> list[Problem]:
     generated bootstrap is a retired cluster: its files go, as they should."""
     problems = []
     for folder in sorted(p for p in (root / CLUSTERS_DIR).glob("*") if p.is_dir()):
-        if (folder / INVENTORY_FILE).is_file():
+        if os.path.lexists(folder / INVENTORY_FILE):
             continue
         content = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() and not _generated(p))
         if content:

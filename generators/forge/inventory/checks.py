@@ -13,6 +13,7 @@ from typing import Any, Iterator
 
 from forge.errors import Problem
 from forge.hardware import GPU_MODELS, MIG_SLICES_COMPUTE, MIG_SLICES_MEMORY, NIC_MODELS, SERVER_MODELS
+from forge.inventory import limits
 from forge.inventory.layouts import mig_layout_named, mig_layout_of
 from forge.inventory.links import link_rules
 from forge.inventory.located import LoadedInventory, format_path, line_for
@@ -22,7 +23,7 @@ from forge.inventory.schema import Inventory, MigLayoutGroup
 def check_raw(file: str, data: dict[str, Any], lines: dict) -> list[Problem]:
     """Rules that hold even when the shape is wrong elsewhere, so one run reports them all."""
     first: dict[str, int] = {}
-    problems = []
+    problems = limits.raw_limits(file, data, lines)
     nodes = data.get("nodes")
     for i, node in enumerate(nodes if isinstance(nodes, list) else []):
         name = node.get("name") if isinstance(node, dict) else None
@@ -47,6 +48,7 @@ def check_inventory(loaded: LoadedInventory, data: dict[str, Any]) -> list[Probl
         *_expected_capacity(loaded, inv),
         *_bucket_names(loaded, inv),
         *link_rules(loaded),
+        *limits.node_rules(loaded),
     ]
 
 

@@ -6,7 +6,11 @@ message. A finding names where it is and what it looks like, never the value.
 """
 from __future__ import annotations
 
+import base64
+import binascii
+import math
 import re
+from collections import Counter
 from typing import Any, Iterator
 
 
@@ -25,12 +29,30 @@ _TOKENS = (
     (("xox",), re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), "a Slack token"),
     # user:password@ in a URL; `ssh://git@host` (a user without a password) is fine.
     (("://",), re.compile(r"://[^/\s:@]{0,256}:[^/\s@]{1,256}@"), "a URL with a password in it (user:password@)"),
+    # A token as a URL's user name (https://<40 hex>@github.com): a user name that long is a secret.
+    (("://",), re.compile(r"://[A-Za-z0-9_.~-]{20,256}@"), "a URL with a token as its user name"),
+    # user:password@host without a scheme (a libpq or Redis address, an scp line).
+    (("@",), re.compile(r"(?<![\w/:.-])[\w.-]{1,64}:[^\s/@:]{3,128}@[A-Za-z0-9-]{1,63}(\.[A-Za-z0-9-]{1,63})+"),
+     "an address with a password in it (user:password@host)"),
+    (("=",), re.compile(r"(?i)(?<![a-z0-9_])(password|passwd|pwd|sslpassword)=(?!\s|$|&)"), "a password in connection options (password=)"),
+    (("?", "&"), re.compile(r"(?i)[?&](x-amz-security-token|x-amz-signature|x-amz-credential|x-goog-signature|"
+                            r"access_token|auth_token|token|sig|signature|api_key|apikey|client_secret)=[^&\s]"),
+     "a URL with a credential in its query (a signed or security-token URL)"),
+    (("hf_",), re.compile(r"\bhf_[A-Za-z0-9]{30,}"), "a Hugging Face token"),
+    (("eyJ",), re.compile(r"\beyJ[A-Za-z0-9_-]{8,2048}\.eyJ[A-Za-z0-9_-]{8,8192}\.[A-Za-z0-9_-]{8,2048}"), "a JWT"),
 )
 # AWS secret access keys: 40 characters of base64 with upper, lower and digits (a git commit id
 # is lower-case hex, so it never matches). Every pattern here runs in linear time: no unbounded
 # repetition that could be retried from each position of a long line.
 _BASE64_40 = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+=]{40}(?![A-Za-z0-9/+=])")
 _NEEDLES = re.compile("|".join(re.escape(needle) for needles, _, _ in _TOKENS for needle in needles))
+# A base64 run long enough to hide a key id (28 characters encode 20): decoded and scanned again.
+_BASE64_RUN = re.compile(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{24,4096}={0,2}(?![A-Za-z0-9+/=])")
+# Free text (comments included): a word of 24 or more token characters, mixing upper, lower and
+# digits, with more than 4.2 bits per character is random, not a name (a git commit id, hex, has
+# at most 4; names and words far less).
+_WORD = re.compile(r"[A-Za-z0-9+/=_-]{24,4096}")
+_ENTROPY_BITS = 4.2
 # Keys whose value is a credential. `credentials_secret` (the name of a Secret) is not one.
 _SECRET_KEY_NAME = re.compile(r"(^|[_.-])(password|passwd|passphrase|secret|secret_key|secret_access_key|"
                               r"access_key|api_key|apikey|token|auth_token|private_key|client_secret)$", re.I)
@@ -83,8 +105,30 @@ def _walk(value: Any, path: tuple) -> Iterator[tuple[tuple, str]]:
 
 def _maybe(text: str) -> bool:
     """False when no pattern can match `text`: one search for every needle (a pattern matches only
-    where its needle is) and one for the base64 run, instead of one test per needle."""
-    return bool(_NEEDLES.search(text) or (len(text) >= 40 and _BASE64_40.search(text)))
+    where its needle is) and one for a long word, instead of one test per needle."""
+    return bool(_NEEDLES.search(text) or (len(text) >= 24 and _WORD.search(text)))
+
+
+def _entropy(word: str) -> float:
+    counts = Counter(word)
+    return -sum(n / len(word) * math.log2(n / len(word)) for n in counts.values())
+
+
+def _random_word(word: str) -> bool:
+    return (any(c.isupper() for c in word) and any(c.islower() for c in word) and any(c.isdigit() for c in word)
+            and _entropy(word) > _ENTROPY_BITS)
+
+
+def _decoded(text: str) -> Iterator[str]:
+    """Printable text that base64 runs in `text` decode to."""
+    for match in _BASE64_RUN.finditer(text):
+        run = match.group()
+        try:
+            data = base64.b64decode(run + "=" * (-len(run) % 4), validate=True)
+        except (binascii.Error, ValueError):
+            continue
+        if data and all(32 <= b < 127 for b in data):
+            yield data.decode("ascii")
 
 
 def _walk_text(text: str, path: tuple) -> Iterator[tuple[tuple, str]]:
@@ -98,4 +142,12 @@ def _walk_text(text: str, path: tuple) -> Iterator[tuple[tuple, str]]:
         word = match.group()
         if any(c.isupper() for c in word) and any(c.islower() for c in word) and any(c.isdigit() for c in word):
             yield path, "an AWS secret access key"
+            return
+    for decoded in _decoded(text):
+        for _, what in _walk_text(decoded, path):
+            yield path, f"base64 of {what}"
+            return
+    for match in _WORD.finditer(text):
+        if _random_word(match.group()):
+            yield path, "a random token (high entropy: a key, password or token)"
             return

@@ -32,7 +32,7 @@ def check_size(size: int, file: str) -> None:
     if size > MAX_INVENTORY_BYTES:
         raise InventoryError([Problem(
             file, 1, "",
-            f"file is {size / 2**20:.1f} MiB; an inventory may be at most {MAX_INVENTORY_BYTES // 2**20} MiB "
+            f"file is {'more than ' if size == MAX_INVENTORY_BYTES + 1 else ''}{size / 2**20:.1f} MiB; an inventory may be at most {MAX_INVENTORY_BYTES // 2**20} MiB "
             "(about 20,000 nodes; Kubernetes supports 5,000 per cluster): is this the right file? "
             "Split a larger fleet into clusters")])
 

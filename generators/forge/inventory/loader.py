@@ -7,6 +7,7 @@ which turns every error into `file:line: path: message`.
 from __future__ import annotations
 
 import datetime
+import errno
 import types
 import typing
 from pathlib import Path
@@ -17,6 +18,7 @@ import yaml
 
 from forge.datafile import data_path
 from forge.errors import InventoryError, Problem
+from forge.folders import read_regular
 from forge.inventory import credentials, guards
 from forge.inventory.checks import check_inventory, check_raw  # rules that span fields
 from forge.inventory.located import LoadedInventory, Path_, format_path, line_for
@@ -233,8 +235,12 @@ def load_inventory_text(text: str, file: str, rules: Rules | None = None) -> Loa
 def load_inventory(path: Path, display: str | None = None, rules: Rules | None = None) -> LoadedInventory:
     file = display or str(path)
     try:
-        guards.check_size(path.stat().st_size, file)
-        data = path.read_bytes()
+        data = read_regular(path, guards.MAX_INVENTORY_BYTES)
     except OSError as exc:
-        raise InventoryError([Problem(file, 1, "", f"cannot read: {exc.strerror}")]) from None
+        if exc.errno == errno.EFBIG:
+            guards.check_size(guards.MAX_INVENTORY_BYTES + 1, file)
+        why = {errno.EINVAL: "it is not a regular file (a FIFO, a device or a socket): an inventory is a YAML file",
+               errno.EISDIR: "it is a folder: an inventory is a YAML file",
+               errno.ENOENT: "it does not exist (a symbolic link to nothing?)"}.get(exc.errno, exc.strerror or str(exc))
+        raise InventoryError([Problem(file, 1, "", f"cannot read: {why}")]) from None
     return load_inventory_text(guards.decode(data, file), file, rules)

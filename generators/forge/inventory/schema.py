@@ -16,6 +16,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from forge import hardware
 from forge.hardware import GPU_MODELS, NIC_MODELS, SERVER_MODELS, unknown_model
+from forge.inventory.strings import GitUrl, HttpsUrl, HttpUrl, Region, mount_path
 
 _DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 _DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
@@ -42,6 +43,7 @@ PATTERN_WORDS = {
     r"^/[A-Za-z0-9_./-]+$": "an absolute path of letters, digits and _ . / - (no spaces)",
     r"^(https://|ssh://|git@)\S+$": "a git URL starting with https://, ssh:// or git@, without spaces",
     r"^https?://\S+$": "a URL starting with http:// or https://, without spaces",
+    r"^[A-Za-z0-9._/-]+$": "a git revision: a branch, tag or commit (letters, digits and . _ / -)",
     r"^[a-zA-Z0-9_.-]{1,15}$": "a Linux interface name: 1-15 letters, digits, '_', '.' or '-' (such as ens1f0)",
     r"^\S+( \S+){4}$": "a cron schedule of five fields: minute hour day-of-month month day-of-week (such as '0 9 * * 1-4')",
     r"^[1-9][0-9]*[mh]$": "a duration in minutes or hours, such as 90m or 6h",
@@ -142,23 +144,30 @@ InterfaceName = Annotated[str, Field(pattern=r"^[a-zA-Z0-9_.-]{1,15}$")]
 
 
 class ArgoDestination(Strict):
-    server: str = "https://kubernetes.default.svc"
+    server: HttpsUrl = "https://kubernetes.default.svc"  # one exact API server: no glob (AppProject)
+
+
+def _project(value: str) -> str:
+    if value == "default":
+        raise ValueError("'default' is Argo CD's own project, which every Application may use and which allows "
+                         "everything: name the cluster's own project (such as the cluster's name)")
+    return value
 
 
 class ArgoSettings(Strict):
     namespace: Name = "argocd"
-    project: Name
+    project: Annotated[Name, AfterValidator(_project)]
     destination: ArgoDestination = ArgoDestination()
 
 
 class GitSettings(Strict):
-    repo_url: Annotated[str, Field(pattern=r"^(https://|ssh://|git@)\S+$")]
-    revision: Annotated[str, Field(min_length=1)]
+    repo_url: GitUrl  # exact: Argo CD reads an AppProject's sourceRepos as globs
+    revision: Annotated[str, Field(min_length=1, max_length=255, pattern=r"^[A-Za-z0-9._/-]+$")]
 
 
 class S3Settings(Strict):
-    endpoint: Annotated[str, Field(pattern=r"^https?://\S+$")]
-    region: Annotated[str, Field(min_length=1)]
+    endpoint: HttpUrl
+    region: Region
     buckets: dict[Name, S3Bucket]
     credentials_secret: Name  # an existing Secret; forge never holds credentials
 
@@ -284,7 +293,7 @@ class NicSpec(Strict):
 class NvmeSpec(Strict):
     device: Annotated[str, Field(pattern=r"^/dev/nvme[0-9]+n[0-9]+$")]
     size_gb: Annotated[PositiveInt, _at_most(hardware.MAX_NVME_SIZE_GB, "the largest NVMe drive holds")]  # vendor (decimal) gigabytes
-    mount: Annotated[str, Field(pattern=r"^/[A-Za-z0-9_./-]+$")]
+    mount: Annotated[str, Field(pattern=r"^/[A-Za-z0-9_./-]+$"), AfterValidator(mount_path)]
 
 
 class Profile(Strict):

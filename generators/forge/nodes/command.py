@@ -42,6 +42,13 @@ def write_atomically(path: Path, text: str) -> None:
 
 def apply(root: Path, path: Path, edit: edits.Edit, generate: bool) -> list[str]:
     """Write the edit, regenerate; on a failed regeneration put the old file back."""
+    from forge.lock import repo_lock
+
+    with repo_lock(root, "node"):
+        return _apply(root, path, edit, generate)
+
+
+def _apply(root: Path, path: Path, edit: edits.Edit, generate: bool) -> list[str]:
     from forge.generate import build_tree
     from forge.writer import write_tree
 

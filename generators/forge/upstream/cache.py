@@ -70,7 +70,7 @@ def cached_chart(root: Path, pin: ChartPin) -> Path | None:
     chart_yaml = folder / "Chart.yaml"
     if not chart_yaml.is_file():
         return None
-    meta = yaml.safe_load(chart_yaml.read_text()) or {}
+    meta = yaml.safe_load(chart_yaml.read_text(encoding="utf-8")) or {}
     if str(meta.get("name")) != pin.chart or str(meta.get("version")) != pin.version:
         return None
     return folder
@@ -127,7 +127,7 @@ def _helm_pull(root: Path, pin: ChartPin, dest: Path) -> Path:
         cmd = [*helm, "pull", f"{pin.repo.rstrip('/')}/{pin.chart}", "--version", pin.version, "--destination", str(dest)]
     else:
         cmd = [*helm, "pull", pin.chart, "--repo", pin.repo, "--version", pin.version, "--destination", str(dest)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True, encoding="utf-8")
     if proc.returncode != 0:
         detail = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else f"exit {proc.returncode}"
         raise ForgeError(f"{pin.key}: `helm pull` of {pin.chart} {pin.version} from {pin.repo} failed: {detail}"

@@ -242,7 +242,7 @@ def check_expected(objects: list[dict[str, Any]], expected: Expected) -> list[tu
 
 def _values_with_lines(path: Path) -> tuple[dict[str, Any], dict[str, int]]:
     """The values as plain data, and the line of every key (dotted path -> 1-based line)."""
-    text = path.read_text()
+    text = path.read_text(encoding="utf-8")
     data = yaml.safe_load(text) or {}
     tree = YAML(typ="rt").load(text)
     lines: dict[str, int] = {}

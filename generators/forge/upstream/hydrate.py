@@ -212,7 +212,7 @@ def helm_args(root: Path, job: Job, api_versions: set[str], release: str | None 
 
 
 def _run(cmd: list[str], what: str) -> str:
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True, encoding="utf-8")
     if proc.returncode != 0:
         tail = " | ".join(proc.stderr.strip().splitlines()[-5:]) or f"exit {proc.returncode}"
         raise ForgeError(f"{what} failed: {tail}; nothing was hydrated")
@@ -279,7 +279,7 @@ def _served_api_versions(clusters: list[ClusterModel], todo: list[Job], overlay_
         for cluster in clusters:
             for path in sorted((out / cluster.name).glob("*.yaml")):
                 if path.stem not in only:
-                    served[cluster.name] |= crd_api_versions(path.read_text())
+                    served[cluster.name] |= crd_api_versions(path.read_text(encoding="utf-8"))
     for job in todo:
         served[job.cluster.name] |= crd_api_versions(overlay_text[job])
         # CRDs the component's operator applies at run time: the cluster serves them too.
@@ -322,7 +322,7 @@ def _write_hydrated(out: Path, texts: dict[Job, str], whole: bool) -> None:
     only those files (the others stay as a previous run left them)."""
     staging = out.with_name(out.name + ".new")
     work = out.with_name(f".{out.name}.swap")
-    recover(work)
+    recover(work, lambda target: target == out.name or target.startswith(out.name + "/"))
     shutil.rmtree(staging, ignore_errors=True)
     for job, text in texts.items():
         path = staging / job.cluster.name / f"{job.component.name}.yaml"
@@ -349,7 +349,7 @@ def hydrated_file(root: Path, cluster: str, component: str) -> Path:
 
 def load_hydrated(path: Path) -> list[tuple[dict[str, Any], int]]:
     """Objects of a hydrated file with the line each starts on."""
-    text = path.read_text()
+    text = path.read_text(encoding="utf-8")
     out: list[tuple[dict[str, Any], int]] = []
     line = 1
     for chunk in re.split(r"(?m)^---[^\n]*\n", text):

@@ -56,7 +56,7 @@ def read_lock(root: Path) -> dict[str, LockEntry]:
     if not path.is_file():
         return {}
     try:
-        raw = yaml.safe_load(path.read_text()) or {}
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
         entries = raw.get("charts") or {}
         out = {}
         for key, v in entries.items():

@@ -96,7 +96,7 @@ def _clone(key: RemoteKey, dest: Path) -> None:
     if not git:
         raise ForgeError(f"{key.component}: no git to clone {key.repo_url} with (without network: forge charts pull --from <mirror>)")
     proc = subprocess.run([git, "-c", "advice.detachedHead=false", "clone", "--quiet", "--depth", "1",
-                           "--branch", key.revision, key.repo_url, str(dest)], capture_output=True, text=True)
+                           "--branch", key.revision, key.repo_url, str(dest)], capture_output=True, text=True, encoding="utf-8")
     if proc.returncode != 0:
         detail = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else f"exit {proc.returncode}"
         raise ForgeError(f"{key.component}: `git clone` of {key.repo_url} at {key.revision} failed: {detail}"
@@ -160,10 +160,10 @@ def build_remote(tree: Path, source: dict[str, Any], kustomize: list[str], where
         file = _kustomization(target)
         if file is None:
             raise ForgeError(f"{where}: no kustomization in {source['path']}/ of {source['repoURL']}")
-        data = yaml.safe_load(file.read_text()) or {}
+        data = yaml.safe_load(file.read_text(encoding="utf-8")) or {}
         data = apply_argocd_options(data, source.get("kustomize") or {}, where)
         file.write_text(yaml.safe_dump(data, sort_keys=False))
-        proc = subprocess.run([*kustomize, str(target)], capture_output=True, text=True)
+        proc = subprocess.run([*kustomize, str(target)], capture_output=True, text=True, encoding="utf-8")
         if proc.returncode != 0:
             tail = " | ".join(proc.stderr.strip().splitlines()[-5:]) or f"exit {proc.returncode}"
             raise ForgeError(f"{where}: kustomize build of {source['repoURL']} {source['path']} at "

@@ -64,7 +64,7 @@ class KubeSchemas:
             )
         self.version = minor
         self._dir = _schema_root() / f"v{minor}.0-local-strict"
-        self._defs = json.loads((self._dir / "_definitions.json").read_text())
+        self._defs = json.loads((self._dir / "_definitions.json").read_text(encoding="utf-8"))
         # (apiVersion, kind) -> definition name. Definitions tagged with many GVKs are the
         # shared meta types (DeleteOptions, WatchEvent), not things one applies: skipped.
         self._index: dict[tuple[str, str], str] = {}
@@ -95,7 +95,7 @@ class KubeSchemas:
             def_name = self._index[key]
             path = self._dir / _file_name(def_name)
             if path.exists():
-                schema = json.loads(path.read_text())
+                schema = json.loads(path.read_text(encoding="utf-8"))
             else:  # no per-kind file: point at the definition itself
                 schema = {"$ref": f"{_DEFS_URI}#/$defs/{def_name}"}
             v = jsonschema_rs.validator_for(schema, registry=self._registry, offline=True)

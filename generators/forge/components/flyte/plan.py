@@ -10,6 +10,7 @@ from pydantic import Field
 from forge.capacity import Capacity, capacity
 from forge.components.flyte.access import FlyteIngress
 from forge.inventory.schema import Name, PositiveInt, Strict
+from forge.inventory.strings import DbOptions, Hostname, HttpUrl
 from forge.model import ClusterModel
 from forge.queues import KueueSettings, kueue_settings, project_quotas
 
@@ -27,12 +28,12 @@ class ProjectSpec(Strict):
 
 
 class Database(Strict):
-    host: Annotated[str, Field(min_length=1)]
-    port: PositiveInt = 5432
+    host: Hostname
+    port: Annotated[int, Field(gt=0, le=65535)] = 5432
     dbname: Name
     username: Name
     password_secret: Name  # in namespace flyte, key `password`, made by External Secrets
-    options: str = "sslmode=require"
+    options: DbOptions = "sslmode=require"
 
 
 class TaskDefaults(Strict):
@@ -47,12 +48,12 @@ class FlyteSettings(Strict):
     projects: Annotated[list[ProjectSpec], Field(min_length=1)]
     default_priority_class: Name
     database: Database
-    grafana_url: Annotated[str, Field(pattern=r"^https?://[^\s/]+(/\S*)?$")]  # as browsers reach it
+    grafana_url: HttpUrl  # as browsers reach it
     loki_datasource_uid: Name = "loki"
     task_defaults: TaskDefaults = TaskDefaults()
     ingress: FlyteIngress | None = None  # routes for laptops (forge.components.flyte.access)
     # Where signed upload/download URLs point: an S3 endpoint laptops reach (default cluster.s3.endpoint).
-    signed_url_endpoint: Annotated[str, Field(pattern=r"^https?://[^\s/]+(/\S*)?$")] | None = None
+    signed_url_endpoint: HttpUrl | None = None
 
 
 # ---- quota arithmetic ---------------------------------------------------------------------------

@@ -1,0 +1,119 @@
+"""docs/refusals.md's table kept true: one probe per row plants the row's input and checks it is
+refused with the row's words (exit 2 for the commands), and every probe has a row."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from forge.cli import main
+from tests.helpers import REPO, copy_repo_inputs, edit, inventory_text, problems
+
+H200 = inventory_text("h200")
+GPU_18 = ("      exa.ai/pool: interactive\n    taints:\n      - {key: nvidia.com/gpu, effect: NoSchedule}\n"
+          "    mig_layout: all-1g\n  - name: h200-gpu-18")
+
+
+def table() -> dict[str, str]:
+    """Class -> the words its message holds (the last column, in backticks)."""
+    rows = {}
+    for line in (REPO / "docs" / "refusals.md").read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("| ") and len(cells) == 4 and cells[0] not in ("Class",) and not set(cells[0]) <= {"-"}:
+            rows[cells[0]] = re.fullmatch(r"`(.+)`", cells[3]).group(1)
+    return rows
+
+
+def inventory(old: str, new: str) -> str:
+    return "\n".join(problems(edit(H200, old, new)))
+
+
+def generate(root: Path, env: dict[str, str] | None = None) -> str:
+    result = CliRunner().invoke(main, ["generate", "--root", str(root)], env=env)
+    assert result.exit_code == 2, result.output
+    return result.output
+
+
+def journal(root: Path, entries) -> str:
+    (root / ".forge-staging").mkdir()
+    (root / ".forge-staging/journal.json").write_text(json.dumps(entries))
+    return generate(root)
+
+
+def symlink(root: Path) -> str:
+    (root / "overlays").symlink_to(root.parent, target_is_directory=True)
+    return generate(root)
+
+
+def special(root: Path) -> str:
+    path = root / "clusters/h200/inventory.yaml"
+    path.unlink()
+    os.mkfifo(path)
+    return generate(root)
+
+
+def lock(root: Path) -> str:
+    hold = ("import sys, time; from pathlib import Path; from forge.lock import repo_lock\n"
+            "with repo_lock(Path(sys.argv[1]), 'generate'):\n    print('held', flush=True); time.sleep(60)\n")
+    holder = subprocess.Popen([sys.executable, "-c", hold, str(root)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        forge = Path(sys.executable).parent / "forge"
+        done = subprocess.run([str(forge), "generate", "--root", str(root)], capture_output=True, text=True,
+                              env={**os.environ, "FORGE_LOCK_TIMEOUT": "0"}, timeout=300)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert done.returncode == 2, done.stderr
+    return done.stderr
+
+
+def disk(root: Path) -> str:
+    (root / ".cache").write_text("")
+    return generate(root)
+
+
+PROBES = {
+    "journal": lambda root: journal(root, {"entries": [{"target": "../outside", "new": None, "old": ".forge-staging/old/0"}]}),
+    "malformed-journal": lambda root: journal(root, [1, 2]),
+    "symlink": symlink,
+    "special-inventory": special,
+    "system-namespace": lambda _: "\n".join(problems(edit(edit(edit(
+        H200, "{name: research,", "{name: kube,"), "      research: {flavor", "      kube: {flavor"),
+        "{name: development, share_percent: 10}", "{name: system, share_percent: 10}"))),
+    "wildcard": lambda _: inventory("repo_url: https://github.com/exa-labs/forge.git", 'repo_url: "https://*"'),
+    "default-project": lambda _: inventory("project: forge-h200", "project: default"),
+    "shared-project": lambda root: (root / "clusters/a100/inventory.yaml").write_text(
+        (root / "clusters/a100/inventory.yaml").read_text().replace("project: forge-a100", "project: forge-h200")) and generate(root),
+    "region": lambda _: inventory("    region: us-west-2\n    buckets:", '    region: "us-west-2 -Dx=1"\n    buckets:'),
+    "url": lambda _: inventory("endpoint: https://s3.us-west-2", "endpoint: https://me@s3.us-west-2"),
+    "credential": lambda _: inventory("  argocd:\n", "  # hf" + "_aBcDeFgHiJkLmNoPqRsTuVwXyZ01234567\n  argocd:\n"),
+    "lock": lock,
+    "disk": disk,
+    "nodes": lambda _: inventory("  - name: h200-gpu-18\n", "".join(
+        f"  - {{name: n{i}, profile: control-plane, rack: h200-r01, roles: [system]}}\n" for i in range(4990))
+        + "  - name: h200-gpu-18\n"),
+    "name-length": lambda _: "\n".join(problems(H200.replace("  name: h200\n", f"  name: {'h' * 60}\n", 1))),
+    "labels": lambda _: inventory(GPU_18, "".join(f"      exa.ai/l{i}: v\n" for i in range(101)) + GPU_18),
+    "mig-label": lambda _: inventory(GPU_18, "      nvidia.com/mig.config: all-disabled\n" + GPU_18),
+    "mount": lambda _: inventory("mount: /mnt/nvme3}", "mount: /mnt/../etc}"),
+}
+
+
+def test_every_class_has_a_row_and_every_row_a_probe():
+    assert list(table()) == list(PROBES)
+
+
+@pytest.mark.parametrize("name", list(PROBES))
+def test_each_row_of_the_table_is_refused_as_it_says(name, tmp_path):
+    words = table()[name]
+    root = copy_repo_inputs(tmp_path / "repo")
+    said = PROBES[name](root)
+    assert words in said, said
+    assert "Traceback" not in said
