@@ -151,18 +151,88 @@ def test_write_policy_mapping(policy):
     assert props.get("alluxio.user.file.replication.durable") == ("2" if policy == "ASYNC_THROUGH" else None)
 
 
-@pytest.mark.parametrize("cluster, policy", [("h200", "CACHE_THROUGH"), ("a100", "ASYNC_THROUGH")])
-def test_write_and_read_policy_per_cluster_from_the_inventory(cluster, policy):
+@pytest.mark.parametrize("cluster", ["h200", "a100"])
+def test_write_and_read_policy_per_cluster_from_the_inventory(cluster):
     s = settings(cluster)
-    assert s.write_policy == policy
+    assert s.write_policy == "CACHE_THROUGH"
     props = values(cluster)["properties"]
-    for key, value in WRITE_POLICY_PROPERTIES[policy].items():
+    for key, value in WRITE_POLICY_PROPERTIES["CACHE_THROUGH"].items():
         assert props[key] == value
     assert props["alluxio.user.file.readtype.default"] == s.read_policy == "CACHE"
 
 
+def mount_script(cluster: str) -> str:
+    job = generated(f"overlays/{cluster}/alluxio/job-alluxio-mount-buckets.yaml")
+    return job["spec"]["template"]["spec"]["containers"][0]["command"][-1]
+
+
+def test_a100_checkpoints_and_flyte_metadata_write_synchronously_datasets_asynchronously():
+    # issue 22 item 8: the proxy-wide ASYNC_THROUGH covered exa-ml-checkpoints-a100 and
+    # exa-flyte-a100; the proxy's one write type is now the synchronous one, and each bucket has its
+    # own write type as Alluxio path configuration.
+    props = values("a100")["properties"]
+    assert props["alluxio.proxy.s3.writetype"] == "CACHE_THROUGH"
+    assert props["alluxio.user.file.replication.durable"] == "2"  # datasets still write asynchronously
+    script = mount_script("a100")
+    conf = "/opt/alluxio/bin/alluxio fsadmin pathConf add --property alluxio.user.file.writetype.default="
+    for bucket, policy in (("exa-ml-checkpoints-a100", "CACHE_THROUGH"), ("exa-flyte-a100", "CACHE_THROUGH"),
+                           ("exa-ml-datasets", "ASYNC_THROUGH")):
+        assert f"{conf}{policy} /{bucket}\n" in script
+        assert script.index(f"s3://{bucket}/") < script.index(f"{conf}{policy} /{bucket}")  # after its mount
+    assert model("a100").settings.s3.durable == ["checkpoints", "flyte"]
+
+
+def test_proxy_is_asynchronous_only_when_every_bucket_is():
+    text = edit(inventory_text("h200"), "    durable: [checkpoints, flyte]\n", "")
+    text = edit(text, "write_policy: CACHE_THROUGH", "write_policy: ASYNC_THROUGH")
+    assert Alluxio().values(model("h200", text))["properties"]["alluxio.proxy.s3.writetype"] == "ASYNC_THROUGH"
+    text = edit(text, "    read_policy: CACHE ", "    write_policies: {flyte: CACHE_THROUGH}\n    read_policy: CACHE ")
+    assert Alluxio().values(model("h200", text))["properties"]["alluxio.proxy.s3.writetype"] == "CACHE_THROUGH"
+
+
+def test_rejects_an_asynchronous_default_on_a_durable_bucket():
+    # a100 as it was on main: ASYNC_THROUGH for every bucket, checkpoints and flyte durable.
+    text = edit(inventory_text("a100"), "    write_policies: {datasets: ASYNC_THROUGH}\n", "")
+    text = edit(text, "write_policy: CACHE_THROUGH", "write_policy: ASYNC_THROUGH")
+    found = [p for p in problems_of("a100", text) if p.path == "components.alluxio.write_policy"]
+    assert [(p.file, p.line) for p in found] == [(inventory_file("a100"), line_of(text, "write_policy: ASYNC_THROUGH"))] * 2
+    assert found[0].message == (
+        "bucket 'checkpoints' (exa-ml-checkpoints-a100) is durable (cluster.s3.durable): ASYNC_THROUGH returns before "
+        "the write is in S3 and a worker restart loses it; set components.alluxio.write_policies.checkpoints: "
+        "CACHE_THROUGH (a durable bucket allows only CACHE_THROUGH)")
+    assert "bucket 'flyte' (exa-flyte-a100) is durable" in found[1].message
+
+
+def test_rejects_an_asynchronous_policy_of_a_durable_bucket_of_its_own():
+    text = edit(inventory_text("a100"), "{datasets: ASYNC_THROUGH}", "{datasets: ASYNC_THROUGH, checkpoints: ASYNC_THROUGH}")
+    p = only_problem(problems_of("a100", text), "components.alluxio.write_policies.checkpoints")
+    assert (p.file, p.line) == (inventory_file("a100"), line_of(text, "checkpoints: ASYNC_THROUGH}"))
+    assert "is durable (cluster.s3.durable)" in p.message
+
+
+def test_rejects_a_write_policy_of_an_unlisted_bucket():
+    text = edit(inventory_text("a100"), "{datasets: ASYNC_THROUGH}", "{loki: ASYNC_THROUGH}")
+    p = only_problem(problems_of("a100", text), "components.alluxio.write_policies.loki")
+    assert p.message == "'loki' is not one of components.alluxio.buckets (have: datasets, checkpoints, flyte)"
+    assert p.line == line_of(text, "{loki: ASYNC_THROUGH}")
+
+
+def test_rejects_a_write_policy_spelled_informally_per_bucket():
+    text = edit(inventory_text("a100"), "{datasets: ASYNC_THROUGH}", "{datasets: async}")
+    p = only_problem(problems_of("a100", text), "components.alluxio.write_policies.datasets")
+    assert "did you mean ASYNC_THROUGH?" in p.message
+
+
+def test_rejects_a_durable_key_that_is_no_bucket():
+    text = edit(inventory_text("h200"), "durable: [checkpoints, flyte]", "durable: [checkpoints, models]")
+    p = only_problem(problems_of("h200", text), "cluster.s3.durable[1]")
+    assert p.message == "unknown bucket 'models' (expected one of: checkpoints, datasets, flyte, loki)"
+    assert (p.file, p.line) == (inventory_file("h200"), line_of(text, "durable: [checkpoints, models]"))
+
+
 def test_changing_the_policy_in_the_inventory_changes_the_values():
-    text = edit(inventory_text("h200"), "write_policy: CACHE_THROUGH", "write_policy: ASYNC_THROUGH")
+    text = edit(inventory_text("h200"), "    durable: [checkpoints, flyte]\n", "")  # no durable bucket
+    text = edit(text, "write_policy: CACHE_THROUGH", "write_policy: ASYNC_THROUGH")
     text = edit(text, "read_policy: CACHE ", "read_policy: NO_CACHE ")
     v = Alluxio().values(model("h200", text))
     assert v["properties"]["alluxio.proxy.s3.writetype"] == "ASYNC_THROUGH"

@@ -18,8 +18,11 @@ Layout, all from the inventory:
   drained and rebooted for driver and MIG changes and GPU jobs may pre-empt pods there, each of
   which would cost a Raft election; the control-plane nodes are stable, already one per rack, and
   the masters' few GB of heap fit beside the API server.
-- Write policy: CACHE_THROUGH (write to the cache and S3 before returning) or ASYNC_THROUGH (return
-  once cached, upload in the background) -> WRITE_POLICY_PROPERTIES; read policy -> readtype.
+- Write policy, per bucket (write_policy, write_policies): CACHE_THROUGH (write to the cache and S3
+  before returning) or ASYNC_THROUGH (return once cached, upload in the background); a bucket of
+  cluster.s3.durable must be CACHE_THROUGH. Each bucket's is path configuration set by the mount
+  Job; the S3 proxy's is proxy-wide in 2.9 (layout.proxy_write_type): synchronous as soon as one
+  bucket is. Read policy -> readtype.
 - Credentials: the cluster's S3 Secret, mounted into masters and workers (which talk to S3) at
   /secrets/s3/ and read by the AWS SDK as a shared-credentials file (its key `credentials`). The
   chart mounts it into the job master and job workers too, but gives them no environment of
@@ -107,6 +110,7 @@ class Alluxio(Component):
             elif key in seen:
                 yield loaded.problem(at + ("buckets", i), f"bucket '{key}' listed twice (also buckets[{seen[key]}])")
             seen.setdefault(key, i)
+        yield from self._write_policies(loaded, settings)
 
         nvme_profiles = [(name, p) for name, p in inv.profiles.items()
                          if p.nvme and any(n.profile == name for n in inv.nodes)]
@@ -135,6 +139,23 @@ class Alluxio(Component):
                                      f"control-plane nodes {racks[node.rack]} and {node.name} share rack '{node.rack}': "
                                      "Alluxio masters run one per control-plane node and must not share a rack")
             racks.setdefault(node.rack, node.name)
+
+    def _write_policies(self, loaded, settings: AlluxioSettings) -> Iterator:
+        """write_policies names listed buckets only; a durable bucket (cluster.s3.durable) never
+        writes asynchronously: the error points at the policy that makes it so."""
+        at = ("components", self.name)
+        s3 = loaded.inventory.cluster.s3
+        for key in settings.write_policies:
+            if key not in settings.buckets:
+                yield loaded.problem(at + ("write_policies", key), f"'{key}' is not one of components.alluxio.buckets "
+                                     f"(have: {', '.join(settings.buckets)})")
+        for key, policy in layout.bucket_policies(settings).items():
+            if key in s3.durable and policy != layout.SYNCHRONOUS:
+                where = at + (("write_policies", key) if key in settings.write_policies else ("write_policy",))
+                yield loaded.problem(where, f"bucket '{key}' ({s3.buckets.get(key, '?')}) is durable (cluster.s3.durable): "
+                                     f"{policy} returns before the write is in S3 and a worker restart loses it; "
+                                     f"set components.alluxio.write_policies.{key}: {layout.SYNCHRONOUS} "
+                                     f"(a durable bucket allows only {layout.SYNCHRONOUS})")
 
     def _master_fits(self, loaded, settings: AlluxioSettings, control_plane) -> Iterator:
         size = layout.master_size(settings.expected_files)
@@ -276,7 +297,7 @@ class Alluxio(Component):
             s3_service(),
             metrics_service("alluxio-master-metrics", "alluxio-master", MASTER_METRICS_PORTS),
             metrics_service("alluxio-worker-metrics", "alluxio-worker", WORKER_METRICS_PORTS),
-            mount_job(cluster, list(self.facts(cluster).buckets)),
+            mount_job(cluster, list(self.facts(cluster).write_types)),
         ]
 
 
@@ -334,14 +355,17 @@ def metrics_service(name: str, role: str, ports: dict[str, int]) -> dict[str, An
     }
 
 
-def mount_job(cluster: ClusterModel, buckets: list[str]) -> dict[str, Any]:
-    """After each sync, mount every listed bucket at /<bucket> unless it already is. Idempotent;
+def mount_job(cluster: ClusterModel, buckets: list[tuple[str, str]]) -> dict[str, Any]:
+    """After each sync, mount every listed bucket (name, write type) at /<bucket> unless it
+    already is, and set its write type as path configuration (what native clients and the job
+    service use there; the S3 proxy's is proxy-wide, layout.proxy_write_type). Idempotent;
     a bucket removed from the inventory stays mounted until someone unmounts it by hand (an
     unmount drops its cached data, which a config change should not do silently)."""
     lines = ["set -eu", "mounted=$(/opt/alluxio/bin/alluxio fs mount | awk '{print $3}')"]
-    for bucket in buckets:
+    for bucket, write_type in buckets:
         lines += [f"if echo \"$mounted\" | grep -qx /{bucket}; then echo '/{bucket} already mounted'; "
-                  f"else /opt/alluxio/bin/alluxio fs mount /{bucket} s3://{bucket}/; fi"]
+                  f"else /opt/alluxio/bin/alluxio fs mount /{bucket} s3://{bucket}/; fi",
+                  f"/opt/alluxio/bin/alluxio fsadmin pathConf add --property alluxio.user.file.writetype.default={write_type} /{bucket}"]
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
