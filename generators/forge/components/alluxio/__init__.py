@@ -110,7 +110,7 @@ class Alluxio(Component):
             elif key in seen:
                 yield loaded.problem(at + ("buckets", i), f"bucket '{key}' listed twice (also buckets[{seen[key]}])")
             seen.setdefault(key, i)
-        yield from self._write_policies(loaded, settings)
+        yield from layout.write_policy_problems(loaded, settings, at)
 
         nvme_profiles = [(name, p) for name, p in inv.profiles.items()
                          if p.nvme and any(n.profile == name for n in inv.nodes)]
@@ -139,23 +139,6 @@ class Alluxio(Component):
                                      f"control-plane nodes {racks[node.rack]} and {node.name} share rack '{node.rack}': "
                                      "Alluxio masters run one per control-plane node and must not share a rack")
             racks.setdefault(node.rack, node.name)
-
-    def _write_policies(self, loaded, settings: AlluxioSettings) -> Iterator:
-        """write_policies names listed buckets only; a durable bucket (cluster.s3.durable) never
-        writes asynchronously: the error points at the policy that makes it so."""
-        at = ("components", self.name)
-        s3 = loaded.inventory.cluster.s3
-        for key in settings.write_policies:
-            if key not in settings.buckets:
-                yield loaded.problem(at + ("write_policies", key), f"'{key}' is not one of components.alluxio.buckets "
-                                     f"(have: {', '.join(settings.buckets)})")
-        for key, policy in layout.bucket_policies(settings).items():
-            if key in s3.durable and policy != layout.SYNCHRONOUS:
-                where = at + (("write_policies", key) if key in settings.write_policies else ("write_policy",))
-                yield loaded.problem(where, f"bucket '{key}' ({s3.buckets.get(key, '?')}) is durable (cluster.s3.durable): "
-                                     f"{policy} returns before the write is in S3 and a worker restart loses it; "
-                                     f"set components.alluxio.write_policies.{key}: {layout.SYNCHRONOUS} "
-                                     f"(a durable bucket allows only {layout.SYNCHRONOUS})")
 
     def _master_fits(self, loaded, settings: AlluxioSettings, control_plane) -> Iterator:
         size = layout.master_size(settings.expected_files)

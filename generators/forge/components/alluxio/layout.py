@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Iterator, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field
 
@@ -188,6 +188,23 @@ def master_size(expected_files: int) -> MasterSize:
 def bucket_policies(settings: AlluxioSettings) -> dict[str, str]:
     """Each listed bucket key's write type: its own (write_policies) or the default."""
     return {key: settings.write_policies.get(key, settings.write_policy) for key in settings.buckets}
+
+
+def write_policy_problems(loaded, settings: AlluxioSettings, at: tuple) -> Iterator:
+    """write_policies names listed buckets only; a durable bucket (cluster.s3.durable) never
+    writes asynchronously: the error points at the policy that makes it so."""
+    s3 = loaded.inventory.cluster.s3
+    for key in settings.write_policies:
+        if key not in settings.buckets:
+            yield loaded.problem(at + ("write_policies", key), f"'{key}' is not one of components.alluxio.buckets "
+                                 f"(have: {', '.join(settings.buckets)})")
+    for key, policy in bucket_policies(settings).items():
+        if key in s3.durable and policy != SYNCHRONOUS:
+            where = at + (("write_policies", key) if key in settings.write_policies else ("write_policy",))
+            yield loaded.problem(where, f"bucket '{key}' ({s3.buckets.get(key, '?')}) is durable (cluster.s3.durable): "
+                                 f"{policy} returns before the write is in S3 and a worker restart loses it; "
+                                 f"set components.alluxio.write_policies.{key}: {SYNCHRONOUS} "
+                                 f"(a durable bucket allows only {SYNCHRONOUS})")
 
 
 def proxy_write_type(settings: AlluxioSettings) -> str:
