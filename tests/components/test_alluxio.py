@@ -135,8 +135,10 @@ def test_workers_run_on_the_nvme_nodes_only():
         assert v["worker"]["nodeSelector"] == {"forge.exa.ai/nvme": "true"}
         assert v["proxy"]["nodeSelector"] == {"forge.exa.ai/nvme": "true"}
         assert {n.name for n in m.nvme_nodes} == {n.name for n in m.gpu_nodes}  # in these fleets
-        assert all(n.labels.get("forge.exa.ai/nvme") == "true" for n in m.nvme_nodes)
-        assert not any("forge.exa.ai/nvme" in n.labels for n in m.nodes if not n.nvme)
+        # Not an inventory label (issue 22 item 9): NFD sets it where the probe finds the drives mounted.
+        assert not any("forge.exa.ai/nvme" in n.labels for n in m.nodes)
+        assert all(Alluxio().node_features(m, n) == {"local.feature": {"forge-nvme-mounted": "true"}} for n in m.nvme_nodes)
+        assert not any(Alluxio().node_features(m, n) for n in m.nodes if not n.nvme)
         assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in v["worker"]["tolerations"]
 
 
@@ -395,3 +397,59 @@ def test_readme_and_schema_name_the_same_write_policies():
     for policy in literal:
         assert f"`{policy}`" in section
     assert "`sync` ->" not in section and "sync|async" not in section
+
+
+# ---- the NVMe label from what is mounted (issue 22 item 9) -------------------------------------------
+
+def probe_of(cluster: str, profile: str) -> dict:
+    return generated(f"overlays/{cluster}/alluxio/daemonset-alluxio-nvme-probe-{profile}.yaml")
+
+
+def test_the_nvme_label_comes_from_an_nfd_rule_on_the_probes_local_feature():
+    rule = generated("overlays/h200/alluxio/nodefeaturerule-forge-nvme-mounted.yaml")["spec"]["rules"]
+    assert rule == [{"name": "forge-nvme-mounted", "labels": {"forge.exa.ai/nvme": "true"},
+                     "matchFeatures": [{"feature": "local.feature",
+                                        "matchExpressions": {"forge-nvme-mounted": {"op": "IsTrue"}}}]}]
+    for cluster in ("h200", "a100"):  # and no per-node inventory rule sets it any more
+        for doc in generated_dir(f"overlays/{cluster}/node-feature-discovery", "nodefeaturerule-"):
+            assert "forge.exa.ai/nvme" not in doc["spec"]["rules"][0]["labels"]
+
+
+@pytest.mark.parametrize("cluster, profile, mounts", [
+    ("h200", "sr680a-h200", ["/mnt/nvme0", "/mnt/nvme1", "/mnt/nvme2", "/mnt/nvme3"]),
+    ("a100", "as-4124go-a100", ["/mnt/nvme0", "/mnt/nvme1"]),
+])
+def test_the_probe_checks_every_mount_of_the_profile_with_mountpoint(cluster, profile, mounts):
+    ds = probe_of(cluster, profile)
+    pod = ds["spec"]["template"]["spec"]
+    # Placed by the inventory's profile label, never by the label it decides.
+    assert pod["nodeSelector"] == {"forge.exa.ai/profile": profile}
+    script = pod["containers"][0]["command"][-1]
+    assert " && ".join(f"mountpoint -q /host{m}" for m in mounts) in script
+    assert "then state=true; else state=false; fi" in script
+    features = "/host/etc/kubernetes/node-feature-discovery/features.d"
+    assert f"printf '# +no-label\\nforge-nvme-mounted=%s\\n' \"$state\" > {features}/.forge-nvme.tmp" in script
+    assert f"mv {features}/.forge-nvme.tmp {features}/forge-nvme" in script
+    # The host's /mnt read-only with the host's later mounts propagated: mountpoint compares devices.
+    mount = next(v for v in pod["containers"][0]["volumeMounts"] if v["mountPath"] == "/host/mnt")
+    assert mount["readOnly"] is True and mount["mountPropagation"] == "HostToContainer"
+    assert {"name": mount["name"], "hostPath": {"path": "/mnt", "type": "Directory"}} in pod["volumes"]
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in pod["tolerations"]
+
+
+def test_the_probe_runs_a_real_shell_against_real_mount_points(tmp_path):
+    """The generated script under bash, with mountpoint itself: a folder that is no mount point
+    makes the feature false; the root of a real filesystem (/proc is one) makes it true."""
+    import shutil
+    import subprocess
+
+    from forge.components.alluxio.nvme_probe import probe_script
+    if not shutil.which("mountpoint"):
+        pytest.skip("util-linux mountpoint not installed")
+    for path, want in (("/proc", "true"), (str(tmp_path), "false")):
+        script = probe_script([path]).replace("/host", "").replace("while true; do", "for once in 1; do")
+        features = tmp_path / "features.d"
+        features.mkdir(exist_ok=True)
+        script = script.replace("/etc/kubernetes/node-feature-discovery/features.d", str(features)).replace("sleep 30", ":")
+        subprocess.run(["bash", "-c", script], check=True, timeout=30)
+        assert (features / "forge-nvme").read_text() == f"# +no-label\nforge-nvme-mounted={want}\n"

@@ -6,7 +6,8 @@ Layout, all from the inventory:
   `components.alluxio.buckets` is mounted at `/<bucket name>` by a PostSync Job, so through the
   S3 proxy bucket `exa-ml-datasets` is Alluxio path `/exa-ml-datasets` is s3://exa-ml-datasets/.
   (Alluxio 2.x reads only the root mount from its configuration; nested mounts need the CLI.)
-- Workers: a DaemonSet on every node whose profile has NVMe (label forge.exa.ai/nvme), two tiers:
+- Workers: a DaemonSet on every node whose profile has NVMe and whose drives are all mounted
+  (label forge.exa.ai/nvme, set by NFD from a probe's local feature: nvme_probe.py), two tiers:
   MEM (/dev/shm) = min(memory_tier.fraction x node RAM, memory_tier.max_gib), and SSD = exactly the
   profile's NVMe mount paths, each with quota floor(size_gb x 10^9 x (1 - ssd_reserve) / 2^30) GiB
   (vendor decimal GB in, Alluxio's binary "GB" out; the reserve stays free for the filesystem and
@@ -38,7 +39,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from forge.components.alluxio import layout, pools
+from forge.components.alluxio import layout, nvme_probe, pools
 from forge.components.alluxio.layout import (GIB, READ_POLICIES, ROOT_UFS, WRITE_POLICY_PROPERTIES, AlluxioFacts,  # noqa: F401 (re-exported)
                                              AlluxioSettings, Journal, MemoryTier, SsdDir, TierLayout, memory_tier_gib,
                                              ssd_quota_gib, tier_layout, tier_levels, tier_options)
@@ -90,9 +91,13 @@ class Alluxio(Component):
     # the journal on a PVC (what journal.storageClass and journal.size mean).
     inventory_values = frozenset({"image", "imageTag", "journal.volumeType"})
     Settings = AlluxioSettings
+    cluster_kinds = (("nfd.k8s-sigs.io", "NodeFeatureRule"),)  # the NVMe label from the mounts (nvme_probe)
 
     def enabled(self, cluster: ClusterModel) -> bool:
         return self.name in cluster.component_settings
+
+    def node_features(self, cluster: ClusterModel, node) -> dict[str, dict[str, str]]:
+        return nvme_probe.node_features(node)  # a healthy NVMe node: every drive mounted
 
     def secrets(self, cluster: ClusterModel) -> list[SecretUse]:
         return [SecretUse("s3", cluster.settings.s3.credentials_secret, (self.namespace,))]
@@ -281,6 +286,8 @@ class Alluxio(Component):
             metrics_service("alluxio-master-metrics", "alluxio-master", MASTER_METRICS_PORTS),
             metrics_service("alluxio-worker-metrics", "alluxio-worker", WORKER_METRICS_PORTS),
             mount_job(cluster, list(self.facts(cluster).write_types)),
+            nvme_probe.label_rule(),
+            *nvme_probe.probes(cluster, NAMESPACE, IMAGE),
         ]
 
 
