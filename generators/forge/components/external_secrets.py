@@ -169,7 +169,7 @@ def external_secret(cluster: ClusterModel, s: ExternalSecretsSettings, use: Secr
             "refreshInterval": s.refresh_interval,
             "secretStoreRef": {"kind": "ClusterSecretStore", "name": STORE},
             "target": {"name": use.name, "creationPolicy": "Owner", "deletionPolicy": "Retain",
-                       "template": {"engineVersion": "v2", "type": kind.type, "data": dict(kind.data)}},
+                       "template": {"engineVersion": "v2", "type": kind.type, "data": dict(use.data or kind.data)}},
             "data": [{"secretKey": p, "remoteRef": {"key": key, "property": p}} for p in kind.properties],
         },
     }

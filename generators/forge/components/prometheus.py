@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Iterator, Literal
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from forge.components import alluxio, external_secrets, flyte, network
@@ -33,8 +34,9 @@ from forge.components.loki import GATEWAY_URL as LOKI_URL
 from forge.model import ClusterModel
 from forge.observability import metrics as m
 from forge.observability import plain
+from forge.observability.alerting import AlertingSettings, alertmanager_config, with_runbook_links
 from forge.observability.dashboards import FLEET_OVERVIEW, dashboard_configmap, fleet_overview
-from forge.observability.rules import prometheus_rule
+from forge.observability.rules import prometheus_rule, rule_groups
 from forge.observability.sizing import PrometheusSize, prometheus_size, series_of
 from forge.secrets import SecretUse
 
@@ -93,7 +95,10 @@ class Settings(BaseModel):
     # An existing Secret in `monitoring` whose key alertmanager.yaml is Alertmanager's whole
     # configuration (receivers carry webhook URLs and keys). Until it exists the operator runs
     # Alertmanager with its built-in configuration, which sends nothing anywhere.
+    # With `alerting`: the Secret holds only the receivers' keys (critical, warning, heartbeat), and
+    # the configuration itself is generated (forge.observability.alerting).
     alertmanager_config_secret: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)] = "alertmanager-config"
+    alerting: AlertingSettings | None = None
 
 
 class PrometheusCrds(Component):
@@ -162,8 +167,12 @@ class Prometheus(Component):
 
     def secrets(self, cluster: ClusterModel) -> list[SecretUse]:
         s: Settings = self.settings(cluster)
-        return [SecretUse("grafana-admin", s.grafana_admin_secret, (self.namespace,)),
-                SecretUse("alertmanager", s.alertmanager_config_secret, (self.namespace,))]
+        alertmanager = SecretUse("alertmanager", s.alertmanager_config_secret, (self.namespace,))
+        if s.alerting:  # the generated configuration around the receivers' keys (forge.observability.alerting)
+            config = yaml.safe_dump(alertmanager_config(s.alerting, rule_groups(cluster)), sort_keys=False, width=1000)
+            alertmanager = SecretUse("alertmanager-keys", s.alertmanager_config_secret, (self.namespace,), role="alertmanager",
+                                     data=(("alertmanager.yaml", config),))
+        return [SecretUse("grafana-admin", s.grafana_admin_secret, (self.namespace,)), alertmanager]
 
     def produced_secrets(self, cluster: ClusterModel) -> dict[str, str]:
         return {ADMISSION_SECRET: "the chart's admission-create Job writes the operator webhook's certificate at install"}
@@ -288,8 +297,12 @@ class Prometheus(Component):
         return out
 
     def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
+        rule = prometheus_rule(cluster, NAMESPACE)
+        alerting = self.settings(cluster).alerting
+        if alerting:
+            rule["spec"]["groups"] = with_runbook_links(rule["spec"]["groups"], alerting.runbook_base_url)
         return [
-            custom_resource(prometheus_rule(cluster, NAMESPACE)),
+            custom_resource(rule),
             *(custom_resource(pm) for pm in pod_monitors()),
             dashboard_configmap(FLEET_OVERVIEW, NAMESPACE, fleet_overview(cluster)),
         ]

@@ -22,7 +22,14 @@ def upgrade_rules(cluster: ClusterModel) -> list[dict[str, Any]]:
     if not cluster.gpu_nodes:
         return []
     busy = selector(**{f"{m.KSM_GPU_UPGRADE_STATE}_re": regex_alternation(m.GPU_UPGRADE_BUSY_STATES)})
-    return [{"record": m.NODE_GPU_UPGRADING, "expr": f"max by ({m.NODE_LABEL}) ({m.KSM_NODE_LABELS}{busy})"}]
+    return [
+        {"record": m.NODE_GPU_UPGRADING, "expr": f"max by ({m.NODE_LABEL}) ({m.KSM_NODE_LABELS}{busy})"},
+        # Routed nowhere: it only inhibits the node's hardware alerts in Alertmanager (forge.observability.alerting).
+        alert("GpuDriverUpgradeInProgress", f"{m.NODE_GPU_UPGRADING} == 1", "info",
+              "{{ $labels.node }} is in a GPU driver upgrade: its hardware alerts are muted",
+              "Nothing to do while the GPU Operator advances the node; if it stays here for hours, the stuck "
+              "upgrade alert and `kubectl get node -L nvidia.com/gpu-driver-upgrade-state` say where it hangs."),
+    ]
 
 
 def external_secret_rules() -> list[dict[str, Any]]:
