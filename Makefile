@@ -26,7 +26,7 @@ help: ## list the targets
 
 # ---- setup --------------------------------------------------------------------------------------
 
-setup: $(STAMP) ## install the venv (requirements.lock), forge, and helm/kustomize/promtool into tools/bin
+setup: $(STAMP) ## install the venv (requirements.lock), forge, and helm/kustomize/promtool/amtool into tools/bin
 	@$(PY) ci/setup_tools.py
 
 # The stamp makes a rerun a no-op until requirements.lock or pyproject.toml changes.
@@ -39,7 +39,7 @@ $(STAMP): requirements.lock pyproject.toml
 	@echo "setup 3/4: forge itself (editable)"
 	@$(PIP) install -q --no-deps -e .
 	@touch $@
-	@echo "setup 4/4: pinned helm, kustomize, promtool in tools/bin"
+	@echo "setup 4/4: pinned helm, kustomize, promtool, amtool in tools/bin"
 
 # ---- forge pipeline -----------------------------------------------------------------------------
 

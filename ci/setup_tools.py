@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Install forge's pinned CLI tools into REPO/tools/bin: helm, kustomize and promtool.
+"""Install forge's pinned CLI tools into REPO/tools/bin: helm, kustomize, promtool and amtool.
 
 Pins and checksums live in ci/tools.json, next to this file. Standard library only, so it runs
 with the venv's python or the system python3. No downloaded binary is used before its sha256
@@ -14,6 +14,8 @@ kustomize  A standalone kustomize of the pinned minor on PATH is linked. Otherwi
 promtool   Checks and unit-tests the generated alert rules. A promtool of the pinned version on
            PATH is linked; when there is none and we are root, Debian's `prometheus` package
            (which ships it) is installed with apt-get first.
+amtool     Checks the generated Alertmanager configuration (check-config, routes test): the same way,
+           from Debian's `prometheus-alertmanager` package.
 
 Rerunning with everything in place changes nothing (it only re-hashes and asks the versions).
 """
@@ -218,19 +220,22 @@ def setup_kustomize(bin_dir: Path, venv: Path, cfg: dict) -> str:
 
 # ---- promtool -----------------------------------------------------------------------------------
 
-def promtool_version(promtool: Path) -> str:
-    """"2.42.0" from `promtool, version 2.42.0+ds (branch: ...)`, or ""."""
-    first = (output_of([str(promtool), "--version"]).splitlines() or [""])[0]
+def tool_version(tool: Path) -> str:
+    """"2.42.0" from `promtool, version 2.42.0+ds (branch: ...)` (amtool's reads alike), or ""."""
+    first = (output_of([str(tool), "--version"]).splitlines() or [""])[0]
     words = first.split()
     return words[2].split("+")[0] if len(words) > 2 and words[1] == "version" else ""
 
 
-def apt_install(package: str) -> None:
+promtool_version = tool_version  # the name the tests and older callers use
+
+
+def apt_install(package: str, tool: str = "promtool") -> None:
     apt = shutil.which("apt-get")
     if not apt or os.geteuid() != 0:
-        raise SetupError(f"promtool not found and cannot install Debian package '{package}' "
+        raise SetupError(f"{tool} not found and cannot install Debian package '{package}' "
                          f"({'not root' if apt else 'no apt-get'}). Fix: apt-get install {package} as root, "
-                         "or put promtool on PATH")
+                         f"or put {tool} on PATH")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     for cmd in ([apt, "update", "-qq"], [apt, "install", "-y", "-qq", "--no-install-recommends", package]):
         r = subprocess.run(cmd, capture_output=True, text=True, env=env)
@@ -239,29 +244,39 @@ def apt_install(package: str) -> None:
             raise SetupError(f"`{' '.join(cmd[:2])} ...` failed (exit {r.returncode}): {last}. Fix: check apt's sources")
 
 
-def setup_promtool(bin_dir: Path, cfg: dict) -> str:
+def setup_debian_tool(bin_dir: Path, tool: str, cfg: dict, what: str) -> str:
+    """A tool of the pinned version from PATH, else from its Debian package (installed when root),
+    linked into tools/bin."""
     want = cfg["version"]
-    dest = bin_dir / "promtool"
-    found = find_on_path("promtool", bin_dir)
+    dest = bin_dir / tool
+    found = find_on_path(tool, bin_dir)
     how = "from PATH"
     if not found:
-        apt_install(cfg["debian_package"])
-        found = find_on_path("promtool", bin_dir)
+        apt_install(cfg["debian_package"], tool)
+        found = find_on_path(tool, bin_dir)
         how = f"Debian package {cfg['debian_package']}, just installed"
         if not found:
-            raise SetupError(f"Debian package {cfg['debian_package']} installed but no promtool on PATH. "
+            raise SetupError(f"Debian package {cfg['debian_package']} installed but no {tool} on PATH. "
                              f"Fix: check `dpkg -L {cfg['debian_package']}`")
-    got = promtool_version(found)
+    got = tool_version(found)
     if got != want:
         raise SetupError(f"{found} reports version {got or '(none)'}, expected {want}. "
-                         f"Fix: install promtool {want}, or change the promtool pin in {TOOLS_JSON} after checking the rules tests")
+                         f"Fix: install {tool} {want}, or change the {tool} pin in {TOOLS_JSON} after checking {what}")
     link(dest, found.resolve())
-    return f"promtool: using {found} {want} ({how}; tools/bin/promtool links to it)"
+    return f"{tool}: using {found} {want} ({how}; tools/bin/{tool} links to it)"
+
+
+def setup_promtool(bin_dir: Path, cfg: dict) -> str:
+    return setup_debian_tool(bin_dir, "promtool", cfg, "the rules tests")
+
+
+def setup_amtool(bin_dir: Path, cfg: dict) -> str:
+    return setup_debian_tool(bin_dir, "amtool", cfg, "the Alertmanager configuration tests")
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
-        description="Install the pinned, checksum-verified helm and kustomize, and promtool, into REPO/tools/bin "
+        description="Install the pinned, checksum-verified helm and kustomize, and promtool and amtool, into REPO/tools/bin "
                     f"(pins: {TOOLS_JSON}).")
     ap.add_argument("--repo", type=Path, default=TOOLS_JSON.parent.parent,
                     help="repository to install into (default: the parent of ci/)")
@@ -276,6 +291,7 @@ def main(argv: list[str] | None = None) -> int:
         print(setup_helm(bin_dir, repo / "tools" / "cache", cfg["helm"]), flush=True)
         print(setup_kustomize(bin_dir, venv, cfg["kustomize"]), flush=True)
         print(setup_promtool(bin_dir, cfg["promtool"]), flush=True)
+        print(setup_amtool(bin_dir, cfg["amtool"]), flush=True)
     except (SetupError, OSError) as e:  # OSError: disk full, permissions... still one clear line
         print(f"setup_tools: error: {e}", file=sys.stderr)
         return 1

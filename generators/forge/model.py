@@ -14,7 +14,9 @@ from forge.inventory.schema import ClusterSettings, MigLayoutGroup, NicSpec, Nvm
 LABEL_DOMAIN = "forge.exa.ai"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 CONTROL_PLANE_LABEL = "node-role.kubernetes.io/control-plane"  # set by kubeadm/Kubespray itself
-# On nodes whose profile has NVMe devices: where local caches (Alluxio workers) may run.
+# On nodes whose profile has NVMe devices, once all of them are mounted: where local caches
+# (Alluxio workers) may run. Not an inventory label: NFD sets it from what a probe finds mounted
+# (forge.components.alluxio.nvme_probe).
 NVME_LABEL = f"{LABEL_DOMAIN}/nvme"
 # The installer taints control-plane nodes itself; that key is not ours to manage, but every
 # controller we place there must tolerate it.
@@ -65,8 +67,6 @@ class NodeModel:
         if self.gpu:  # what Kueue's ResourceFlavors select GPU pools by (forge.capacity)
             labels[f"{LABEL_DOMAIN}/gpu-model"] = self.gpu.key
         labels.update({f"{LABEL_DOMAIN}/role.{role}": "true" for role in sorted(self.roles)})
-        if self.profile.nvme:
-            labels[NVME_LABEL] = "true"
         if self.mig_layout:
             labels[MIG_CONFIG_LABEL] = self.mig_layout
         labels.update(sorted(self.extra_labels.items()))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-SecretKindName = Literal["s3", "flyte-db", "grafana-admin", "alertmanager", "tls"]
+SecretKindName = Literal["s3", "flyte-db", "grafana-admin", "alertmanager", "alertmanager-keys", "tls"]
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,10 @@ SECRET_KINDS: dict[str, SecretKind] = {
                                 why="Grafana's admin login"),
     "alertmanager": SecretKind(properties=("alertmanager.yaml",), data=_same("alertmanager.yaml"),
                                why="Alertmanager's configuration (receivers and their keys)"),
+    # With the configuration generated (forge.observability.alerting): only each receiver's key in
+    # the store; the Secret's alertmanager.yaml is the generated configuration (SecretUse.data).
+    "alertmanager-keys": SecretKind(properties=("critical", "warning", "heartbeat"), data=_same("critical", "warning", "heartbeat"),
+                                    why="the keys of Alertmanager's receivers (routing key, webhook URL, heartbeat key)"),
     "tls": SecretKind(properties=("tls.crt", "tls.key"), data=_same("tls.crt", "tls.key"), type="kubernetes.io/tls",
                       why="a TLS certificate and key"),
 }
@@ -56,6 +60,9 @@ class SecretUse:
     name: str
     namespaces: tuple[str, ...]
     role: str = ""  # the remote secret, when one kind serves several (defaults to the kind)
+    # The Secret's keys and their ESO templates, when this use's differ from its kind's (the
+    # generated Alertmanager configuration around its receivers' keys).
+    data: tuple[tuple[str, str], ...] = ()
 
     @property
     def remote_role(self) -> str:

@@ -73,7 +73,8 @@ def test_missing_npm_and_wrong_helm_on_path_is_a_clear_error(tmp_path):
 
 def test_tools_of_the_pinned_version_on_path_are_linked_and_rerun_changes_nothing(tmp_path):
     bin_dir = fake_bin(tmp_path / "bin", helm=f"echo {PINS['helm']['version']}", kustomize="echo v5.8.9",
-                       promtool=f"echo 'promtool, version {PINS['promtool']['version']}+ds (branch: debian/sid)'")
+                       promtool=f"echo 'promtool, version {PINS['promtool']['version']}+ds (branch: debian/sid)'",
+                       amtool=f"echo 'amtool, version {PINS['amtool']['version']} (branch: debian/sid, revision: 0.25.0-1+b4)'")
     repo = tmp_path / "repo"
     first = run_setup(repo, bin_dir)
     assert first.returncode == 0, first.stderr
@@ -81,6 +82,7 @@ def test_tools_of_the_pinned_version_on_path_are_linked_and_rerun_changes_nothin
     assert (tools / "helm").resolve() == (bin_dir / "helm").resolve()
     assert (tools / "kustomize").resolve() == (bin_dir / "kustomize").resolve()
     assert (tools / "promtool").resolve() == (bin_dir / "promtool").resolve()
+    assert (tools / "amtool").resolve() == (bin_dir / "amtool").resolve()  # issue 22 item 12
     before = {p.name: p.lstat().st_mtime_ns for p in tools.iterdir()}
     second = run_setup(repo, bin_dir)
     assert second.returncode == 0 and second.stdout == first.stdout
@@ -114,3 +116,10 @@ def test_installed_kustomize_builds_a_configmap(tmp_path):
     (tmp_path / "kustomization.yaml").write_text("namespace: forge-test\nresources:\n  - cm.yaml\n")
     out = subprocess.run([str(kustomize), "build", str(tmp_path)], capture_output=True, text=True, check=True).stdout
     assert "kind: ConfigMap" in out and "name: forge-probe" in out and "namespace: forge-test" in out
+
+
+def test_installed_amtool_reports_pinned_version():
+    amtool = installed("amtool")
+    out = subprocess.run([str(amtool), "--version"], capture_output=True, text=True, check=True)
+    assert f"amtool, version {PINS['amtool']['version']}" in (out.stdout + out.stderr)
+    assert PINS["amtool"]["debian_package"] == "prometheus-alertmanager"

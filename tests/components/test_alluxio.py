@@ -135,8 +135,10 @@ def test_workers_run_on_the_nvme_nodes_only():
         assert v["worker"]["nodeSelector"] == {"forge.exa.ai/nvme": "true"}
         assert v["proxy"]["nodeSelector"] == {"forge.exa.ai/nvme": "true"}
         assert {n.name for n in m.nvme_nodes} == {n.name for n in m.gpu_nodes}  # in these fleets
-        assert all(n.labels.get("forge.exa.ai/nvme") == "true" for n in m.nvme_nodes)
-        assert not any("forge.exa.ai/nvme" in n.labels for n in m.nodes if not n.nvme)
+        # Not an inventory label (issue 22 item 9): NFD sets it where the probe finds the drives mounted.
+        assert not any("forge.exa.ai/nvme" in n.labels for n in m.nodes)
+        assert all(Alluxio().node_features(m, n) == {"local.feature": {"forge-nvme-mounted": "true"}} for n in m.nvme_nodes)
+        assert not any(Alluxio().node_features(m, n) for n in m.nodes if not n.nvme)
         assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in v["worker"]["tolerations"]
 
 
@@ -151,18 +153,88 @@ def test_write_policy_mapping(policy):
     assert props.get("alluxio.user.file.replication.durable") == ("2" if policy == "ASYNC_THROUGH" else None)
 
 
-@pytest.mark.parametrize("cluster, policy", [("h200", "CACHE_THROUGH"), ("a100", "ASYNC_THROUGH")])
-def test_write_and_read_policy_per_cluster_from_the_inventory(cluster, policy):
+@pytest.mark.parametrize("cluster", ["h200", "a100"])
+def test_write_and_read_policy_per_cluster_from_the_inventory(cluster):
     s = settings(cluster)
-    assert s.write_policy == policy
+    assert s.write_policy == "CACHE_THROUGH"
     props = values(cluster)["properties"]
-    for key, value in WRITE_POLICY_PROPERTIES[policy].items():
+    for key, value in WRITE_POLICY_PROPERTIES["CACHE_THROUGH"].items():
         assert props[key] == value
     assert props["alluxio.user.file.readtype.default"] == s.read_policy == "CACHE"
 
 
+def mount_script(cluster: str) -> str:
+    job = generated(f"overlays/{cluster}/alluxio/job-alluxio-mount-buckets.yaml")
+    return job["spec"]["template"]["spec"]["containers"][0]["command"][-1]
+
+
+def test_a100_checkpoints_and_flyte_metadata_write_synchronously_datasets_asynchronously():
+    # issue 22 item 8: the proxy-wide ASYNC_THROUGH covered exa-ml-checkpoints-a100 and
+    # exa-flyte-a100; the proxy's one write type is now the synchronous one, and each bucket has its
+    # own write type as Alluxio path configuration.
+    props = values("a100")["properties"]
+    assert props["alluxio.proxy.s3.writetype"] == "CACHE_THROUGH"
+    assert props["alluxio.user.file.replication.durable"] == "2"  # datasets still write asynchronously
+    script = mount_script("a100")
+    conf = "/opt/alluxio/bin/alluxio fsadmin pathConf add --property alluxio.user.file.writetype.default="
+    for bucket, policy in (("exa-ml-checkpoints-a100", "CACHE_THROUGH"), ("exa-flyte-a100", "CACHE_THROUGH"),
+                           ("exa-ml-datasets", "ASYNC_THROUGH")):
+        assert f"{conf}{policy} /{bucket}\n" in script
+        assert script.index(f"s3://{bucket}/") < script.index(f"{conf}{policy} /{bucket}")  # after its mount
+    assert model("a100").settings.s3.durable == ["checkpoints", "flyte"]
+
+
+def test_proxy_is_asynchronous_only_when_every_bucket_is():
+    text = edit(inventory_text("h200"), "    durable: [checkpoints, flyte]\n", "")
+    text = edit(text, "write_policy: CACHE_THROUGH", "write_policy: ASYNC_THROUGH")
+    assert Alluxio().values(model("h200", text))["properties"]["alluxio.proxy.s3.writetype"] == "ASYNC_THROUGH"
+    text = edit(text, "    read_policy: CACHE ", "    write_policies: {flyte: CACHE_THROUGH}\n    read_policy: CACHE ")
+    assert Alluxio().values(model("h200", text))["properties"]["alluxio.proxy.s3.writetype"] == "CACHE_THROUGH"
+
+
+def test_rejects_an_asynchronous_default_on_a_durable_bucket():
+    # a100 as it was on main: ASYNC_THROUGH for every bucket, checkpoints and flyte durable.
+    text = edit(inventory_text("a100"), "    write_policies: {datasets: ASYNC_THROUGH}\n", "")
+    text = edit(text, "write_policy: CACHE_THROUGH", "write_policy: ASYNC_THROUGH")
+    found = [p for p in problems_of("a100", text) if p.path == "components.alluxio.write_policy"]
+    assert [(p.file, p.line) for p in found] == [(inventory_file("a100"), line_of(text, "write_policy: ASYNC_THROUGH"))] * 2
+    assert found[0].message == (
+        "bucket 'checkpoints' (exa-ml-checkpoints-a100) is durable (cluster.s3.durable): ASYNC_THROUGH returns before "
+        "the write is in S3 and a worker restart loses it; set components.alluxio.write_policies.checkpoints: "
+        "CACHE_THROUGH (a durable bucket allows only CACHE_THROUGH)")
+    assert "bucket 'flyte' (exa-flyte-a100) is durable" in found[1].message
+
+
+def test_rejects_an_asynchronous_policy_of_a_durable_bucket_of_its_own():
+    text = edit(inventory_text("a100"), "{datasets: ASYNC_THROUGH}", "{datasets: ASYNC_THROUGH, checkpoints: ASYNC_THROUGH}")
+    p = only_problem(problems_of("a100", text), "components.alluxio.write_policies.checkpoints")
+    assert (p.file, p.line) == (inventory_file("a100"), line_of(text, "checkpoints: ASYNC_THROUGH}"))
+    assert "is durable (cluster.s3.durable)" in p.message
+
+
+def test_rejects_a_write_policy_of_an_unlisted_bucket():
+    text = edit(inventory_text("a100"), "{datasets: ASYNC_THROUGH}", "{loki: ASYNC_THROUGH}")
+    p = only_problem(problems_of("a100", text), "components.alluxio.write_policies.loki")
+    assert p.message == "'loki' is not one of components.alluxio.buckets (have: datasets, checkpoints, flyte)"
+    assert p.line == line_of(text, "{loki: ASYNC_THROUGH}")
+
+
+def test_rejects_a_write_policy_spelled_informally_per_bucket():
+    text = edit(inventory_text("a100"), "{datasets: ASYNC_THROUGH}", "{datasets: async}")
+    p = only_problem(problems_of("a100", text), "components.alluxio.write_policies.datasets")
+    assert "did you mean ASYNC_THROUGH?" in p.message
+
+
+def test_rejects_a_durable_key_that_is_no_bucket():
+    text = edit(inventory_text("h200"), "durable: [checkpoints, flyte]", "durable: [checkpoints, models]")
+    p = only_problem(problems_of("h200", text), "cluster.s3.durable[1]")
+    assert p.message == "unknown bucket 'models' (expected one of: checkpoints, datasets, flyte, loki)"
+    assert (p.file, p.line) == (inventory_file("h200"), line_of(text, "durable: [checkpoints, models]"))
+
+
 def test_changing_the_policy_in_the_inventory_changes_the_values():
-    text = edit(inventory_text("h200"), "write_policy: CACHE_THROUGH", "write_policy: ASYNC_THROUGH")
+    text = edit(inventory_text("h200"), "    durable: [checkpoints, flyte]\n", "")  # no durable bucket
+    text = edit(text, "write_policy: CACHE_THROUGH", "write_policy: ASYNC_THROUGH")
     text = edit(text, "read_policy: CACHE ", "read_policy: NO_CACHE ")
     v = Alluxio().values(model("h200", text))
     assert v["properties"]["alluxio.proxy.s3.writetype"] == "ASYNC_THROUGH"
@@ -323,3 +395,59 @@ def test_readme_and_schema_name_the_same_write_policies():
     for policy in literal:
         assert f"`{policy}`" in section
     assert "`sync` ->" not in section and "sync|async" not in section
+
+
+# ---- the NVMe label from what is mounted (issue 22 item 9) -------------------------------------------
+
+def probe_of(cluster: str, profile: str) -> dict:
+    return generated(f"overlays/{cluster}/alluxio/daemonset-alluxio-nvme-probe-{profile}.yaml")
+
+
+def test_the_nvme_label_comes_from_an_nfd_rule_on_the_probes_local_feature():
+    rule = generated("overlays/h200/alluxio/nodefeaturerule-forge-nvme-mounted.yaml")["spec"]["rules"]
+    assert rule == [{"name": "forge-nvme-mounted", "labels": {"forge.exa.ai/nvme": "true"},
+                     "matchFeatures": [{"feature": "local.feature",
+                                        "matchExpressions": {"forge-nvme-mounted": {"op": "IsTrue"}}}]}]
+    for cluster in ("h200", "a100"):  # and no per-node inventory rule sets it any more
+        for doc in generated_dir(f"overlays/{cluster}/node-feature-discovery", "nodefeaturerule-"):
+            assert "forge.exa.ai/nvme" not in doc["spec"]["rules"][0]["labels"]
+
+
+@pytest.mark.parametrize("cluster, profile, mounts", [
+    ("h200", "sr680a-h200", ["/mnt/nvme0", "/mnt/nvme1", "/mnt/nvme2", "/mnt/nvme3"]),
+    ("a100", "as-4124go-a100", ["/mnt/nvme0", "/mnt/nvme1"]),
+])
+def test_the_probe_checks_every_mount_of_the_profile_with_mountpoint(cluster, profile, mounts):
+    ds = probe_of(cluster, profile)
+    pod = ds["spec"]["template"]["spec"]
+    # Placed by the inventory's profile label, never by the label it decides.
+    assert pod["nodeSelector"] == {"forge.exa.ai/profile": profile}
+    script = pod["containers"][0]["command"][-1]
+    assert " && ".join(f"mountpoint -q /host{m}" for m in mounts) in script
+    assert "then state=true; else state=false; fi" in script
+    features = "/host/etc/kubernetes/node-feature-discovery/features.d"
+    assert f"printf '# +no-label\\nforge-nvme-mounted=%s\\n' \"$state\" > {features}/.forge-nvme.tmp" in script
+    assert f"mv {features}/.forge-nvme.tmp {features}/forge-nvme" in script
+    # The host's /mnt read-only with the host's later mounts propagated: mountpoint compares devices.
+    mount = next(v for v in pod["containers"][0]["volumeMounts"] if v["mountPath"] == "/host/mnt")
+    assert mount["readOnly"] is True and mount["mountPropagation"] == "HostToContainer"
+    assert {"name": mount["name"], "hostPath": {"path": "/mnt", "type": "Directory"}} in pod["volumes"]
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in pod["tolerations"]
+
+
+def test_the_probe_runs_a_real_shell_against_real_mount_points(tmp_path):
+    """The generated script under bash, with mountpoint itself: a folder that is no mount point
+    makes the feature false; the root of a real filesystem (/proc is one) makes it true."""
+    import shutil
+    import subprocess
+
+    from forge.components.alluxio.nvme_probe import probe_script
+    if not shutil.which("mountpoint"):
+        pytest.skip("util-linux mountpoint not installed")
+    for path, want in (("/proc", "true"), (str(tmp_path), "false")):
+        script = probe_script([path]).replace("/host", "").replace("while true; do", "for once in 1; do")
+        features = tmp_path / "features.d"
+        features.mkdir(exist_ok=True)
+        script = script.replace("/etc/kubernetes/node-feature-discovery/features.d", str(features)).replace("sleep 30", ":")
+        subprocess.run(["bash", "-c", script], check=True, timeout=30)
+        assert (features / "forge-nvme").read_text() == f"# +no-label\nforge-nvme-mounted={want}\n"

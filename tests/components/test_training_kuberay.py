@@ -151,7 +151,9 @@ def test_rendered_manifests_are_valid_kubernetes_and_follow_house_rules(cluster)
             name = f"{component}: {obj['kind']}/{obj['metadata']['name']}"
             problems = kube.validate(obj)
             if problems is None:  # not a built-in kind: ExternalSecrets (checked against ESO's CRD in tests/components/test_secrets_and_access.py) and Flyte's LocalQueues (against Kueue's CRD in tests/components/test_kueue.py)
-                assert (obj["apiVersion"], obj["kind"]) in {("external-secrets.io/v1", obj["kind"]), ("kueue.x-k8s.io/v1beta2", "LocalQueue")}, name
+                # ... and Alluxio's NVMe NodeFeatureRule (against NFD's CRD by forge validate --upstream).
+                assert (obj["apiVersion"], obj["kind"]) in {("external-secrets.io/v1", obj["kind"]), ("kueue.x-k8s.io/v1beta2", "LocalQueue"),
+                                                            ("nfd.k8s-sigs.io/v1alpha1", "NodeFeatureRule")}, name
                 continue
             assert problems == [], name
             assert check_policies(obj, required_labels=labels_for(cluster)) == [], name

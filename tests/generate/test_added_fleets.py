@@ -53,9 +53,17 @@ def rendered(repo: Path, cluster: str, component: str) -> list[dict]:
 
 
 def node_labels(repo: Path, cluster: str) -> dict[str, dict[str, str]]:
-    """Every node's labels, as the NodeFeatureRules forge generates put them on the nodes."""
-    return {d["metadata"]["name"].removeprefix("forge-node-"): d["spec"]["rules"][0]["labels"]
-            for d in rendered(repo, cluster, "node-feature-discovery") if d["kind"] == "NodeFeatureRule"}
+    """Every node's labels, as the NodeFeatureRules forge generates put them on healthy nodes: the
+    per-node rules, and the NVMe label of Alluxio's rule on its mount probe's feature (evaluated as
+    the fleet in a box does, from what the components say a healthy node reports)."""
+    from forge.twin.nodes import nfd_results, node_features
+    plan = load_fleet(repo).plan(cluster)
+    rules = [(d, component) for component in ("node-feature-discovery", "alluxio")
+             for d in (rendered(repo, cluster, component) if (repo / "overlays" / cluster / component).is_dir() else [])
+             if d["kind"] == "NodeFeatureRule"]
+    known = frozenset(f for n in plan.cluster.nodes for f in node_features(plan.cluster, n, plan.components))
+    return {n.name: nfd_results(rules, n.name, node_features(plan.cluster, n, plan.components), known)[0]
+            for n in plan.cluster.nodes}
 
 
 def selects(selector: dict[str, str], labels: dict[str, str]) -> bool:

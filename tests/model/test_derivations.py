@@ -97,8 +97,8 @@ def test_node_labels_and_taints_reach_nodes_through_one_rule_per_node():
     assert rule["labels"] == {
         "forge.exa.ai/rack": "h200-r05", "forge.exa.ai/profile": "sr680a-h200", "forge.exa.ai/gpu-model": "H200-141GB",
         "forge.exa.ai/role.gpu": "true",
-        "forge.exa.ai/nvme": "true", "nvidia.com/mig.config": "all-1g", "exa.ai/pool": "interactive",
-    }
+        "nvidia.com/mig.config": "all-1g", "exa.ai/pool": "interactive",
+    }  # no forge.exa.ai/nvme: NFD sets it from what is mounted (forge.components.alluxio.nvme_probe)
     assert rule["taints"] == [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]
     assert rule["matchFeatures"] == [{"feature": "system.name", "matchExpressions": {"nodename": {"op": "In", "value": ["h200-gpu-17"]}}}]
 

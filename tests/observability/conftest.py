@@ -18,3 +18,13 @@ def promtool() -> str:
         if cand and Path(cand).exists():
             return str(cand)
     pytest.fail("promtool not found: run `make setup` (installs Debian's prometheus package, which ships it)")
+
+
+@pytest.fixture(scope="session")
+def amtool() -> str:
+    """tools/bin/amtool (make setup links it), else one on PATH: the check of the generated
+    Alertmanager configuration. Missing is a failure, like promtool."""
+    for cand in (REPO / "tools" / "bin" / "amtool", shutil.which("amtool")):
+        if cand and Path(cand).exists():
+            return str(cand)
+    pytest.fail("amtool not found: run `make setup` (installs Debian's prometheus-alertmanager package, which ships it)")

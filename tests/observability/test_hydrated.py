@@ -58,7 +58,7 @@ def kps_render(values: dict[str, Any]) -> list[dict[str, Any]]:
     (a `*SelectorNilUsesHelmValues: false` gives an empty selector, true `release: prometheus`)."""
     spec = values["prometheus"]["prometheusSpec"]
     prom: dict[str, Any] = {k: spec[k] for k in ("nodeSelector", "tolerations", "scrapeInterval", "evaluationInterval",
-                                                  "retention", "retentionSize", "resources", "externalLabels")}
+                                                  "retention", "retentionSize", "resources", "externalLabels", "replicas")}
     prom["storage"] = spec["storageSpec"]
     if "priorityClassName" in spec:  # the operator's StatefulSet pods take the CR's class
         prom["priorityClassName"] = spec["priorityClassName"]
@@ -79,7 +79,7 @@ def kps_render(values: dict[str, Any]) -> list[dict[str, Any]]:
     return [
         {"kind": "Prometheus", "metadata": {"name": PROMETHEUS_CR}, "spec": prom},
         {"kind": "Alertmanager", "metadata": {"name": ALERTMANAGER_CR},
-         "spec": {"nodeSelector": am["nodeSelector"], **{k: am[k] for k in ("configSecret", "priorityClassName", "storage") if k in am}}},
+         "spec": {"nodeSelector": am["nodeSelector"], **{k: am[k] for k in ("configSecret", "priorityClassName", "storage", "replicas") if k in am}}},
         {"kind": "Deployment", "metadata": {"name": GRAFANA_DEPLOYMENT}, "spec": {"template": {"spec": {"containers": [
             {"name": "grafana-sc-dashboard", "env": []}, {"name": "grafana", "env": env}]}}}},
         {"kind": "ConfigMap", "metadata": {"name": GRAFANA_DATASOURCES},

@@ -69,3 +69,21 @@ def test_shipped_nodes_carry_forges_labels_taints_and_the_capacity_queues_were_s
     assert mig["metadata"]["labels"]["nvidia.com/mig.config"] == "all-1g"
     assert {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"} in cp["spec"]["taints"]
     assert allocatable(cluster, cluster.nodes[0])["cpu"] == "64"
+
+
+@pytest.mark.parametrize("name", ["h200", "a100"])
+def test_the_nvme_label_reaches_healthy_nvme_nodes_from_the_probe_feature_only(clusters, name):
+    # issue 22 item 9: forge.exa.ai/nvme comes from alluxio's NodeFeatureRule on the probe's local
+    # feature; the Alluxio component tells the box a healthy NVMe node reports it (node_features).
+    from forge.components import COMPONENTS
+    cluster = clusters[name]
+    rules = [(o, f"{folder}/{o['metadata']['name']}")
+             for folder in (f"overlays/{name}/node-feature-discovery", f"overlays/{name}/alluxio")
+             for o in generated_dir(folder) if o["kind"] == "NodeFeatureRule"]
+    nodes, findings = node_objects(cluster, rules, "v1.34.4", [c for c in COMPONENTS if c.enabled(cluster)])
+    assert findings == []
+    labelled = {n["metadata"]["name"] for n in nodes if n["metadata"]["labels"].get("forge.exa.ai/nvme") == "true"}
+    assert labelled == {n.name for n in cluster.nvme_nodes} and labelled
+    # A drive not mounted (feature false): the rule labels nothing.
+    probe = next(pair for pair in rules if pair[0]["metadata"]["name"] == "forge-nvme-mounted")
+    assert nfd_results([probe], "n", {"local.feature": {"forge-nvme-mounted": "false"}})[0] == {}

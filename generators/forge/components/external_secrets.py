@@ -25,7 +25,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from forge.components import network
-from forge.components.base import RBAC_NAMESPACED, WORKLOAD_KINDS, WAVE_SECRETS, Component, Expected, custom_resource
+from forge.components.base import RBAC_NAMESPACED, WORKLOAD_KINDS, WAVE_SECRETS, Component, Expected, Scrape, custom_resource
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL
 from forge.inventory.schema import Name, Strict
 from forge.inventory.strings import HttpsUrl, Region
@@ -68,6 +68,12 @@ class ExternalSecretsSettings(Strict):
 
 
 WEBHOOK_PORT = 10250  # the chart's webhook.port
+# The controller's metrics (externalsecret_status_condition: the ExternalSecretNotSynced alert),
+# scraped by a PodMonitor (the prometheus component): the chart's own ServiceMonitor would sync in
+# this wave, before the monitoring CRDs exist.
+SCRAPES = (Scrape("forge-external-secrets", "external-secrets",
+                  {"matchLabels": {"app.kubernetes.io/name": "external-secrets", "app.kubernetes.io/instance": "external-secrets"}},
+                  8080, "/metrics"),)
 METRICS_PORTS = (8080, 8081)  # the controller's metrics.listen.port; the webhook's and cert-controller's
 
 
@@ -165,7 +171,7 @@ def external_secret(cluster: ClusterModel, s: ExternalSecretsSettings, use: Secr
             "refreshInterval": s.refresh_interval,
             "secretStoreRef": {"kind": "ClusterSecretStore", "name": STORE},
             "target": {"name": use.name, "creationPolicy": "Owner", "deletionPolicy": "Retain",
-                       "template": {"engineVersion": "v2", "type": kind.type, "data": dict(kind.data)}},
+                       "template": {"engineVersion": "v2", "type": kind.type, "data": dict(use.data or kind.data)}},
             "data": [{"secretKey": p, "remoteRef": {"key": key, "property": p}} for p in kind.properties],
         },
     }

@@ -153,6 +153,9 @@ class Kueue(Component):
     def values(self, cluster: ClusterModel) -> dict[str, Any]:
         s: KueueSettings = self.settings(cluster)
         return {
+            # The chart's ServiceMonitor for Kueue's metrics (queues, pending and inadmissible
+            # workloads: forge.observability.platform_rules).
+            "enablePrometheus": True,
             "controllerManager": {
                 "manager": {"priorityClassName": SYSTEM_CLUSTER_CRITICAL},
                 # Two replicas: its webhooks admit every job; one serves while the other restarts.

@@ -21,11 +21,12 @@ also comes only from an existing Secret: the chart renders no config Secret of i
 """
 from __future__ import annotations
 
-from typing import Annotated, Any, Iterator
+from typing import Annotated, Any, Iterator, Literal
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from forge.components import alluxio, flyte, network
+from forge.components import alluxio, external_secrets, flyte, network
 from forge.components.base import (RBAC_NAMESPACED, WORKLOAD_KINDS, kinds, WAVE_MONITORING_CRDS, WAVE_OBSERVABILITY, Component, Expected, custom_resource, storage_class,
                                    storage_class_problem)
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL, SYSTEM_NODE_CRITICAL
@@ -33,9 +34,10 @@ from forge.components.loki import GATEWAY_URL as LOKI_URL
 from forge.model import ClusterModel
 from forge.observability import metrics as m
 from forge.observability import plain
+from forge.observability.alerting import AlertingSettings, alertmanager_config, with_runbook_links
 from forge.observability.dashboards import dashboard_configmap, dashboards
 from forge.observability.lifecycle import node_label_allowlist
-from forge.observability.rules import prometheus_rule
+from forge.observability.rules import prometheus_rule, rule_groups
 from forge.observability.sizing import PrometheusSize, prometheus_size, series_of
 from forge.secrets import SecretUse
 
@@ -62,8 +64,28 @@ CRDS_ONLY_OFF = (
 )
 
 
+# How the cluster exposes its control plane's metrics (components.prometheus.control_plane), and
+# so which of the chart's control-plane monitors and their alert rules can work:
+# - kubeadm: kubeadm's defaults bind kube-scheduler (10259), kube-controller-manager (10257),
+#   kube-proxy's metrics (10249) and etcd's (2381) to 127.0.0.1: Prometheus can reach none of them,
+#   and the chart's KubeSchedulerDown, KubeControllerManagerDown, KubeProxyDown (and etcd's) would
+#   fire from day one. Off; the API server and kubelets are still monitored.
+# - kubeadm-exposed: the same, with those bind addresses opened to the node network (kubeadm's
+#   ClusterConfiguration extraArgs bind-address: 0.0.0.0, KubeProxyConfiguration
+#   metricsBindAddress: 0.0.0.0:10249, etcd listen-metrics-urls): all monitored.
+# - managed: a provider runs the control plane (EKS, GKE, AKS): only the API server is reachable.
+CONTROL_PLANE_MONITORS = ("kubeScheduler", "kubeControllerManager", "kubeProxy", "kubeEtcd")
+CONTROL_PLANE_RULES = ("kubeSchedulerAlerting", "kubeSchedulerRecording", "kubeControllerManager", "kubeProxy", "etcd")
+CONTROL_PLANE_SCRAPED = {"kubeadm": False, "kubeadm-exposed": True, "managed": False}
+
+
 class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    control_plane: Literal["kubeadm", "kubeadm-exposed", "managed"] = "kubeadm"
+    # Prometheus and Alertmanager each run this many replicas, one per system node (hard
+    # anti-affinity): one node lost loses no metrics, no alert and no silence.
+    replicas: Annotated[int, Field(ge=2, le=5)] = 2
 
     retention_days: Annotated[int, Field(ge=1, le=365)] = 15
     scrape_interval_seconds: Annotated[int, Field(ge=5, le=300)] = 30
@@ -74,7 +96,10 @@ class Settings(BaseModel):
     # An existing Secret in `monitoring` whose key alertmanager.yaml is Alertmanager's whole
     # configuration (receivers carry webhook URLs and keys). Until it exists the operator runs
     # Alertmanager with its built-in configuration, which sends nothing anywhere.
+    # With `alerting`: the Secret holds only the receivers' keys (critical, warning, heartbeat), and
+    # the configuration itself is generated (forge.observability.alerting).
     alertmanager_config_secret: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)] = "alertmanager-config"
+    alerting: AlertingSettings | None = None
 
 
 class PrometheusCrds(Component):
@@ -120,6 +145,10 @@ class Prometheus(Component):
                         "grafana.priorityClassName",
                         "kube-state-metrics.priorityClassName", "prometheus-node-exporter.priorityClassName"}
     Settings = Settings
+    # Set from the inventory on every cluster, whatever it equals (control_plane: the chart's defaults
+    # are on for kubeadm-exposed).
+    inventory_values = frozenset({*(f"{k}.enabled" for k in CONTROL_PLANE_MONITORS),
+                                  *(f"defaultRules.rules.{k}" for k in CONTROL_PLANE_RULES)})
     # The chart's admission-webhook patch Job writes the CA it generated into both webhook
     # configurations and switches their failurePolicy to the chart's value once the CA is in
     # (prometheus-community/helm-charts issues 4914, 2516): Argo CD must leave exactly those alone.
@@ -143,8 +172,12 @@ class Prometheus(Component):
 
     def secrets(self, cluster: ClusterModel) -> list[SecretUse]:
         s: Settings = self.settings(cluster)
-        return [SecretUse("grafana-admin", s.grafana_admin_secret, (self.namespace,)),
-                SecretUse("alertmanager", s.alertmanager_config_secret, (self.namespace,))]
+        alertmanager = SecretUse("alertmanager", s.alertmanager_config_secret, (self.namespace,))
+        if s.alerting:  # the generated configuration around the receivers' keys (forge.observability.alerting)
+            config = yaml.safe_dump(alertmanager_config(s.alerting, rule_groups(cluster)), sort_keys=False, width=1000)
+            alertmanager = SecretUse("alertmanager-keys", s.alertmanager_config_secret, (self.namespace,), role="alertmanager",
+                                     data=(("alertmanager.yaml", config),))
+        return [SecretUse("grafana-admin", s.grafana_admin_secret, (self.namespace,)), alertmanager]
 
     def produced_secrets(self, cluster: ClusterModel) -> dict[str, str]:
         return {ADMISSION_SECRET: "the chart's admission-create Job writes the operator webhook's certificate at install"}
@@ -165,19 +198,26 @@ class Prometheus(Component):
 
     def check(self, loaded, settings: Settings, given) -> Iterator:
         yield from storage_class_problem(loaded, settings.storage_class, self.name, "Prometheus and Alertmanager")
+        system = [n.name for n in loaded.inventory.nodes if "system" in n.roles]
+        if settings.replicas > len(system):
+            yield loaded.problem(("components", self.name, "replicas"),
+                                 f"{settings.replicas} replicas of Prometheus and Alertmanager need as many nodes with role "
+                                 f"'system' (one each); the inventory has {len(system)}: lower replicas or add system nodes")
 
     def values(self, cluster: ClusterModel) -> dict[str, Any]:
         s, size, claim = self._plan(cluster)
-        # Cluster services never pre-empted by workloads; node-exporter is a node agent.
-        system = {"nodeSelector": cluster.system_node_selector, "tolerations": cluster.system_tolerations,
+        system = {"nodeSelector": cluster.system_node_selector, "tolerations": cluster.system_tolerations,  # never pre-empted
                   "priorityClassName": SYSTEM_CLUSTER_CRITICAL}
         interval = f"{s.scrape_interval_seconds}s"
+        spread = {"replicas": s.replicas, "podAntiAffinity": "hard", "podAntiAffinityTopologyKey": "kubernetes.io/hostname"}
         return plain({
             "crds": {"enabled": False},  # owned by the prometheus-crds Application
+            **control_plane_values(s.control_plane),
             "prometheusOperator": {**system, "admissionWebhooks": {"deployment": dict(system), "patch": dict(system)}},
             "prometheus": {
                 "prometheusSpec": {
                     **system,
+                    **spread,
                     "scrapeInterval": interval,
                     "evaluationInterval": interval,
                     "retention": f"{s.retention_days}d",
@@ -196,6 +236,7 @@ class Prometheus(Component):
             },
             "alertmanager": {"enabled": True, "alertmanagerSpec": {
                 **system,
+                **spread,  # the replicas gossip: one notification per alert
                 # The chart would otherwise render its own config Secret, with the config in Git.
                 "useExistingSecret": True,
                 "configSecret": s.alertmanager_config_secret,
@@ -216,7 +257,8 @@ class Prometheus(Component):
                 }],
             },
             # The driver upgrade state of each node (and the node-test labels) on kube_node_labels,
-            # for the node-lifecycle alerts (forge.observability.lifecycle).
+            # for the node-lifecycle alerts (forge.observability.lifecycle) and to keep the GPU
+            # alerts quiet on a node being upgraded (forge.observability.platform_rules).
             "kube-state-metrics": {**system, "metricLabelsAllowlist": node_label_allowlist(cluster)},
             "prometheus-node-exporter": {
                 "priorityClassName": SYSTEM_NODE_CRITICAL,
@@ -240,6 +282,8 @@ class Prometheus(Component):
             Expected(*prom, "spec.resources.requests.memory", f"{size.memory_gib}Gi"),
             Expected(*prom, "spec.nodeSelector", cluster.system_node_selector),
             Expected(*prom, "spec.priorityClassName", SYSTEM_CLUSTER_CRITICAL),
+            Expected(*prom, "spec.replicas", s.replicas),
+            Expected("Alertmanager", ALERTMANAGER_CR, "spec.replicas", s.replicas),
             Expected("Alertmanager", ALERTMANAGER_CR, "spec.priorityClassName", SYSTEM_CLUSTER_CRITICAL),
             # `*SelectorNilUsesHelmValues: false` renders empty selectors: every object, every
             # namespace. (True would select only objects labelled release=prometheus.)
@@ -260,11 +304,22 @@ class Prometheus(Component):
         return out
 
     def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
+        rule = prometheus_rule(cluster, NAMESPACE)
+        alerting = self.settings(cluster).alerting
+        if alerting:
+            rule["spec"]["groups"] = with_runbook_links(rule["spec"]["groups"], alerting.runbook_base_url)
         return [
-            custom_resource(prometheus_rule(cluster, NAMESPACE)),
+            custom_resource(rule),
             *(custom_resource(pm) for pm in pod_monitors()),
             *(dashboard_configmap(name, NAMESPACE, board) for name, board in dashboards(cluster).items()),
         ]
+
+
+def control_plane_values(control_plane: str) -> dict[str, Any]:
+    """The chart's control-plane monitors and their rules, as the cluster exposes them (CONTROL_PLANE_SCRAPED)."""
+    scraped = CONTROL_PLANE_SCRAPED[control_plane]
+    return {**{key: {"enabled": scraped} for key in CONTROL_PLANE_MONITORS},
+            "defaultRules": {"rules": {key: scraped for key in CONTROL_PLANE_RULES}}}
 
 
 def pod_monitors() -> list[dict[str, Any]]:
@@ -283,7 +338,7 @@ def pod_monitors() -> list[dict[str, Any]]:
             "spec": {"namespaceSelector": namespaces, "selector": labels, "podMetricsEndpoints": endpoints},
         }
 
-    scrapes = [*alluxio.SCRAPES, *flyte.SCRAPES]  # declared by the components that run the pods
+    scrapes = [*alluxio.SCRAPES, *flyte.SCRAPES, *external_secrets.SCRAPES]  # declared by the components that run the pods
     return [
         *(monitor(s.name, {"matchNames": [s.namespace]}, s.selector, [{"targetPort": s.port, "path": s.path}]) for s in scrapes),
         # No monitor for the DOCA Telemetry Service: forge does not deploy it (NicClusterPolicy

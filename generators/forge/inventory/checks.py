@@ -174,6 +174,9 @@ def _bucket_names(loaded: LoadedInventory, inv: Inventory) -> Iterator[Problem]:
         reason = s3_bucket_problem(bucket)
         if reason:
             yield loaded.problem(("cluster", "s3", "buckets", key), f"bucket name '{bucket}' {reason}")
+    for i, key in enumerate(inv.cluster.s3.durable):
+        if key not in inv.cluster.s3.buckets:
+            yield loaded.problem(("cluster", "s3", "durable", i), unknown("bucket", key, inv.cluster.s3.buckets))
 
 
 def s3_bucket_problem(name: str) -> str | None:

@@ -170,6 +170,9 @@ class S3Settings(Strict):
     region: Region
     buckets: dict[Name, S3Bucket]
     credentials_secret: Name  # an existing Secret; forge never holds credentials
+    # Keys of `buckets` whose writes must be in S3 when they return (checkpoints, Flyte's
+    # metadata): a cache in front of them may only write synchronously (forge.components.alluxio).
+    durable: list[Name] = []
 
 
 class ExpectedCapacity(Strict):

@@ -36,6 +36,10 @@ DCGM_FIELDS: tuple[tuple[str, str, str], ...] = (
     ("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB)."),
     ("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB)."),
     ("DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered."),
+    # dcgm-exporter's own counter per XID code (label `xid`) within its --xid-count-window-size
+    # (default 5 minutes): a repeat of the same XID counts again, where the last-value gauge above
+    # does not change.
+    ("DCGM_EXP_XID_ERRORS_COUNT", "gauge", "Count of XID Errors within user-specified time window (see xid-count-window-size param)."),
     ("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "counter", "Total number of single-bit volatile ECC errors."),
     ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter", "Total number of double-bit volatile ECC errors."),
     ("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter", "Number of remapped rows for uncorrectable errors."),
@@ -65,6 +69,8 @@ GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
 GPU_FB_USED = "DCGM_FI_DEV_FB_USED"
 GPU_FB_FREE = "DCGM_FI_DEV_FB_FREE"
 GPU_XID = "DCGM_FI_DEV_XID_ERRORS"
+GPU_XID_COUNT = "DCGM_EXP_XID_ERRORS_COUNT"
+XID_LABEL = "xid"
 GPU_ECC_DBE = "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"
 GPU_ROW_REMAP_FAILURE = "DCGM_FI_DEV_ROW_REMAP_FAILURE"
 GPU_UNCORRECTABLE_REMAPPED_ROWS = "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"
@@ -132,9 +138,24 @@ KUEUE_ADMISSION_WAIT = "kueue_admission_wait_time_seconds_bucket"  # cluster_que
 GPU_UPGRADES = {state: f"gpu_operator_nodes_upgrades_{state}"
                 for state in ("pending", "available", "in_progress", "done", "failed")}
 
+# ---- kube-state-metrics: node labels it exports (kube-state-metrics.metricLabelsAllowlist) -------
+KSM_NODE_LABELS = "kube_node_labels"
+# The GPU Operator's upgrade library writes each node's driver-upgrade state as this node label.
+GPU_UPGRADE_STATE_LABEL = "nvidia.com/gpu-driver-upgrade-state"
+KSM_GPU_UPGRADE_STATE = "label_nvidia_com_gpu_driver_upgrade_state"  # as kube-state-metrics names it
+# The states in which the driver is (about to be) unloaded, reloaded or validated: GPUs vanish and
+# exporters restart on purpose. Not upgrade-required (still serving), upgrade-done, upgrade-failed
+# (a node left broken must page).
+GPU_UPGRADE_BUSY_STATES = ("cordon-required", "wait-for-jobs-required", "pod-deletion-required", "drain-required",
+                           "pod-restart-required", "validation-required", "uncordon-required")
+
+# ---- External Secrets Operator (its own metric names) --------------------------------------------
+ESO_CONDITION = "externalsecret_status_condition"  # name, namespace, condition, status: 1 for the current one
+
 # ---- recording rules forge writes (forge.observability.rules) -----------------------------------
 NODE_INFO = "forge:node_info"  # 1 per inventory node: node, rack, profile
 NODE_GPUS_EXPECTED = "forge:node_gpus_expected"  # GPUs the inventory says a node has
+NODE_GPU_UPGRADING = "forge:node_gpu_driver_upgrading"  # 1 per node whose GPU driver is being upgraded
 ALLUXIO_HIT_RATIO = "forge:alluxio_cache_hit_ratio:rate15m"
 ALLUXIO_READ_BYTES = "forge:alluxio_read_bytes:rate15m"
 

@@ -23,6 +23,7 @@ from forge.model import ClusterModel, NodeModel
 from forge.observability import metrics as m
 from forge.observability.infiniband import infiniband_hcas, infiniband_rules
 from forge.observability.lifecycle import node_test_rules, upgrade_rules
+from forge.observability.platform_rules import platform_rule_groups
 from forge.observability.promql import alert, regex_alternation, selector  # noqa: F401 (re-exported)
 
 RULE_NAME = "forge-fleet"
@@ -30,7 +31,6 @@ GPU_BY = f"{m.NODE_LABEL}, {m.DCGM_GPU_LABEL}, {m.DCGM_MODEL_LABEL}"
 
 # Alert margins and thresholds (policy, not hardware facts; the limits themselves are in hardware.py).
 TEMP_WARNING_MARGIN_C = 5  # warn this far below the model's slowdown temperature
-XID_WINDOW = "10m"  # an XID alert stays this long after the last new XID, then resolves
 NVLINK_ERROR_BURST = 100  # CRC/replay errors per 15 minutes on one GPU that a healthy link never shows
 NIC_FLAPS_CARRIER_CHANGES = 4  # carrier changes in 15 minutes: two down/up cycles
 NVME_WARNING_FREE = 0.10
@@ -61,19 +61,19 @@ def inventory_rules(cluster: ClusterModel) -> list[dict[str, Any]]:
 # ---- GPUs ---------------------------------------------------------------------------------------
 
 def gpu_rules(cluster: ClusterModel) -> list[dict[str, Any]]:
-    # The XID gauge holds the last XID seen until the exporter restarts: alert while it changed
-    # within XID_WINDOW, so the alert resolves once that window passes without a new XID.
-    changed = f"changes({m.GPU_XID}[{XID_WINDOW}]) > 0"
-    xid_critical = " or ".join(f"{m.GPU_XID} == {code}" for code in CRITICAL_XIDS)
-    xid_other = "".join(f" != {code}" for code in CRITICAL_XIDS)
+    # dcgm-exporter's per-XID count over its window (GPU_XID_COUNT, label xid): an XID fires while
+    # it was seen within the window, again for a second one of the same code (the last-value gauge
+    # did not change then), and the alert carries the code.
+    codes = regex_alternation(str(c) for c in CRITICAL_XIDS)
     gpu = "{{ $labels.node }} GPU {{ $labels.gpu }} ({{ $labels.modelName }})"
+    seen = "reported XID {{ $labels.xid }} {{ $value }} time(s) within the exporter's XID window"
     rules = [
-        alert("GpuXidCriticalError", f"max by ({GPU_BY}) (({xid_critical}) and {changed})", "critical",
-              f"{gpu} reported XID {{{{ $value }}}}, a hardware fault",
+        alert("GpuXidCriticalError", f"max by ({GPU_BY}, {m.XID_LABEL}) ({m.GPU_XID_COUNT}{selector(xid_re=codes)}) > 0", "critical",
+              f"{gpu} {seen}: a hardware fault",
               "Cordon and drain the node, look up the XID in NVIDIA's XID catalogue and the kernel log "
               "(Loki: {node=\"<node>\", job=\"node/journal\"} |= \"NVRM: Xid\"); reset the GPU or RMA it."),
-        alert("GpuXidError", f"max by ({GPU_BY}) (({m.GPU_XID} > 0{xid_other}) and {changed})", "warning",
-              f"{gpu} reported XID {{{{ $value }}}}",
+        alert("GpuXidError", f"max by ({GPU_BY}, {m.XID_LABEL}) ({m.GPU_XID_COUNT}{selector(xid_nre=codes)}) > 0", "warning",
+              f"{gpu} {seen}",
               "Usually the application's fault (illegal address, page fault, job killed): check the job on "
               "that GPU; escalate if the same GPU repeats it with different jobs."),
         alert("GpuDoubleBitEccError", f"max by ({GPU_BY}) (increase({m.GPU_ECC_DBE}[15m])) > 0", "critical",
@@ -110,7 +110,13 @@ def gpu_rules(cluster: ClusterModel) -> list[dict[str, Any]]:
                   "NVLink recovery errors usually precede XID 74: drain the node and run the NVIDIA field "
                   "diagnostics (dcgmi diag -r 3)."),
         ]
-    return rules
+    return [quiet_while_upgrading(r) for r in rules]
+
+
+def quiet_while_upgrading(rule: dict[str, Any]) -> dict[str, Any]:
+    """A GPU alert that holds its peace on a node whose GPU driver the operator is upgrading
+    (NODE_GPU_UPGRADING): the driver reload takes GPUs off the bus and restarts the exporter."""
+    return {**rule, "expr": f"({rule['expr']}) unless on ({m.NODE_LABEL}) {m.NODE_GPU_UPGRADING}"}
 
 
 def gpu_model_rules(model: GpuModel) -> list[dict[str, Any]]:
@@ -329,6 +335,7 @@ def rule_groups(cluster: ClusterModel) -> list[dict[str, Any]]:
         ("forge-alluxio", alluxio_rules(alluxio_worker_pods(cluster))),
         ("forge-flyte", flyte_rules()),
         ("forge-node-lifecycle", upgrade_rules(cluster) + node_test_rules(cluster)),
+        *platform_rule_groups(cluster),
     ]
     return [{"name": name, "rules": rules} for name, rules in groups if rules]
 

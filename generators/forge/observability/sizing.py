@@ -47,7 +47,9 @@ SERIES_PER_RDMA_PORT = 30
 SERIES_PER_NVME = 30
 # One series per DCGM field and GPU, doubled for MIG instances' profiling series and the pod
 # labels dcgm-exporter attaches (every new job on a GPU starts new series).
-SERIES_PER_GPU = 2 * sum(1 for _, kind, _ in DCGM_FIELDS if kind != "label")
+# The exporter's own XID count (DCGM_EXP_*) has a series only per XID code a GPU reported: none on
+# a healthy GPU.
+SERIES_PER_GPU = 2 * sum(1 for field, kind, _ in DCGM_FIELDS if kind != "label" and not field.startswith("DCGM_EXP_"))
 DCGM_INTERVAL_S = 15  # the GPU Operator's ServiceMonitor interval (chart default, kept)
 BYTES_PER_SAMPLE = 2  # compressed TSDB: 1-2 bytes per sample; take the high end
 HEADROOM = 1.5  # WAL, compaction's temporary copies, series churn

@@ -6,7 +6,8 @@ Layout, all from the inventory:
   `components.alluxio.buckets` is mounted at `/<bucket name>` by a PostSync Job, so through the
   S3 proxy bucket `exa-ml-datasets` is Alluxio path `/exa-ml-datasets` is s3://exa-ml-datasets/.
   (Alluxio 2.x reads only the root mount from its configuration; nested mounts need the CLI.)
-- Workers: a DaemonSet on every node whose profile has NVMe (label forge.exa.ai/nvme), two tiers:
+- Workers: a DaemonSet on every node whose profile has NVMe and whose drives are all mounted
+  (label forge.exa.ai/nvme, set by NFD from a probe's local feature: nvme_probe.py), two tiers:
   MEM (/dev/shm) = min(memory_tier.fraction x node RAM, memory_tier.max_gib), and SSD = exactly the
   profile's NVMe mount paths, each with quota floor(size_gb x 10^9 x (1 - ssd_reserve) / 2^30) GiB
   (vendor decimal GB in, Alluxio's binary "GB" out; the reserve stays free for the filesystem and
@@ -18,8 +19,11 @@ Layout, all from the inventory:
   drained and rebooted for driver and MIG changes and GPU jobs may pre-empt pods there, each of
   which would cost a Raft election; the control-plane nodes are stable, already one per rack, and
   the masters' few GB of heap fit beside the API server.
-- Write policy: CACHE_THROUGH (write to the cache and S3 before returning) or ASYNC_THROUGH (return
-  once cached, upload in the background) -> WRITE_POLICY_PROPERTIES; read policy -> readtype.
+- Write policy, per bucket (write_policy, write_policies): CACHE_THROUGH (write to the cache and S3
+  before returning) or ASYNC_THROUGH (return once cached, upload in the background); a bucket of
+  cluster.s3.durable must be CACHE_THROUGH. Each bucket's is path configuration set by the mount
+  Job; the S3 proxy's is proxy-wide in 2.9 (layout.proxy_write_type): synchronous as soon as one
+  bucket is. Read policy -> readtype.
 - Credentials: the cluster's S3 Secret, mounted into masters and workers (which talk to S3) at
   /secrets/s3/ and read by the AWS SDK as a shared-credentials file (its key `credentials`). The
   chart mounts it into the job master and job workers too, but gives them no environment of
@@ -35,7 +39,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from forge.components.alluxio import layout, pools
+from forge.components.alluxio import layout, nvme_probe, pools
 from forge.components.alluxio.layout import (GIB, READ_POLICIES, ROOT_UFS, WRITE_POLICY_PROPERTIES, AlluxioFacts,  # noqa: F401 (re-exported)
                                              AlluxioSettings, Journal, MemoryTier, SsdDir, TierLayout, memory_tier_gib,
                                              ssd_quota_gib, tier_layout, tier_levels, tier_options)
@@ -88,9 +92,13 @@ class Alluxio(Component):
     # the journal on a PVC (what journal.storageClass and journal.size mean).
     inventory_values = frozenset({"image", "imageTag", "journal.volumeType"})
     Settings = AlluxioSettings
+    cluster_kinds = (("nfd.k8s-sigs.io", "NodeFeatureRule"),)  # the NVMe label from the mounts (nvme_probe)
 
     def enabled(self, cluster: ClusterModel) -> bool:
         return self.name in cluster.component_settings
+
+    def node_features(self, cluster: ClusterModel, node) -> dict[str, dict[str, str]]:
+        return nvme_probe.node_features(node)  # a healthy NVMe node: every drive mounted
 
     def secrets(self, cluster: ClusterModel) -> list[SecretUse]:
         return [SecretUse("s3", cluster.settings.s3.credentials_secret, (self.namespace,))]
@@ -108,6 +116,7 @@ class Alluxio(Component):
             elif key in seen:
                 yield loaded.problem(at + ("buckets", i), f"bucket '{key}' listed twice (also buckets[{seen[key]}])")
             seen.setdefault(key, i)
+        yield from layout.write_policy_problems(loaded, settings, at)
 
         nvme_profiles = [(name, p) for name, p in inv.profiles.items()
                          if p.nvme and any(n.profile == name for n in inv.nodes)]
@@ -277,7 +286,9 @@ class Alluxio(Component):
             s3_service(),
             metrics_service("alluxio-master-metrics", "alluxio-master", MASTER_METRICS_PORTS),
             metrics_service("alluxio-worker-metrics", "alluxio-worker", WORKER_METRICS_PORTS),
-            mount_job(cluster, list(self.facts(cluster).buckets)),
+            mount_job(cluster, list(self.facts(cluster).write_types)),
+            nvme_probe.label_rule(),
+            *nvme_probe.probes(cluster, NAMESPACE, IMAGE),
         ]
 
 
@@ -335,14 +346,17 @@ def metrics_service(name: str, role: str, ports: dict[str, int]) -> dict[str, An
     }
 
 
-def mount_job(cluster: ClusterModel, buckets: list[str]) -> dict[str, Any]:
-    """After each sync, mount every listed bucket at /<bucket> unless it already is. Idempotent;
+def mount_job(cluster: ClusterModel, buckets: list[tuple[str, str]]) -> dict[str, Any]:
+    """After each sync, mount every listed bucket (name, write type) at /<bucket> unless it
+    already is, and set its write type as path configuration (what native clients and the job
+    service use there; the S3 proxy's is proxy-wide, layout.proxy_write_type). Idempotent;
     a bucket removed from the inventory stays mounted until someone unmounts it by hand (an
     unmount drops its cached data, which a config change should not do silently)."""
     lines = ["set -eu", "mounted=$(/opt/alluxio/bin/alluxio fs mount | awk '{print $3}')"]
-    for bucket in buckets:
+    for bucket, write_type in buckets:
         lines += [f"if echo \"$mounted\" | grep -qx /{bucket}; then echo '/{bucket} already mounted'; "
-                  f"else /opt/alluxio/bin/alluxio fs mount /{bucket} s3://{bucket}/; fi"]
+                  f"else /opt/alluxio/bin/alluxio fs mount /{bucket} s3://{bucket}/; fi",
+                  f"/opt/alluxio/bin/alluxio fsadmin pathConf add --property alluxio.user.file.writetype.default={write_type} /{bucket}"]
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",

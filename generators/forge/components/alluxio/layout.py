@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Iterator, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field
 
@@ -71,9 +71,16 @@ class Journal(Strict):
     size_gib: PositiveInt = 50
 
 
+WritePolicy = Annotated[Literal["CACHE_THROUGH", "ASYNC_THROUGH"], BeforeValidator(_write_policy)]
+SYNCHRONOUS = "CACHE_THROUGH"
+
+
 class AlluxioSettings(Strict):
     buckets: Annotated[list[Name], Field(min_length=1)]  # keys of cluster.s3.buckets
-    write_policy: Annotated[Literal["CACHE_THROUGH", "ASYNC_THROUGH"], BeforeValidator(_write_policy)]
+    write_policy: WritePolicy  # every listed bucket's, unless write_policies names it
+    # Per bucket (a key of `buckets`): its own write type. A bucket of cluster.s3.durable must
+    # write synchronously (CACHE_THROUGH).
+    write_policies: dict[Name, WritePolicy] = {}
     read_policy: Literal["CACHE", "CACHE_PROMOTE", "NO_CACHE"] = "CACHE"
     ssd_reserve: Annotated[float, AfterValidator(_reserve)]
     memory_tier: MemoryTier
@@ -178,6 +185,45 @@ def master_size(expected_files: int) -> MasterSize:
     return MasterSize(cache, heap, MASTER_DIRECT_GIB, heap + MASTER_DIRECT_GIB + MASTER_NATIVE_GIB)
 
 
+def bucket_policies(settings: AlluxioSettings) -> dict[str, str]:
+    """Each listed bucket key's write type: its own (write_policies) or the default."""
+    return {key: settings.write_policies.get(key, settings.write_policy) for key in settings.buckets}
+
+
+def write_policy_problems(loaded, settings: AlluxioSettings, at: tuple) -> Iterator:
+    """write_policies names listed buckets only; a durable bucket (cluster.s3.durable) never
+    writes asynchronously: the error points at the policy that makes it so."""
+    s3 = loaded.inventory.cluster.s3
+    for key in settings.write_policies:
+        if key not in settings.buckets:
+            yield loaded.problem(at + ("write_policies", key), f"'{key}' is not one of components.alluxio.buckets "
+                                 f"(have: {', '.join(settings.buckets)})")
+    for key, policy in bucket_policies(settings).items():
+        if key in s3.durable and policy != SYNCHRONOUS:
+            where = at + (("write_policies", key) if key in settings.write_policies else ("write_policy",))
+            yield loaded.problem(where, f"bucket '{key}' ({s3.buckets.get(key, '?')}) is durable (cluster.s3.durable): "
+                                 f"{policy} returns before the write is in S3 and a worker restart loses it; "
+                                 f"set components.alluxio.write_policies.{key}: {SYNCHRONOUS} "
+                                 f"(a durable bucket allows only {SYNCHRONOUS})")
+
+
+def proxy_write_type(settings: AlluxioSettings) -> str:
+    """The one write type of the S3 proxy. Alluxio 2.9's proxy passes `alluxio.proxy.s3.writetype`
+    explicitly on every create (S3RestUtils.getS3WriteType), so no per-path setting reaches it: one
+    synchronous bucket makes the proxy synchronous for all (a slower write, never a lost one)."""
+    return SYNCHRONOUS if SYNCHRONOUS in bucket_policies(settings).values() else "ASYNC_THROUGH"
+
+
+def write_properties(settings: AlluxioSettings) -> dict[str, str]:
+    """The site properties of the write policies: the proxy's (and the default for clients of
+    paths no bucket mount covers) is proxy_write_type; a second cached copy while any bucket
+    writes asynchronously. The per-bucket write types of native clients: path configuration set
+    by the mount Job (mount_job)."""
+    asynchronous = "ASYNC_THROUGH" in bucket_policies(settings).values()
+    return {**(WRITE_POLICY_PROPERTIES["ASYNC_THROUGH"] if asynchronous else {}),
+            **WRITE_POLICY_PROPERTIES[proxy_write_type(settings)]}
+
+
 @dataclass(frozen=True)
 class AlluxioFacts:
     layout: TierLayout  # the main release's workers (pools[0])
@@ -185,6 +231,7 @@ class AlluxioFacts:
     buckets: tuple[str, ...]  # S3 bucket names mounted at /<name>, in the inventory's order
     pools: tuple[WorkerPool, ...] = ()  # worker pools; more than one when NVMe profiles differ
     master: MasterSize = master_size(INODE_CACHE_MAX)  # the masters' heap and limits (derive_facts sets it)
+    write_types: tuple[tuple[str, str], ...] = ()  # (S3 bucket name, its write type), in buckets' order
 
     @property
     def extra_pools(self) -> tuple[WorkerPool, ...]:
@@ -206,12 +253,14 @@ def derive_facts(cluster: ClusterModel, settings: AlluxioSettings, release: str)
         # they would refuse writes to S3 mounts (mode 0700, owned by the master's user).
         # Access to the data is decided by the S3 credentials of the masters and workers.
         "alluxio.security.authorization.permission.enabled": "false",
-        **WRITE_POLICY_PROPERTIES[settings.write_policy],
+        **write_properties(settings),
     }
     master = master_size(settings.expected_files)
     properties["alluxio.master.metastore.inode.cache.max.size"] = str(master.inode_cache)
     pools = worker_pools(cluster, settings, release)
-    return AlluxioFacts(pools[0].layout, properties, tuple(s3.buckets[key] for key in settings.buckets), pools, master)
+    write_types = tuple((s3.buckets[key], policy) for key, policy in bucket_policies(settings).items())
+    return AlluxioFacts(pools[0].layout, properties, tuple(s3.buckets[key] for key in settings.buckets), pools, master,
+                        write_types)
 
 
 def tier_levels(layout: TierLayout) -> list[dict[str, Any]]:
