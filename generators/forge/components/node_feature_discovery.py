@@ -60,7 +60,9 @@ class NodeFeatureDiscovery(Component):
         }
 
     def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
-        return [node_rule(node) for node in cluster.nodes]
+        # A cloud pool's nodes get their labels and taints from Karpenter's NodePool (their names
+        # are not known before they exist): no rule per node for them.
+        return [node_rule(node) for node in cluster.nodes if node.pool is None]
 
 
 def node_rule(node: NodeModel) -> dict[str, Any]:
