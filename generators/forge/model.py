@@ -41,6 +41,8 @@ def pci_present_label(vendor_id: str) -> str:
 
 
 SYSTEM_ROLE_LABEL = f"{LABEL_DOMAIN}/role.system"
+# What the EFA device plugin advertises per EFA interface of a cloud node (a pool's efa_interfaces).
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
 # The label Karpenter puts on the nodes of each NodePool (and the managed node group's own, which
 # forge's system pool asks the cluster's node group to carry).
 POOL_LABEL = f"{LABEL_DOMAIN}/pool"

@@ -94,3 +94,25 @@ def test_flyte_reads_s3_directly_without_alluxio():
 def test_no_node_feature_rule_for_nodes_karpenter_has_not_made():
     rules = generated_dir(f"overlays/{CLUSTER}/node-feature-discovery", "nodefeaturerule")
     assert rules == []
+
+
+def test_efa_interfaces_are_capacity_kueue_and_the_box_count():
+    from forge.capacity import capacity
+    cluster = model(CLUSTER)
+    pool = capacity(cluster).pool("h200-141gb")
+    assert pool.resources["vpc.amazonaws.com/efa"] == 3200 and pool.unit("vpc.amazonaws.com/efa") == "EFA interface"
+
+
+def test_the_box_makes_the_pools_nodes_as_karpenter_labels_them():
+    from forge.twin.nodes import node_objects
+    cluster = model(CLUSTER)
+    pools = {o["metadata"]["name"]: o for o in generated_dir(f"overlays/{CLUSTER}/karpenter", "nodepool")}
+    nodes, findings = node_objects(cluster, [], "v1.34.4", (), pools)
+    burst = [n for n in nodes if n["metadata"]["labels"].get("karpenter.sh/nodepool") == "h200-spot"]
+    assert len(burst) == 100 and findings == []
+    labels = burst[0]["metadata"]["labels"]
+    assert labels["karpenter.sh/capacity-type"] == "spot" and labels["forge.exa.ai/gpu-model"] == "H200-141GB"
+    assert burst[0]["spec"]["taints"] == [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]
+    assert burst[0]["status"]["allocatable"]["vpc.amazonaws.com/efa"] == "32"
+    system = [n for n in nodes if n["metadata"]["labels"].get("forge.exa.ai/role.system") == "true"]
+    assert len(system) == 3 and "karpenter.sh/nodepool" not in system[0]["metadata"]["labels"]

@@ -13,9 +13,8 @@ from typing import Any
 
 from forge import versions
 from forge.components.base import WAVE_NETWORK, Component, Expected
-from forge.model import ClusterModel
+from forge.model import EFA_RESOURCE, ClusterModel  # noqa: F401  (its one home is the model)
 
-EFA_RESOURCE = "vpc.amazonaws.com/efa"
 IMAGE = "aws-efa-k8s-device-plugin"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 # The EKS add-on images' account: its ECR serves every commercial region (the image pin names us-west-2).
