@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-SecretKindName = Literal["s3", "flyte-db", "grafana-admin", "alertmanager", "tls"]
+SecretKindName = Literal["s3", "flyte-db", "grafana-admin", "alertmanager", "tls", "oidc"]
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,8 @@ SECRET_KINDS: dict[str, SecretKind] = {
                                 why="Grafana's admin login"),
     "alertmanager": SecretKind(properties=("alertmanager.yaml",), data=_same("alertmanager.yaml"),
                                why="Alertmanager's configuration (receivers and their keys)"),
+    "oidc": SecretKind(properties=("client_secret",), data=(("OAUTH_CLIENT_SECRET", '{{ index . "client_secret" }}'),),
+                       why="the OpenID Connect client secret of a developer-pod hub"),
     "tls": SecretKind(properties=("tls.crt", "tls.key"), data=_same("tls.crt", "tls.key"), type="kubernetes.io/tls",
                       why="a TLS certificate and key"),
 }

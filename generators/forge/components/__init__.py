@@ -8,6 +8,7 @@ from forge.components.base import Component
 from forge.components.external_secrets import ExternalSecrets
 from forge.components.flyte import Flyte
 from forge.components.gpu_operator import GpuOperator
+from forge.components.jupyterhub import JupyterHub
 from forge.components.karpenter import Karpenter
 from forge.components.kuberay_operator import KuberayOperator
 from forge.components.kueue import Kueue
@@ -32,6 +33,7 @@ COMPONENTS: tuple[Component, ...] = (
     Kueue(),
     Alluxio(),
     Flyte(),
+    JupyterHub(),
     Prometheus(),
     Loki(),
     Alloy(),
