@@ -66,3 +66,12 @@ def test_bad_developer_pod_setting_names_its_line(case):
     found = [p for p in problems(text, FILE) if f": {path}: " in p]
     assert found and found[0].startswith(f"{FILE}:{line_of(text, needle)}: {path}: "), problems(text, FILE)
     assert words in found[0], found[0]
+
+
+def test_a_secret_the_spawner_names_is_looked_for_where_servers_run():
+    from forge.validate.secretrefs import spawner_namespace, value_refs
+    values = {"hub": {"config": {"KubeSpawner": {"namespace": "research-development",
+                                                 "extra_container_config": {"envFrom": [{"secretRef": {"name": "s3-credentials"}}]}}}}}
+    [(name, path)] = list(value_refs(values))
+    assert name == "s3-credentials"
+    assert spawner_namespace(path) == ("research-development", "hub.config.KubeSpawner.extra_container_config.envFrom[0].secretRef.name")
