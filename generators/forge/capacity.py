@@ -27,7 +27,7 @@ from fractions import Fraction
 from typing import Iterable
 
 from forge.hardware import MIG_SLICES_COMPUTE
-from forge.model import LABEL_DOMAIN, MIG_CONFIG_LABEL, MIG_DISABLED, RDMA_HCA_MAX, ClusterModel, NodeModel
+from forge.model import EFA_RESOURCE, LABEL_DOMAIN, MIG_CONFIG_LABEL, MIG_DISABLED, RDMA_HCA_MAX, ClusterModel, NodeModel
 
 GPU = "nvidia.com/gpu"
 CPU = "cpu"
@@ -74,7 +74,7 @@ class Pool:
         """What one unit of `resource` is in this pool (for tables and the README)."""
         if resource in self.slices:
             return f"MIG {self.slices[resource][0]} slice"
-        return {GPU: "whole GPU", CPU: "thread", MEMORY: "GiB"}.get(resource, "pod")
+        return {GPU: "whole GPU", CPU: "thread", MEMORY: "GiB", EFA_RESOURCE: "EFA interface"}.get(resource, "pod")
 
 
 @dataclass(frozen=True)
@@ -158,6 +158,8 @@ def node_resources(cluster: ClusterModel, node: NodeModel) -> dict[str, int]:
     out = {CPU: node.profile.cpu_threads, MEMORY: node.profile.memory_gib}
     out |= node_gpus(node, cluster.settings.mig_layouts, cluster.mig_strategy)[0]
     out |= {r.resource: RDMA_HCA_MAX for r in cluster.rdma_resources if node.name in r.nodes}
+    if node.pool and node.pool.efa_interfaces:  # a cloud node's EFA interfaces (the EFA device plugin's)
+        out[EFA_RESOURCE] = node.pool.efa_interfaces
     return out
 
 

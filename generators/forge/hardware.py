@@ -93,10 +93,27 @@ class ServerModel(_Strict):
     gpu_models: Annotated[frozenset[str], Field(strict=False)] = frozenset()  # empty: any
 
 
+class InstanceType(_Strict):
+    """A cloud instance type: what one node of a cloud node pool is (forge.inventory's node_pools)."""
+
+    key: str
+    source: Text
+    provider: Literal["aws"]
+    cpu_threads: Positive  # vCPUs
+    memory_gib: Positive
+    gpu_model: str | None = None  # a key of `gpus`
+    gpu_count: Count = 0
+    nvlink: Annotated[int, Field(ge=0, le=5)] = 0
+    efa_interfaces: Count = 0  # EFA network cards: vpc.amazonaws.com/efa per node
+    network_gbps: Positive
+    instance_store_gb: Count = 0  # local NVMe (instance store), decimal GB in total
+
+
 class Catalogue(_Strict):
     gpus: dict[str, GpuModel]
     nics: dict[str, NicModel]
     servers: dict[str, ServerModel]
+    instances: dict[str, InstanceType] = {}
 
     @model_validator(mode="before")
     @classmethod
@@ -117,6 +134,11 @@ class Catalogue(_Strict):
             names = [p.name for p in gpu.mig_profiles]
             for name in sorted({n for n in names if names.count(n) > 1}):
                 yield ("gpus", key, "mig_profiles"), f"MIG profile '{name}' listed twice"
+        for key, inst in self.instances.items():
+            if inst.gpu_model is not None and inst.gpu_model not in self.gpus:
+                yield ("instances", key, "gpu_model"), unknown_model("GPU model", inst.gpu_model, self.gpus)
+            if (inst.gpu_model is None) != (inst.gpu_count == 0):
+                yield ("instances", key, "gpu_count"), "gpu_model and a gpu_count above 0 go together"
         for key, nic in self.nics.items():
             if nic.vendor_id not in vendors:
                 yield ("nics", key, "vendor_id"), f"'{nic.vendor_id}' is not a vendor forge knows ({', '.join(vendors)})"
@@ -166,6 +188,7 @@ class _Lazy(Mapping[str, V]):
 GPU_MODELS: Mapping[str, GpuModel] = _Lazy(lambda: catalogue().gpus)
 NIC_MODELS: Mapping[str, NicModel] = _Lazy(lambda: catalogue().nics)
 SERVER_MODELS: Mapping[str, ServerModel] = _Lazy(lambda: catalogue().servers)
+INSTANCE_TYPES: Mapping[str, InstanceType] = _Lazy(lambda: catalogue().instances)
 DRIVER_BY_ARCHITECTURE: Mapping[str, str] = _Lazy(lambda: versions.versions().gpu_drivers)
 
 

@@ -8,7 +8,8 @@ from typing import Any, Mapping
 from forge.hardware import DRIVER_BY_ARCHITECTURE, GPU_MODELS, NIC_MODELS, GpuModel, NicModel
 from forge.inventory import LoadedInventory
 from forge.inventory.layouts import MIG_DISABLED, mig_layout_of
-from forge.inventory.schema import ClusterSettings, MigLayoutGroup, NicSpec, NvmeSpec, Profile, Taint
+from forge.inventory.pools import PoolModel, instance_profile, pool_model
+from forge.inventory.schema import ClusterSettings, MigLayoutGroup, NicSpec, NodePool, NvmeSpec, Profile, Taint
 
 # Our node label namespace. Labels reach nodes through node-feature-discovery (see nfd component).
 LABEL_DOMAIN = "forge.exa.ai"
@@ -41,6 +42,14 @@ def pci_present_label(vendor_id: str) -> str:
     return f"feature.node.kubernetes.io/pci-{vendor_id}.present"
 
 
+SYSTEM_ROLE_LABEL = f"{LABEL_DOMAIN}/role.system"
+# What the EFA device plugin advertises per EFA interface of a cloud node (a pool's efa_interfaces).
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
+# The label Karpenter puts on the nodes of each NodePool (and the managed node group's own, which
+# forge's system pool asks the cluster's node group to carry).
+POOL_LABEL = f"{LABEL_DOMAIN}/pool"
+
+
 @dataclass(frozen=True)
 class NodeModel:
     name: str
@@ -51,6 +60,8 @@ class NodeModel:
     extra_labels: dict[str, str]
     taints: tuple[Taint, ...]
     mig_layout: str | None  # None: the node has no MIG-capable GPU
+    # On a cloud cluster: the pool this node stands for (one NodeModel per node up to its max_count).
+    pool: PoolModel | None = None
 
     @property
     def gpu(self) -> GpuModel | None:
@@ -69,6 +80,8 @@ class NodeModel:
         labels.update({f"{LABEL_DOMAIN}/role.{role}": "true" for role in sorted(self.roles)})
         if self.mig_layout:
             labels[MIG_CONFIG_LABEL] = self.mig_layout
+        if self.pool:
+            labels[POOL_LABEL] = self.pool.name
         labels.update(sorted(self.extra_labels.items()))
         return labels
 
@@ -130,6 +143,23 @@ class ClusterModel:
     def kubernetes_version(self) -> str:
         return self.settings.kubernetes_version
 
+    @property
+    def cloud(self):
+        """The cloud the cluster runs in (provider, region, account), or None on premises."""
+        return self.settings.cloud
+
+    @cached_property
+    def pools(self) -> tuple[PoolModel, ...]:
+        """A cloud cluster's node pools, in inventory order (none on premises)."""
+        return tuple(dict.fromkeys(n.pool for n in self.nodes if n.pool))
+
+    @cached_property
+    def system_nodes(self) -> tuple[NodeModel, ...]:
+        """Where controllers run: the control plane on premises, the system pool in a cloud."""
+        if self.cloud:
+            return tuple(n for n in self.nodes if "system" in n.roles)
+        return self.control_plane_nodes
+
     @cached_property
     def gpu_nodes(self) -> tuple[NodeModel, ...]:
         return tuple(n for n in self.nodes if n.gpu)
@@ -149,8 +179,9 @@ class ClusterModel:
 
     @cached_property
     def workload_nodes(self) -> tuple[NodeModel, ...]:
-        """Nodes that run workloads: all but the control plane (which the installer taints)."""
-        return tuple(n for n in self.nodes if "control-plane" not in n.roles)
+        """Nodes that run workloads: all but the control plane (which the installer taints) and a
+        cloud's system pool (the controllers' managed node group)."""
+        return tuple(n for n in self.nodes if "control-plane" not in n.roles and not (n.pool and n.pool.role == "system"))
 
     @cached_property
     def control_plane_nodes(self) -> tuple[NodeModel, ...]:
@@ -292,12 +323,15 @@ class ClusterModel:
 
     @property
     def system_node_selector(self) -> dict[str, str]:
-        """Where controllers run: the control-plane nodes, by the label the installer sets."""
+        """Where controllers run: the control-plane nodes, by the label the installer sets; in a
+        cloud (no control-plane nodes: the provider runs it) the system pool's nodes."""
+        if self.cloud:
+            return {SYSTEM_ROLE_LABEL: "true"}
         return {CONTROL_PLANE_LABEL: ""}
 
     @cached_property
     def system_tolerations(self) -> list[dict[str, str]]:
-        return [CONTROL_PLANE_TOLERATION, *_tolerations(t for n in self.nodes if "control-plane" in n.roles for t in n.taints)]
+        return [CONTROL_PLANE_TOLERATION, *_tolerations(t for n in self.system_nodes for t in n.taints)]
 
 
 def _tolerations(taints) -> list[dict[str, str]]:
@@ -318,7 +352,24 @@ def derive(loaded: LoadedInventory, component_settings: Mapping[str, Any]) -> Cl
             profile=profile, extra_labels=dict(node.labels), taints=tuple(node.taints),
             mig_layout=mig_layout_of(node, profile),
         ))
+    for pool in inv.node_pools:
+        nodes.extend(pool_nodes(pool))
     return ClusterModel(
         name=inv.cluster.name, source=loaded.file, settings=inv.cluster, nodes=tuple(nodes),
         component_settings=dict(component_settings),
     )
+
+
+POOL_ROLES = {"system": ("system",), "gpu": ("gpu",), "cpu": ()}
+
+
+def pool_nodes(pool: NodePool) -> list[NodeModel]:
+    """One NodeModel per node the pool may make (max_count): quotas, the largest admissible job
+    and the fleet in a box's nodes all follow the pool's maximum."""
+    model = pool_model(pool)
+    profile = instance_profile(model.instance)
+    width = max(3, len(str(pool.max_count)))
+    return [NodeModel(name=f"{pool.name}-{i:0{width}d}", rack=pool.name, roles=POOL_ROLES[pool.role],
+                      profile_name=model.instance.key, profile=profile, extra_labels=dict(pool.labels),
+                      taints=tuple(pool.taints), mig_layout=model.mig_layout, pool=model)
+            for i in range(1, pool.max_count + 1)]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-SecretKindName = Literal["s3", "flyte-db", "grafana-admin", "alertmanager", "alertmanager-keys", "tls"]
+SecretKindName = Literal["s3", "flyte-db", "grafana-admin", "alertmanager", "alertmanager-keys", "tls", "oidc"]
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,8 @@ SECRET_KINDS: dict[str, SecretKind] = {
     # the store; the Secret's alertmanager.yaml is the generated configuration (SecretUse.data).
     "alertmanager-keys": SecretKind(properties=("critical", "warning", "heartbeat"), data=_same("critical", "warning", "heartbeat"),
                                     why="the keys of Alertmanager's receivers (routing key, webhook URL, heartbeat key)"),
+    "oidc": SecretKind(properties=("client_secret",), data=(("OAUTH_CLIENT_SECRET", '{{ index . "client_secret" }}'),),
+                       why="the OpenID Connect client secret of a developer-pod hub"),
     "tls": SecretKind(properties=("tls.crt", "tls.key"), data=_same("tls.crt", "tls.key"), type="kubernetes.io/tls",
                       why="a TLS certificate and key"),
 }

@@ -98,6 +98,9 @@ class Versions(_Strict):
     images: dict[str, Image] = {}
     sources: dict[str, Source] = {}
     charts: dict[str, ChartEntry] = {}
+    # Machine images by family (a cloud's node OS, e.g. the EKS-optimised AL2023 release Karpenter's
+    # EC2NodeClass alias names): never `latest`, which replaces every node when AWS publishes one.
+    machine_images: dict[str, Tag] = {}
 
     def rules(self) -> Iterator[tuple[datafile.Key, str]]:
         """What spans keys: an image released with a chart follows the chart's version."""
@@ -175,6 +178,13 @@ def source(key: str) -> Source:
     if key not in sources:
         raise _missing("sources", key, sources)
     return sources[key]
+
+
+def machine_image(family: str) -> str:
+    found = versions().machine_images
+    if family not in found:
+        raise _missing("machine_images", family, found)
+    return found[family]
 
 
 def gpu_driver(architecture: str) -> str:

@@ -47,6 +47,8 @@ def test_every_secret_a_consumer_reads_is_an_externalsecret_with_its_keys(cluste
         ("monitoring", "grafana-admin"): (["admin-user", "admin-password"], f"forge/{cluster}/grafana-admin"),
         ("monitoring", "alertmanager-config"): (["alertmanager.yaml"], f"forge/{cluster}/alertmanager"),
     }
+    if cluster == "h200":  # developer pods (forge.components.jupyterhub): the OIDC client secret
+        expected[("jupyterhub", "jupyterhub-oidc")] = (["OAUTH_CLIENT_SECRET"], "forge/h200/oidc")
     assert {k: (list(v["spec"]["target"]["template"]["data"]), v["spec"]["data"][0]["remoteRef"]["key"])
             for k, v in found.items()} == expected
     assert len([k for k in found if k[1] == s3]) == 3 + len(projects)  # 15 on both fleets

@@ -12,7 +12,7 @@ WORKLOADS = ("PodTemplate", "Job", "DaemonSet", "Deployment", "StatefulSet", "Cr
 
 def pod_specs(cluster: str):
     for path in sorted((REPO / "overlays" / cluster).glob("*/*.yaml")):  # examples/ are never synced
-        if path.name in ("values.yaml", "kustomization.yaml"):
+        if path.name == "kustomization.yaml" or (path.name.startswith("values") and path.suffix == ".yaml"):  # values files: not objects
             continue
         obj = yaml.safe_load(path.read_text())
         if obj["kind"] in WORKLOADS:

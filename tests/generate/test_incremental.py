@@ -86,7 +86,7 @@ def test_each_input_kind_changes_exactly_its_outputs(built: Path, tmp_path: Path
     namespace = next((root / "base/loki").glob("namespace*.yaml"))
     namespace.write_text(namespace.read_text().replace("labels:\n", "labels:\n    forge.exa.ai/test: base-change\n", 1))
     touched, _ = check_step(root, tmp_path)
-    assert touched == {"build/rendered/a100/loki.yaml", "build/rendered/h200/loki.yaml"}
+    assert touched == {"build/rendered/a100/loki.yaml", "build/rendered/h200/loki.yaml", "build/rendered/h200-burst/loki.yaml"}
 
     # The versions file: a chart bump changes that chart's Application on every cluster.
     versions = root / "charts/versions.yaml"

@@ -62,12 +62,12 @@ def test_an_unreadable_plan_file_is_loaded_again(root: Path, monkeypatch):
 def test_generate_keeps_the_current_plans_only(root: Path, monkeypatch):
     generate(root, jobs=1)
     kept = {p.name for p in (root / PLANS_DIR).iterdir()}
-    assert len(kept) == len(inventory_paths(root)) == 2
+    assert len(kept) == len(inventory_paths(root)) == 3
     inventory = root / "clusters/h200/inventory.yaml"
     inventory.write_text(inventory.read_text().replace("exa.ai/pool: training", "exa.ai/pool: research", 1))
     generate(root, jobs=1)
     now = {p.name for p in (root / PLANS_DIR).iterdir()}
-    assert len(now) == 2 and len(now - kept) == 1  # h200's new plan replaced its old one
+    assert len(now) == 3 and len(now - kept) == 1  # h200's new plan replaced its old one
     # validate then loads no inventory: every plan is there under the key it computes
     calls = loads_counted(monkeypatch)
     keys = cluster_keys(root, inventory_paths(root))

@@ -44,6 +44,6 @@ def test_a100_markdown():
 def test_unknown_cluster_and_help():
     result = run("h300")
     assert result.exit_code == 2
-    assert "error: no cluster 'h300': clusters/h300/inventory.yaml does not exist (clusters: a100, h200)" in result.output
+    assert "error: no cluster 'h300': clusters/h300/inventory.yaml does not exist (clusters: a100, h200, h200-burst)" in result.output
     result = CliRunner().invoke(main, ["queues", "--help"])
     assert result.exit_code == 0 and "--format [text|markdown]" in result.output

@@ -209,7 +209,7 @@ def test_the_shipped_rendered_output_passes_both_policies(cluster):
 
 def test_priority_exceptions_are_reviewed_and_reasoned():
     excepted = {c.name: c.priority_exception for c in COMPONENTS if c.priority_exception}
-    assert set(excepted) == {"alluxio", "network-operator"}
+    assert set(excepted) == {"alluxio", "network-operator", "efa-device-plugin"}
     assert all("no priorityClassName value" in reason for reason in excepted.values())
 
 

@@ -22,7 +22,9 @@ def test_render_writes_one_file_per_component_and_counts_objects(repo_inputs: Pa
     rendered = repo_inputs / "build/rendered"
     assert sorted(p.relative_to(rendered).as_posix() for p in rendered.rglob("*.yaml")) == [
         "a100/alloy.yaml", "a100/alluxio.yaml", "a100/argocd.yaml", "a100/external-secrets.yaml", "a100/flyte.yaml", "a100/gpu-operator.yaml", "a100/kuberay-operator.yaml", "a100/kueue.yaml", "a100/loki.yaml", "a100/node-feature-discovery.yaml", "a100/prometheus-crds.yaml", "a100/prometheus.yaml", "a100/scheduling.yaml", "a100/training-operator.yaml",
-        "h200/alloy.yaml", "h200/alluxio.yaml", "h200/argocd.yaml", "h200/external-secrets.yaml", "h200/flyte.yaml", "h200/gpu-operator.yaml", "h200/kuberay-operator.yaml", "h200/kueue.yaml", "h200/loki.yaml", "h200/network-operator.yaml", "h200/node-feature-discovery.yaml", "h200/prometheus-crds.yaml", "h200/prometheus.yaml", "h200/scheduling.yaml", "h200/training-operator.yaml",
+        # the cloud burst cluster (docs/burst.md)
+        "h200-burst/alloy.yaml", "h200-burst/argocd.yaml", "h200-burst/efa-device-plugin.yaml", "h200-burst/external-secrets.yaml", "h200-burst/flyte.yaml", "h200-burst/gpu-operator.yaml", "h200-burst/jupyterhub.yaml", "h200-burst/karpenter.yaml", "h200-burst/kuberay-operator.yaml", "h200-burst/kueue.yaml", "h200-burst/loki.yaml", "h200-burst/node-feature-discovery.yaml", "h200-burst/prometheus-crds.yaml", "h200-burst/prometheus.yaml", "h200-burst/scheduling.yaml", "h200-burst/training-operator.yaml",
+        "h200/alloy.yaml", "h200/alluxio.yaml", "h200/argocd.yaml", "h200/external-secrets.yaml", "h200/flyte.yaml", "h200/gpu-operator.yaml", "h200/jupyterhub.yaml", "h200/kuberay-operator.yaml", "h200/kueue.yaml", "h200/loki.yaml", "h200/network-operator.yaml", "h200/node-feature-discovery.yaml", "h200/prometheus-crds.yaml", "h200/prometheus.yaml", "h200/scheduling.yaml", "h200/training-operator.yaml",
     ]
     h200 = list(yaml.safe_load_all((rendered / "h200/node-feature-discovery.yaml").read_text()))
     kinds = sorted({o["kind"] for o in h200})
@@ -107,12 +109,11 @@ def test_a_cold_run_in_workers_keys_what_it_validated_and_names_a_cluster_not_re
 
     from forge.validate import cached
 
-    monkeypatch.setattr(cached, "PARALLEL_CLUSTERS", 1)  # the shipped fleet's two clusters, in workers
+    monkeypatch.setattr(cached, "PARALLEL_CLUSTERS", 1)  # the shipped fleet's three clusters, in workers
     generate(repo_inputs)
     render_all(repo_inputs)
     cold, validated = cached.validate_incremental(repo_inputs, upstream, jobs=2)
-    # 513: issue 22 items 9 and 11 add per cluster an NVMe probe DaemonSet, its NodeFeatureRule, a PodMonitor
-    assert validated == 2 and cold.objects == 513 and not cold.failures
+    assert validated == 3 and cold.objects == 861 and not cold.failures
     warm, validated = cached.validate_incremental(repo_inputs, upstream, jobs=2)
     assert validated == 0 and warm.per_cluster == cold.per_cluster
 

@@ -90,6 +90,8 @@ class GpuOperator(Component):
 
     def values(self, cluster: ClusterModel) -> dict[str, Any]:
         values = self._values(cluster)
+        if cluster.cloud:
+            return cloud_values(values)
         if self.facts(cluster).driver_pools:
             # One branch does not serve every GPU generation here: the drivers are NVIDIADriver
             # CRs, one per pool (gpu_drivers.py); the chart's default CR stays off.
@@ -151,6 +153,11 @@ class GpuOperator(Component):
         # The chart turns our values into the ClusterPolicy the operator acts on; some of them only
         # under conditions (driver.rdma is dropped when driver.nvidiaDriverCRD.enabled is true).
         policy = ("ClusterPolicy", "cluster-policy")  # the name the chart gives its one ClusterPolicy
+        if cluster.cloud:
+            return [Expected(*policy, "spec.driver.enabled", False), Expected(*policy, "spec.toolkit.enabled", False),
+                    Expected(*policy, "spec.mig.strategy", cluster.mig_strategy),
+                    Expected(*policy, "spec.daemonsets.tolerations", cluster.gpu_tolerations),
+                    Expected(*policy, "spec.dcgmExporter.serviceMonitor.enabled", True)]
         if self.facts(cluster).driver_pools:  # drivers and RDMA per pool, in our NVIDIADriver CRs
             driver = [Expected(*policy, "spec.driver.useNvidiaDriverCRD", True)]
         else:
@@ -190,3 +197,16 @@ def _mig_parted_config(cluster: ClusterModel, gpus_per_layout: dict[str, int]) -
             entries.append({"devices": rest, "mig-enabled": False})
         configs[name] = entries
     return yaml.safe_dump({"version": "v1", "mig-configs": configs}, sort_keys=False, default_flow_style=None)
+
+
+def cloud_values(values: dict[str, Any]) -> dict[str, Any]:
+    """The GPU Operator on a cloud node image (the EKS-optimised AL2023 NVIDIA AMI that Karpenter's
+    EC2NodeClasses select): the image ships the NVIDIA driver and the container toolkit (containerd
+    already configured with the nvidia runtime), so the operator's driver and toolkit DaemonSets
+    are off: they would fight the image's driver over the kernel module. GPUDirect RDMA is the
+    EFA driver's (in the image too), not nvidia-peermem: driver.rdma goes with the driver. What
+    stays: the device plugin, GPU Feature Discovery, the MIG manager (for MIG pools), DCGM and its
+    exporter, the validator and node-status-exporter. The driver upgrade policy has nothing to
+    upgrade: a new driver comes with a new image (charts/versions.yaml machine_images), rolled out
+    by Karpenter's drift replacement."""
+    return {**values, "driver": {"enabled": False}, "toolkit": {"enabled": False}}

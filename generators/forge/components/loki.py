@@ -94,9 +94,12 @@ class Loki(Component):
             have = ", ".join(sorted(inv.cluster.s3.buckets)) or "none"
             yield loaded.problem(("cluster", "s3", "buckets"), f"no '{BUCKET_KEY}' bucket: Loki stores its chunks there (have: {have})")
         gpu_nodes = sum(1 for n in inv.nodes if n.profile in inv.profiles and inv.profiles[n.profile].gpu)
-        daily = settings.daily_log_gb or loki_daily_gb(gpu_nodes=gpu_nodes, other_nodes=len(inv.nodes) - gpu_nodes)
+        gpu_nodes += sum(p.max_count for p in inv.node_pools if p.role == "gpu")  # a cloud's pools, at their maximum
+        all_nodes = len(inv.nodes) + sum(p.max_count for p in inv.node_pools)
+        daily = settings.daily_log_gb or loki_daily_gb(gpu_nodes=gpu_nodes, other_nodes=all_nodes - gpu_nodes)
         layout = loki_layout(daily)
         system_nodes = sum(1 for n in inv.nodes if "control-plane" in n.roles)
+        system_nodes += sum(p.max_count for p in inv.node_pools if p.role == "system")
         over = [f"{replicas} {target}" for target, replicas in layout.replicas.items() if replicas > system_nodes]
         if over:
             yield loaded.problem(at, f"the {layout.mode} layout for {daily:g} GB/day of logs needs {' and '.join(over)} "

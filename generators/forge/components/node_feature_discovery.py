@@ -68,8 +68,11 @@ class NodeFeatureDiscovery(Component):
 
     def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
         # Maintenance mode a rack at a time: the GPU nodes of other racks carry the upgrade
-        # controllers' skip labels (driver_upgrades.skip_labels).
-        return [node_rule(node, skip_labels(cluster, node.rack, node.gpu is not None)) for node in cluster.nodes]
+        # controllers' skip labels (driver_upgrades.skip_labels). A cloud pool's nodes get their
+        # labels and taints from Karpenter's NodePool (their names are not known before they
+        # exist): no rule per node for them.
+        return [node_rule(node, skip_labels(cluster, node.rack, node.gpu is not None))
+                for node in cluster.nodes if node.pool is None]
 
     def local_files(self, cluster: ClusterModel) -> dict[str, Any]:
         # What the node-join step needs: each node registers with its taints (node_join).

@@ -53,6 +53,7 @@ def kubelet_configuration(node: NodeModel) -> dict[str, Any]:
 
 def join_files(cluster: ClusterModel) -> dict[str, list[dict[str, Any]]]:
     """{path under the NFD overlay: documents} for every node but the control plane (the installer
-    joins and taints those itself)."""
+    joins and taints those itself) and a cloud pool's (Karpenter registers them with the NodePool's
+    taints)."""
     return {f"{JOIN_DIR}/{node.name}.yaml": [join_configuration(node), kubelet_configuration(node)]
-            for node in cluster.nodes if "control-plane" not in node.roles}
+            for node in cluster.nodes if "control-plane" not in node.roles and node.pool is None}

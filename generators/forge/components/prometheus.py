@@ -198,7 +198,9 @@ class Prometheus(Component):
 
     def check(self, loaded, settings: Settings, given) -> Iterator:
         yield from storage_class_problem(loaded, settings.storage_class, self.name, "Prometheus and Alertmanager")
-        system = [n.name for n in loaded.inventory.nodes if "system" in n.roles]
+        # On a cloud cluster the system pool's nodes (its max_count) hold the controllers.
+        system = ([n.name for n in loaded.inventory.nodes if "system" in n.roles]
+                  + [f"{p.name}-{i}" for p in loaded.inventory.node_pools if p.role == "system" for i in range(p.max_count)])
         if settings.replicas > len(system):
             yield loaded.problem(("components", self.name, "replicas"),
                                  f"{settings.replicas} replicas of Prometheus and Alertmanager need as many nodes with role "

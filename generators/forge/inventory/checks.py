@@ -12,10 +12,11 @@ from collections import Counter
 from typing import Any, Iterator
 
 from forge.errors import Problem
-from forge.hardware import GPU_MODELS, MIG_SLICES_COMPUTE, MIG_SLICES_MEMORY, NIC_MODELS, SERVER_MODELS
+from forge.hardware import GPU_MODELS, INSTANCE_TYPES, MIG_SLICES_COMPUTE, MIG_SLICES_MEMORY, NIC_MODELS, SERVER_MODELS
 from forge.inventory import limits
 from forge.inventory.layouts import mig_layout_named, mig_layout_of
 from forge.inventory.links import link_rules
+from forge.inventory.pools import pool_rules
 from forge.inventory.located import LoadedInventory, format_path, line_for
 from forge.inventory.schema import Inventory, MigLayoutGroup
 
@@ -49,6 +50,7 @@ def check_inventory(loaded: LoadedInventory, data: dict[str, Any]) -> list[Probl
         *_bucket_names(loaded, inv),
         *link_rules(loaded),
         *limits.node_rules(loaded),
+        *pool_rules(loaded),
     ]
 
 
@@ -118,16 +120,19 @@ def _duplicates(loaded: LoadedInventory, at: tuple, values: list[str], field: st
 
 def _mig_layouts(loaded: LoadedInventory, inv: Inventory) -> Iterator[Problem]:
     """Each layout must fit every GPU model of the nodes that use it."""
-    users: dict[str, dict[str, str]] = {}  # layout -> GPU model -> first node using it
+    users: dict[str, dict[str, tuple[str, int]]] = {}  # layout -> GPU model -> first node (or pool) using it, its GPUs
     for node in inv.nodes:
         profile = inv.profiles.get(node.profile)
         layout = mig_layout_named(node, profile) if profile and mig_layout_of(node, profile) else None
         if layout:
-            users.setdefault(layout, {}).setdefault(profile.gpu.model, node.name)
+            users.setdefault(layout, {}).setdefault(profile.gpu.model, (node.name, profile.gpu.count))
+    for pool in inv.node_pools:
+        instance = INSTANCE_TYPES[pool.instance_type]
+        if pool.mig_layout and instance.gpu_model and GPU_MODELS[instance.gpu_model].mig_capable:
+            users.setdefault(pool.mig_layout, {}).setdefault(instance.gpu_model, (f"pool {pool.name}", instance.gpu_count))
     for layout, models in users.items():
         groups = inv.cluster.mig_layouts.get(layout, [])
-        for model_key, node_name in models.items():
-            gpu_count = next(p.gpu.count for p in inv.profiles.values() if p.gpu and p.gpu.model == model_key)
+        for model_key, (node_name, gpu_count) in models.items():
             yield from _layout_fits(loaded, layout, groups, model_key, gpu_count, node_name)
 
 

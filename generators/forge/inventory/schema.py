@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from forge import hardware
-from forge.hardware import GPU_MODELS, NIC_MODELS, SERVER_MODELS, unknown_model
+from forge.hardware import GPU_MODELS, INSTANCE_TYPES, NIC_MODELS, SERVER_MODELS, unknown_model
 from forge.inventory.strings import GitUrl, HttpsUrl, HttpUrl, Region, mount_path
 
 _DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
@@ -136,6 +136,7 @@ Cidr = Annotated[str, AfterValidator(_cidr)]
 GpuModelKey = Annotated[str, _one_of(GPU_MODELS, "GPU model")]
 NicModelKey = Annotated[str, _one_of(NIC_MODELS, "NIC model")]
 ServerModelKey = Annotated[str, _one_of(SERVER_MODELS, "server model")]
+InstanceTypeKey = Annotated[str, _one_of(INSTANCE_TYPES, "instance type")]
 PositiveInt = Annotated[int, Field(gt=0)]
 K8sVersion = Annotated[str, AfterValidator(_kubernetes_version)]
 S3Bucket = Annotated[str, Field(min_length=3, max_length=63)]
@@ -212,7 +213,6 @@ class NetworkSettings(Strict):
 # sync windows read it; a duration such as 90m or 6h.
 CronSchedule = Annotated[str, Field(pattern=r"^\S+( \S+){4}$")]
 WindowDuration = Annotated[str, Field(pattern=r"^[1-9][0-9]*[mh]$")]
-HttpUrl = Annotated[str, Field(pattern=r"^https?://\S+$")]
 
 
 class SyncWindow(Strict):
@@ -242,6 +242,16 @@ class RolloutSettings(Strict):
     central: bool = False
 
 
+class CloudSettings(Strict):
+    """Where a cloud cluster runs: its nodes are node pools (Karpenter), not a node list."""
+
+    provider: Literal["aws"]
+    region: Annotated[str, Field(pattern=r"^[a-z]{2}(-gov)?-[a-z]+-[0-9]$")]
+    # The AWS account the cluster runs in (a 12-digit ID): the IAM roles Karpenter and its nodes
+    # use are named from it (forge.components.karpenter); never a credential.
+    account: Annotated[str, Field(pattern=r"^[0-9]{12}$")]
+
+
 class ClusterSettings(Strict):
     name: Name
     kubernetes_version: K8sVersion
@@ -261,6 +271,8 @@ class ClusterSettings(Strict):
     storage_class: Name | None = None
     # The rollout ring and gate APIs; without it the Applications track git.revision directly.
     rollout: RolloutSettings | None = None
+    # Set for a cloud cluster (then `node_pools` replaces `nodes`); absent on premises.
+    cloud: CloudSettings | None = None
 
 
 class GpuSpec(Strict):
@@ -331,9 +343,34 @@ class Node(Strict):
     mig_layout: Name | None = None  # overrides the profile's
 
 
+CapacityType = Literal["spot", "on-demand"]
+PoolRole = Literal["system", "gpu", "cpu"]
+
+
+class NodePool(Strict):
+    """Nodes a cloud cluster makes on demand (a Karpenter NodePool and EC2NodeClass), up to max_count.
+
+    role system: the managed node group the controllers (Karpenter itself among them) run on,
+    created with the cluster (eksctl/Terraform), never by Karpenter: forge generates no NodePool
+    for it, only places controllers there."""
+
+    name: Name
+    instance_type: InstanceTypeKey  # a key of `instances` in the hardware catalogue
+    role: PoolRole
+    capacity_type: CapacityType
+    max_count: Annotated[PositiveInt, _at_most(1000, "the nodes one pool of a cluster may make")]
+    # Attach the EFA interfaces of the instance type (vpc.amazonaws.com/efa); unset: as many as it has.
+    efa: bool | None = None
+    labels: dict[LabelKey, LabelValue] = {}
+    taints: list[Taint] = []
+    mig_layout: Name | None = None
+
+
 class Inventory(Strict):
     cluster: ClusterSettings
-    profiles: dict[Name, Profile]
-    nodes: Annotated[list[Node], Field(min_length=1)]
+    profiles: dict[Name, Profile] = {}
+    # On premises: every node. A cloud cluster (cluster.cloud) lists node_pools instead.
+    nodes: list[Node] = []
+    node_pools: list[NodePool] = []
     # Per-component settings; each component validates its own block (forge.components).
     components: dict[str, dict[str, Any]] = {}

@@ -134,7 +134,8 @@ class Box:
 
     def _nodes(self, kube: Kube, apps: dict[str, Application], version: str) -> list[str]:
         rules = [(i.obj, i.where) for a in apps.values() for i in a.items if i.obj.get("kind") == "NodeFeatureRule"]
-        nodes, findings = node_objects(self.plan.cluster, rules, version, self.plan.components)
+        pools = {i.obj["metadata"]["name"]: i.obj for a in apps.values() for i in a.items if i.obj.get("kind") == "NodePool"}
+        nodes, findings = node_objects(self.plan.cluster, rules, version, self.plan.components, pools)
         for node in nodes:
             status = node.pop("status")
             kube.create(node)

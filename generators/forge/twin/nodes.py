@@ -9,6 +9,10 @@ leave them, with the allocatable the device plugins would advertise.
 - GPU nodes also get what GPU Feature Discovery and the GPU Operator set (`nvidia.com/gpu.*`,
   `nvidia.com/mig.strategy`, `nvidia.com/mig.config.state=success`: the layout applied).
 - Control-plane nodes get the role label and the NoSchedule taint kubeadm sets.
+- A cloud pool's nodes (one per node up to the pool's max_count: the box stands for Karpenter's
+  capacity at its maximum) get what Karpenter puts on the nodes it makes: the rendered NodePool's
+  template labels and taints, karpenter.sh/nodepool, karpenter.sh/capacity-type and the instance
+  type; the system pool's nodes (the managed node group) the labels the inventory asks it to carry.
 - Allocatable is forge.capacity's per-node figure (threads, GiB, whole GPUs, each MIG profile,
   each RDMA resource): the same numbers the queues were sized from. Pods: the kubelet's 110.
 """
@@ -129,10 +133,28 @@ def node_features(cluster: ClusterModel, node: NodeModel, components: Iterable[C
     return out
 
 
+def karpenter_results(node: NodeModel, node_pools: dict[str, dict[str, Any]]) -> tuple[dict[str, str], list[dict[str, str]]]:
+    """The labels and taints of a cloud pool's node, as Karpenter (or the managed node group) sets them."""
+    assert node.pool is not None
+    made = {"node.kubernetes.io/instance-type": node.pool.instance.key, "karpenter.sh/capacity-type": node.pool.capacity_type}
+    if not node.pool.karpenter:
+        return {**node.labels, **made}, [dict(t.model_dump(exclude_defaults=True)) for t in node.taints]
+    obj = node_pools.get(node.pool.name)
+    if obj is None:
+        raise ForgeError(f"twin: node {node.name} is of pool {node.pool.name}, which has no NodePool in the rendered output")
+    template = obj["spec"]["template"]
+    labels = {**(template.get("metadata") or {}).get("labels", {}), **made, "karpenter.sh/nodepool": node.pool.name}
+    return labels, [dict(t) for t in template["spec"].get("taints") or []]
+
+
 def node_object(cluster: ClusterModel, node: NodeModel, rules: list[tuple[dict[str, Any], str]], version: str,
-                findings: list[str], components: Iterable[Component] = (), known: frozenset[str] = frozenset()) -> dict[str, Any]:
-    labels, taints, found = nfd_results(rules, node.name, node_features(cluster, node, components), known)
-    findings += found
+                findings: list[str], components: Iterable[Component] = (), known: frozenset[str] = frozenset(),
+                node_pools: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    if node.pool is not None:
+        labels, taints = karpenter_results(node, node_pools or {})
+    else:
+        labels, taints, found = nfd_results(rules, node.name, node_features(cluster, node, components), known)
+        findings += found
     labels = {"kubernetes.io/hostname": node.name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
               **_gpu_labels(cluster, node), **labels}
     if "control-plane" in node.roles:
@@ -153,9 +175,11 @@ def node_object(cluster: ClusterModel, node: NodeModel, rules: list[tuple[dict[s
 
 
 def node_objects(cluster: ClusterModel, rules: list[tuple[dict[str, Any], str]], version: str,
-                 components: Iterable[Component] = ()) -> tuple[list[dict[str, Any]], list[str]]:
-    """Every node's object, and what nfd-master would refuse of forge's rules."""
+                 components: Iterable[Component] = (), node_pools: dict[str, dict[str, Any]] | None = None,
+                 ) -> tuple[list[dict[str, Any]], list[str]]:
+    """Every node's object, and what nfd-master would refuse of forge's rules (`node_pools`: the
+    rendered Karpenter NodePools by name, for a cloud cluster's pools)."""
     findings: list[str] = []
     components = list(components)
     known = frozenset(f for n in cluster.nodes for f in node_features(cluster, n, components))
-    return [node_object(cluster, n, rules, version, findings, components, known) for n in cluster.nodes], findings
+    return [node_object(cluster, n, rules, version, findings, components, known, node_pools) for n in cluster.nodes], findings

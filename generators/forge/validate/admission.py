@@ -22,7 +22,7 @@ from forge.validate.objects import load_yaml_stream, object_id
 from forge.validate.podsecurity import ENFORCE, LEVELS, WARN, level_of, pod_specs, violations
 
 Specs = Callable[[dict[str, Any]], list[tuple[str, dict[str, Any]]]]  # pod_specs, or a PodSpecs memo
-from forge.validate.secretrefs import ALL_NAMESPACES, Ref, object_refs, produced, value_refs
+from forge.validate.secretrefs import ALL_NAMESPACES, Ref, object_refs, produced, spawner_namespace, value_refs
 
 EXAMPLES_DIR = "examples"
 # Namespaces labelled so run workloads (Flyte's project namespaces): where examples are applied.
@@ -149,6 +149,10 @@ def secret_references(objects: dict[str, list[dict[str, Any]]], values: dict[str
                 need(component, object_id(obj), ref)
     for component, vals in sorted(values.items()):
         for name, path in value_refs(vals):
+            spawned, path = spawner_namespace(path)
+            if spawned is not None:  # read where JupyterHub's spawner starts servers
+                need(component, "values.yaml", Ref(spawned, name, path))
+                continue
             spread = path.startswith(ALL_NAMESPACES)
             for ns in (namespaces.get(component, ()) if spread else (destinations.get(component, ""),)):
                 need(component, "values.yaml", Ref(ns, name, path.lstrip(ALL_NAMESPACES)))

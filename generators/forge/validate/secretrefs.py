@@ -25,6 +25,17 @@ VALUE_KEYS = frozenset({"existingSecret", "existingSecretName", "configSecret", 
 VALUE_REFS = frozenset({"secretKeyRef", "secretRef"})  # {name: ...}
 VALUE_LISTS = frozenset({"default-env-from-secrets"})
 ALL_NAMESPACES = "*"  # a value read in every namespace of its component
+# JupyterHub's KubeSpawner starts servers in `hub.config.KubeSpawner.namespace`: the Secrets its
+# container config names are read there (a path "@<namespace>@..." says so).
+SPAWNER_KEY = "KubeSpawner"
+
+
+def spawner_namespace(path: str) -> tuple[str | None, str]:
+    """(namespace, path) of a value_refs path that names its namespace, else (None, path)."""
+    if path.startswith("@") and "@" in path[1:]:
+        ns, _, rest = path[1:].partition("@")
+        return ns, rest
+    return None, path
 STORE_KINDS = frozenset({"SecretStore", "ClusterSecretStore"})
 
 
@@ -103,6 +114,8 @@ def value_refs(values: Any, path: str = "") -> Iterator[tuple[str, str]]:
             yield value["name"], f"{here}.name"
         elif key in VALUE_LISTS and isinstance(value, list):
             yield from ((name, f"{ALL_NAMESPACES}{here}") for name in value if isinstance(name, str))
+        elif key == SPAWNER_KEY and isinstance(value, dict) and isinstance(value.get("namespace"), str):
+            yield from ((name, f"@{value['namespace']}@{sub}") for name, sub in value_refs(value, here))
         elif key == "secrets" and isinstance(value, dict) and all(isinstance(v, dict) for v in value.values()):
             # Alluxio's chart: secrets.<master|worker|...>: {<Secret name>: <mount dir>}
             yield from ((name, f"{here}.{role}.{name}") for role, names in value.items() for name in names)

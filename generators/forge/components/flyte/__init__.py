@@ -155,7 +155,8 @@ class Flyte(Component):
         if "flyte" not in s3.buckets:
             yield loaded.problem(("cluster", "s3", "buckets"), "Flyte needs a bucket under the key 'flyte'")
         cache = given.get(alluxio.Alluxio.name)
-        if alluxio.Alluxio.name not in given or (cache is not None and "flyte" not in cache.buckets):
+        on_premises = loaded.inventory.cluster.cloud is None  # a cloud cluster reads S3 directly (no Alluxio by default)
+        if (on_premises and alluxio.Alluxio.name not in given) or (cache is not None and "flyte" not in cache.buckets):
             yield loaded.problem(at, "Flyte's storage goes through Alluxio's S3 endpoint: list 'flyte' in components.alluxio.buckets")
 
     # ---- values ---------------------------------------------------------------------------------
@@ -203,7 +204,7 @@ class Flyte(Component):
         credentials by Secret reference and placement of its Deployment."""
         s: FlyteSettings = self.settings(cluster)
         s3 = cluster.settings.s3
-        endpoint = alluxio.s3_endpoint()
+        endpoint = storage_endpoint(cluster)
         config = ("ConfigMap", f"{FULLNAME}-config")
         storage, plugins = ("data", "003-storage.yaml"), ("data", "001-plugins.yaml")
         inline, database = ("data", "100-inline-config.yaml"), ("data", "002-database.yaml", "database", "postgres")
@@ -261,6 +262,12 @@ class Flyte(Component):
         return objs
 
 
+def storage_endpoint(cluster: ClusterModel) -> str:
+    """Where Flyte and its tasks reach S3: Alluxio's S3 endpoint where the cluster caches, else
+    S3 itself (a cloud cluster in the buckets' region: cluster.s3.endpoint)."""
+    return alluxio.s3_endpoint() if alluxio.Alluxio.name in cluster.component_settings else cluster.settings.s3.endpoint
+
+
 def default_labels(cluster: ClusterModel) -> dict[str, Any]:
     """Every object Flyte creates (pods, PyTorchJobs, MPIJobs, RayJobs) carries forge's workload
     label, which driver upgrades wait for on a cordoned node (driver_upgrades.WORKLOAD_LABEL: plain-pod
@@ -277,7 +284,7 @@ def _configuration(cluster: ClusterModel, s: FlyteSettings, facts: FlyteFacts) -
     inline configuration (domains, task resources, plugin defaults)."""
     s3 = cluster.settings.s3
     bucket = s3.buckets["flyte"]
-    endpoint = alluxio.s3_endpoint()
+    endpoint = storage_endpoint(cluster)
     return {
         "database": {
             "username": s.database.username,

@@ -1,0 +1,193 @@
+"""Developer pods: one JupyterHub per Flyte project, its server profiles from the inventory.
+
+Each project of components.flyte (or those listed in `projects`) gets a hub (release
+`jupyterhub-<project>`, chart jupyterhub, all in namespace `jupyterhub`) whose KubeSpawner starts
+a user's server in the project's `development` namespace, so it is queued like the project's
+tasks: it carries the namespace LocalQueue's label and the `interactive` WorkloadPriorityClass
+(Kueue's pod integration gates it until its project's ClusterQueue admits it), runs at the
+`interactive` PriorityClass (ahead of training, pre-empting nobody) and is culled when idle.
+
+Profiles, as the cluster has them (forge.capacity): a MIG slice (the smallest slice of each MIG
+profile in use), one whole GPU, CPU only. S3 as tasks see it: the same environment as Flyte's
+task pods (FLYTE_AWS_ENDPOINT and the credentials Secret). Login: OpenID Connect against the
+identity provider of `oidc` (the one Flyte's auth uses); the client secret comes from the
+secret store as OAUTH_CLIENT_SECRET, never from git.
+"""
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from forge.capacity import GPU, capacity
+from forge.components import network
+from forge.components.base import WAVE_WORKLOADS, Component, Expected, storage_class
+from forge.components.flyte import Flyte, storage_endpoint
+from forge.components.flyte.plan import namespace_for
+from forge.inventory.schema import Name, Strict
+from forge.model import ClusterModel
+from forge.queues import LOCAL_QUEUE, QUEUE_NAME_LABEL
+from forge.secrets import SecretUse
+
+PRIORITY_CLASS = "interactive"  # components.scheduling's class for interactive work
+WORKLOAD_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+DOMAIN = "development"  # the project-domain namespace developer pods run in
+HUB_API_PORT = 8081
+SERVER_PORT = 8888  # a user server's port (KubeSpawner's default)
+
+
+class Oidc(Strict):
+    issuer_url: Annotated[str, Field(pattern=r"^https://[^\s/]+(/\S*)?$")]  # the identity provider Flyte uses
+    client_id: Annotated[str, Field(min_length=1)]
+    credentials_secret: Name  # Secret with OAUTH_CLIENT_SECRET, made from the secret store (remote role oidc)
+
+
+class Settings(Strict):
+    oidc: Oidc
+    host_suffix: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")]  # hub of project p: p.<host_suffix>
+    ingress_class: Name = "nginx"
+    projects: list[Name] | None = None  # default: every Flyte project
+    idle_minutes: Annotated[int, Field(ge=5, le=7 * 24 * 60)] = 60  # a server idle this long is stopped
+    cpu: Annotated[int, Field(ge=1, le=256)] = 4
+    memory_gib: Annotated[int, Field(ge=1, le=2048)] = 32
+
+
+def hub_name(project: str) -> str:
+    return f"jupyterhub-{project}"
+
+
+class JupyterHub(Component):
+    name = "jupyterhub"
+    namespace = "jupyterhub"
+    sync_wave = WAVE_WORKLOADS + 5  # after Flyte's project namespaces and LocalQueues
+    chart = "jupyterhub"
+    Settings = Settings
+    cluster_kinds = ()
+    inventory_values = frozenset({"cull.enabled", "proxy.service.type"})
+    # hub.config is free-form (the schema allows any traitlets class); the chart's default shows only JupyterHub.
+    declared_values = frozenset({"hub.config.GenericOAuthenticator", "hub.config.KubeSpawner"})
+
+    def enabled(self, cluster: ClusterModel) -> bool:
+        return self.name in cluster.component_settings and Flyte.name in cluster.component_settings
+
+    def check(self, loaded, settings: Settings, given) -> Any:
+        flyte = given.get(Flyte.name)
+        at = ("components", self.name)
+        if Flyte.name not in given:
+            yield loaded.problem(at, "developer pods run in Flyte's project namespaces: add components.flyte")
+        elif flyte is not None:
+            known = [p.name for p in flyte.projects]
+            for i, p in enumerate(settings.projects or []):
+                if p not in known:
+                    yield loaded.problem(at + ("projects", i), f"unknown Flyte project '{p}' (expected one of: {', '.join(known)})")
+            if DOMAIN not in [d.name for d in flyte.domains]:
+                yield loaded.problem(at, f"developer pods run in each project's '{DOMAIN}' domain: add it to components.flyte.domains")
+        scheduling = given.get("scheduling")
+        if scheduling is not None and PRIORITY_CLASS not in [c.name for c in scheduling.priority_classes]:
+            yield loaded.problem(at, f"developer pods run at priority class '{PRIORITY_CLASS}': add it to components.scheduling.priority_classes")
+
+    def projects(self, cluster: ClusterModel) -> list[str]:
+        s: Settings = self.settings(cluster)
+        return s.projects or [p.name for p in cluster.component_settings[Flyte.name].projects]
+
+    def namespaces(self, cluster: ClusterModel) -> tuple[str, ...]:
+        return (self.namespace, *(namespace_for(p, DOMAIN) for p in self.projects(cluster)))
+
+    def secrets(self, cluster: ClusterModel) -> list[SecretUse]:
+        return [SecretUse("oidc", self.settings(cluster).oidc.credentials_secret, (self.namespace,))]
+
+    def ingress(self, cluster: ClusterModel) -> tuple[network.Allow, ...]:
+        # The ingress controller reaches each hub's proxy; user servers (in project namespaces) call the hub API.
+        return (network.Allow("from-ingress", (8000,), from_namespaces=(cluster.settings.ingress_namespace,)),
+                network.Allow("from-user-servers", (HUB_API_PORT,), from_namespaces=tuple(namespace_for(p, DOMAIN) for p in self.projects(cluster))))
+
+    def values(self, cluster: ClusterModel) -> dict[str, Any]:
+        return hub_values(cluster, self.settings(cluster), self.projects(cluster)[0])
+
+    def extra_releases(self, cluster: ClusterModel) -> dict[str, dict[str, Any]]:
+        return {hub_name(p): hub_values(cluster, self.settings(cluster), p) for p in self.projects(cluster)[1:]}
+
+    def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
+        return [obj for p in self.projects(cluster) for obj in spawner_rbac(p)]
+
+    def expected_in_hydrated(self, cluster: ClusterModel) -> list[Expected]:
+        first = self.projects(cluster)[0]
+        return [Expected("Deployment", f"{hub_name(first)}-hub", ("spec", "template", "spec", "nodeSelector"), cluster.system_node_selector)]
+
+
+def profiles(cluster: ClusterModel, s: Settings) -> list[dict[str, Any]]:
+    """The servers a developer may start, as the cluster has them: each MIG slice, one GPU, CPU only."""
+    base = {"cpu_guarantee": s.cpu, "cpu_limit": s.cpu, "mem_guarantee": f"{s.memory_gib}G", "mem_limit": f"{s.memory_gib}G"}
+    out = []
+    pools = capacity(cluster).pools
+    slices = sorted({(r, unit) for p in pools for r, (unit, _) in p.slices.items()})
+    for resource, profile in slices:
+        out.append({"display_name": f"MIG slice ({profile})", "slug": f"mig-{profile.replace('.', '-')}",
+                    "description": f"One {profile} MIG slice, {s.cpu} CPUs, {s.memory_gib} GiB",
+                    "kubespawner_override": {**base, "extra_resource_limits": {resource: "1"}}})
+    if any(GPU in p.resources for p in pools):
+        out.append({"display_name": "One GPU", "slug": "gpu", "description": f"One whole GPU, {s.cpu} CPUs, {s.memory_gib} GiB",
+                    "kubespawner_override": {**base, "extra_resource_limits": {GPU: "1"}}})
+    out.append({"display_name": "CPU only", "slug": "cpu", "description": f"{s.cpu} CPUs, {s.memory_gib} GiB, no GPU",
+                "kubespawner_override": base})
+    out[-1 if len(out) == 1 else 0]["default"] = True
+    return out
+
+
+def hub_values(cluster: ClusterModel, s: Settings, project: str) -> dict[str, Any]:
+    host = f"{project}.{s.host_suffix}"
+    issuer = s.oidc.issuer_url.rstrip("/")
+    return {
+        "fullnameOverride": hub_name(project),
+        "hub": {
+            "nodeSelector": cluster.system_node_selector,
+            "tolerations": cluster.system_tolerations,
+            "db": {"pvc": {"storageClassName": storage_class(cluster, None)}},
+            "extraEnv": {"OAUTH_CLIENT_SECRET": {"valueFrom": {"secretKeyRef": {"name": s.oidc.credentials_secret, "key": "OAUTH_CLIENT_SECRET"}}}},
+            "config": {
+                "JupyterHub": {"authenticator_class": "generic-oauth"},
+                "GenericOAuthenticator": {
+                    "client_id": s.oidc.client_id, "oauth_callback_url": f"https://{host}/hub/oauth_callback",
+                    # Keycloak-style endpoints under the issuer (the identity provider Flyte's auth uses).
+                    "authorize_url": f"{issuer}/protocol/openid-connect/auth",
+                    "token_url": f"{issuer}/protocol/openid-connect/token",
+                    "userdata_url": f"{issuer}/protocol/openid-connect/userinfo",
+                    "scope": ["openid", "profile", "email"], "username_claim": "preferred_username",
+                    "allow_all": True,
+                },
+                # S3 as Flyte's task pods get it: the endpoint, and the credentials Secret of the
+                # project namespace (made there for Flyte's tasks) as environment variables.
+                "KubeSpawner": {"namespace": namespace_for(project, DOMAIN), "priority_class_name": PRIORITY_CLASS,
+                                "environment": {"FLYTE_AWS_ENDPOINT": storage_endpoint(cluster)},
+                                "extra_container_config": {"envFrom": [{"secretRef": {"name": cluster.settings.s3.credentials_secret}}]}},
+            },
+        },
+        "proxy": {"service": {"type": "ClusterIP"}, "chp": {"nodeSelector": cluster.system_node_selector,
+                                                            "tolerations": cluster.system_tolerations}},
+        "ingress": {"enabled": True, "ingressClassName": s.ingress_class, "hosts": [host]},
+        "singleuser": {
+            # Queued through the project's LocalQueue, admitted at the interactive priority.
+            "extraLabels": {QUEUE_NAME_LABEL: LOCAL_QUEUE, WORKLOAD_PRIORITY_LABEL: PRIORITY_CLASS},
+            "extraTolerations": cluster.gpu_tolerations,
+            "storage": {"dynamic": {"storageClass": storage_class(cluster, None)}},
+            "profileList": profiles(cluster, s),
+            "networkPolicy": {"enabled": False},  # the project namespace's own policies apply
+        },
+        "cull": {"enabled": True, "timeout": s.idle_minutes * 60, "every": 300},
+        "scheduling": {"userScheduler": {"enabled": False}, "podPriority": {"enabled": False}},
+        "prePuller": {"hook": {"enabled": False}, "continuous": {"enabled": False}},
+    }
+
+
+def spawner_rbac(project: str) -> list[dict[str, Any]]:
+    """What the hub needs in the project namespace its servers run in (the chart grants it only its own)."""
+    ns, name = namespace_for(project, DOMAIN), f"{hub_name(project)}-spawner"
+    rules = [{"apiGroups": [""], "resources": ["pods", "persistentvolumeclaims", "secrets", "services"],
+              "verbs": ["get", "watch", "list", "create", "delete"]},
+             {"apiGroups": [""], "resources": ["events"], "verbs": ["get", "watch", "list"]}]
+    return [
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": name, "namespace": ns}, "rules": rules},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": name, "namespace": ns},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+         "subjects": [{"kind": "ServiceAccount", "name": f"{hub_name(project)}-hub", "namespace": "jupyterhub"}]},
+    ]
