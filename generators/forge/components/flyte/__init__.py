@@ -32,7 +32,7 @@ from typing import Any, Iterator
 from forge.components import alluxio, network
 from forge.components.kuberay_operator import RAY_HEAD_PORTS, KuberayOperator
 from forge.components.base import WAVE_WORKLOADS, Component, Contains, Expected, custom_resource
-from forge.components.flyte import access, plan, rdma
+from forge.components.flyte import access, fence, plan, rdma
 from forge.components.flyte.objects import (API_PORTS, GPU_RESOURCE, WEBHOOK_PORT, METRICS_PATH, METRICS_PORT, NAMESPACE, POD_TEMPLATE,  # noqa: F401 (re-exported)
                                             PSA_LEVEL, RELEASE, SCRAPES, escape_for_tpl, limit_range, log_link,
                                             metrics_service, pod_template, project_namespace, ray_log_link, resource_quota)
@@ -79,6 +79,7 @@ class Flyte(Component):
         ("apiextensions.k8s.io", "CustomResourceDefinition"),
         ("rbac.authorization.k8s.io", "ClusterRole"),
         ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+        *fence.KINDS,  # fabric clusters: baseline + IPC_LOCK in the project namespaces
     )
     # deployment.resources is documented only in comments (values.yaml of v1.16.8); the task type
     # -> plugin map is free-form Flyte configuration (the default shows the built-in types only).
@@ -248,9 +249,10 @@ class Flyte(Component):
         image, defaults = versions.image(TEMPLATE_IMAGE).ref, s.task_defaults
         objs: list[dict[str, Any]] = [metrics_service(), pod_template(NAMESPACE, s.default_priority_class, image, defaults)]
         classes = {p.name: p.priority_class for p in s.projects}
-        levels = rdma.project_psa_levels(cluster, PSA_LEVEL)
+        levels, fenced = rdma.project_psa_levels(cluster, PSA_LEVEL), rdma.fence_labels(cluster)
+        objs += rdma.fence_objects(cluster)
         for q in self.facts(cluster).quotas:
-            objs += [project_namespace(q, levels), resource_quota(q), limit_range(q.namespace, s.task_defaults),
+            objs += [project_namespace(q, levels, fenced), resource_quota(q), limit_range(q.namespace, s.task_defaults),
                      pod_template(q.namespace, classes[q.project], image, defaults)]
             if rdma.has_fabric(cluster):  # multi-node training over the rails
                 objs.append(rdma.rdma_pod_template(cluster, pod_template(q.namespace, classes[q.project], image, defaults)))
