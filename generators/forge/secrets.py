@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-SecretKindName = Literal["s3", "flyte-db", "grafana-admin", "alertmanager", "tls"]
+SecretKindName = Literal["s3", "flyte-db", "grafana-admin", "alertmanager", "tls", "flyte-oidc"]
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,10 @@ SECRET_KINDS: dict[str, SecretKind] = {
                                 why="Grafana's admin login"),
     "alertmanager": SecretKind(properties=("alertmanager.yaml",), data=_same("alertmanager.yaml"),
                                why="Alertmanager's configuration (receivers and their keys)"),
+    # Flyte's OIDC clients (forge.components.flyte.auth): propeller's client credentials and the
+    # console's client secret, under the names the flyte-binary chart mounts them.
+    "flyte-oidc": SecretKind(properties=("client_secret", "oidc_client_secret"), data=_same("client_secret", "oidc_client_secret"),
+                             why="Flyte's OIDC client secrets"),
     "tls": SecretKind(properties=("tls.crt", "tls.key"), data=_same("tls.crt", "tls.key"), type="kubernetes.io/tls",
                       why="a TLS certificate and key"),
 }

@@ -38,7 +38,7 @@ WEBHOOK_SECRET = "external-secrets-webhook"  # written by the chart's cert-contr
 # The chart's Deployments for release external-secrets: controller, webhook, cert-controller.
 DEPLOYMENTS = ("external-secrets", "external-secrets-webhook", "external-secrets-cert-controller")
 ACCESS_KEY_KEYS = ("access-key-id", "secret-access-key")
-RemoteRole = Literal["s3", "flyte-db", "grafana-admin", "alertmanager", "flyte-tls"]
+RemoteRole = Literal["s3", "flyte-db", "grafana-admin", "alertmanager", "flyte-tls", "flyte-oidc"]
 _DURATION = r"^[0-9]+(s|m|h)$"
 
 

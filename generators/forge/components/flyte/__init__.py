@@ -32,7 +32,7 @@ from typing import Any, Iterator
 from forge.components import alluxio, network
 from forge.components.kuberay_operator import RAY_HEAD_PORTS, KuberayOperator
 from forge.components.base import WAVE_WORKLOADS, Component, Contains, Expected, custom_resource
-from forge.components.flyte import access, fence, plan, rdma
+from forge.components.flyte import access, auth, fence, plan, rdma
 from forge.components.flyte.objects import (API_PORTS, GPU_RESOURCE, WEBHOOK_PORT, METRICS_PATH, METRICS_PORT, NAMESPACE, POD_TEMPLATE,  # noqa: F401 (re-exported)
                                             PSA_LEVEL, RELEASE, SCRAPES, escape_for_tpl, limit_range, log_link,
                                             metrics_service, pod_template, project_namespace, ray_log_link, resource_quota)
@@ -90,6 +90,8 @@ class Flyte(Component):
                                   "configuration.storage.providerConfig.s3.authType",
                                   "ingress.separateGrpcIngress"})  # the gRPC routes need their own Ingress
     Settings = FlyteSettings
+    # The chart's Secret of Flyte's cookie and token keys, filled by its init container (forge.components.flyte.auth).
+    ignore_differences = auth.IGNORE_DIFFERENCES
 
     def enabled(self, cluster: ClusterModel) -> bool:
         return self.name in cluster.component_settings
@@ -114,10 +116,11 @@ class Flyte(Component):
         s: FlyteSettings = self.settings(cluster)
         return [SecretUse("s3", cluster.settings.s3.credentials_secret, self.namespaces(cluster)),  # task pods too
                 SecretUse("flyte-db", s.database.password_secret, (self.namespace,)),
-                *access.tls_secret_uses(s.ingress, self.namespace)]
+                *access.tls_secret_uses(s.ingress, self.namespace), *auth.secret_uses(s.auth, self.namespace)]
 
     def produced_secrets(self, cluster: ClusterModel) -> dict[str, str]:
-        return access.produced_by_issuer(self.settings(cluster).ingress)
+        s: FlyteSettings = self.settings(cluster)
+        return {**access.produced_by_issuer(s.ingress), **auth.produced(s.auth)}
 
     def local_files(self, cluster: ClusterModel) -> dict[str, Any]:
         ingress = self.settings(cluster).ingress
@@ -149,6 +152,12 @@ class Flyte(Component):
             for d in settings.domains:
                 if len(namespace_for(p.name, d.name)) > 63:
                     yield loaded.problem(at + ("projects", i, "name"), f"namespace '{namespace_for(p.name, d.name)}' would exceed 63 characters")
+        if settings.ingress is not None and settings.auth is None:
+            yield loaded.problem(at + ("ingress",), "the Ingress publishes Flyte's console and APIs: add components.flyte.auth "
+                                 "(the identity provider's issuer and client_id), so that only people who log in can run workflows")
+        if settings.ingress is not None and settings.ingress.class_name != access.NGINX:
+            yield loaded.problem(at + ("ingress", "class_name"), f"source_ranges are enforced with ingress-nginx's annotation only: "
+                                 f"class_name must be '{access.NGINX}'")
         s3 = loaded.inventory.cluster.s3
         if "flyte" not in s3.buckets:
             yield loaded.problem(("cluster", "s3", "buckets"), "Flyte needs a bucket under the key 'flyte'")
@@ -240,6 +249,7 @@ class Flyte(Component):
             Expected(*deployment, (*pod, "tolerations"), cluster.system_tolerations),
             Expected("ClusterRole", f"{FULLNAME}-cluster-role", "rules", Contains(*OPERATOR_RULES)),
             *access.expected_routes(s.ingress, access.signed_url_endpoint(cluster, s.signed_url_endpoint)),
+            *auth.expected(s.auth),
         ]
 
     # ---- per project-domain objects ---------------------------------------------------------------
@@ -272,7 +282,7 @@ def _configuration(cluster: ClusterModel, s: FlyteSettings, facts: FlyteFacts) -
     s3 = cluster.settings.s3
     bucket = s3.buckets["flyte"]
     endpoint = alluxio.s3_endpoint()
-    return {
+    out: dict[str, Any] = {
         "database": {
             "username": s.database.username,
             "host": s.database.host,
@@ -320,3 +330,7 @@ def _configuration(cluster: ClusterModel, s: FlyteSettings, facts: FlyteFacts) -
             },
         },
     }
+    if s.auth:  # OIDC (forge.components.flyte.auth)
+        out["auth"] = auth.chart_values(s.auth, s.ingress.host if s.ingress else None)
+        out["inline"]["auth"] = auth.inline(s.auth)
+    return out
