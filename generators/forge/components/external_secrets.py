@@ -20,7 +20,7 @@ namespaces come with Flyte), after this Application installed the CRDs and the s
 """
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Sequence
 
 from pydantic import Field
 
@@ -107,6 +107,11 @@ class ExternalSecrets(Component):
             # A CRD that leaves a chart release must be removed by a person: pruning it would
             # delete every ExternalSecret, and with them (creationPolicy Owner) the Secrets.
             "crds": {"annotations": {"argocd.argoproj.io/sync-options": "Prune=false"}},
+            # The chart aggregates write rights on ExternalSecrets and SecretStores to the edit and
+            # admin ClusterRoles by default: whoever may edit a namespace could then write an
+            # ExternalSecret that reads any remote key the store's credential reads. Only Git
+            # (Argo CD) writes them; reading them (view) stays, to see why a Secret is not synced.
+            "rbac": {"aggregateToEdit": False, "aggregateToAdmin": False},
         }
 
     def expected_in_hydrated(self, cluster: ClusterModel) -> list[Expected]:
@@ -120,7 +125,10 @@ class ExternalSecrets(Component):
         return {WEBHOOK_SECRET: "the cert-controller writes the webhook's serving certificate at run time"}
 
     def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
-        return [custom_resource(cluster_secret_store(self.settings(cluster)))]
+        return self.fleet_manifests(cluster, ())
+
+    def fleet_manifests(self, cluster: ClusterModel, components: Sequence[Component]) -> list[dict[str, Any]]:
+        return [custom_resource(cluster_secret_store(self.settings(cluster), consumer_namespaces(cluster, components)))]
 
     def bootstrap_secret(self, cluster: ClusterModel) -> tuple[str, str] | None:
         """(namespace, name) of the one Secret created by hand, or None when the store needs none."""
@@ -128,7 +136,14 @@ class ExternalSecrets(Component):
         return (NAMESPACE, store.credentials_secret) if isinstance(store, AwsStore) else None
 
 
-def cluster_secret_store(s: ExternalSecretsSettings) -> dict[str, Any]:
+def consumer_namespaces(cluster: ClusterModel, components: Sequence[Component]) -> list[str]:
+    """Every namespace where a component reads a Secret from the store, sorted."""
+    return sorted({ns for c in components if c.name != ExternalSecrets.name for use in c.secrets(cluster) for ns in use.namespaces})
+
+
+def cluster_secret_store(s: ExternalSecretsSettings, namespaces: Sequence[str] = ()) -> dict[str, Any]:
+    """The store, served only to ExternalSecrets in `namespaces` (spec.conditions): an
+    ExternalSecret anywhere else is refused by the controller, whatever remote key it names."""
     store = s.store
     if isinstance(store, AwsStore):
         refs = {f"{field}SecretRef": {"name": store.credentials_secret, "key": key, "namespace": NAMESPACE}
@@ -141,7 +156,7 @@ def cluster_secret_store(s: ExternalSecretsSettings) -> dict[str, Any]:
             "mountPath": store.auth_mount, "role": store.role,
             "serviceAccountRef": {"name": CONTROLLER_SA, "namespace": NAMESPACE}}}}}
     return {"apiVersion": "external-secrets.io/v1", "kind": "ClusterSecretStore",
-            "metadata": {"name": STORE}, "spec": {"provider": provider}}
+            "metadata": {"name": STORE}, "spec": {"provider": provider, "conditions": [{"namespaces": list(namespaces)}]}}
 
 
 def remote_key(cluster: ClusterModel, s: ExternalSecretsSettings, role: str) -> str:
