@@ -41,7 +41,9 @@ def test_every_secret_a_consumer_reads_is_an_externalsecret_with_its_keys(cluste
     projects = [f"{p.name}-{d.name}" for p, d in product(flyte.projects, flyte.domains)]
     s3 = m.settings.s3.credentials_secret
     expected = {
-        **{(ns, s3): (S3_KEYS, f"forge/{cluster}/s3") for ns in ["alluxio", "loki", "flyte", *projects]},
+        # one S3 credential per consumer (issue 21 item 3)
+        **{(ns, s3): (S3_KEYS, f"forge/{cluster}/s3-{ns}") for ns in ["alluxio", "loki", "flyte"]},
+        **{(f"{p.name}-{d.name}", s3): (S3_KEYS, f"forge/{cluster}/s3-tasks-{p.name}") for p, d in product(flyte.projects, flyte.domains)},
         ("flyte", flyte.database.password_secret): (["password"], f"forge/{cluster}/flyte-db"),
         ("flyte", "flyte-tls"): (["tls.crt", "tls.key"], f"forge/{cluster}/flyte-tls"),
         ("flyte", "flyte-client-secrets"): (["client_secret", "oidc_client_secret"], f"forge/{cluster}/flyte-oidc"),

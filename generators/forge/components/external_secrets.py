@@ -5,8 +5,8 @@ From the inventory (`components.external-secrets`):
 - `store`: the one ClusterSecretStore `forge`, either AWS Secrets Manager (`provider: aws`,
   `region`, optional `role` to assume) or HashiCorp Vault (`provider: vault`, `server`, KV `path`
   and `version`, Kubernetes auth `auth_mount` and `role`);
-- `remote_keys`: the remote secret of each role (s3, flyte-db, grafana-admin, alertmanager,
-  flyte-tls), by default `forge/<cluster>/<role>`; its properties are fixed per kind
+- `remote_keys`: the remote secret of each role (s3-alluxio, s3-loki, s3-flyte, s3-tasks-<project>,
+  flyte-db, grafana-admin, alertmanager, flyte-tls, flyte-oidc), by default `forge/<cluster>/<role>`; its properties are fixed per kind
   (forge.secrets.SECRET_KINDS).
 
 The bootstrap credential: Vault's Kubernetes auth needs none (the controller's service account
@@ -38,7 +38,11 @@ WEBHOOK_SECRET = "external-secrets-webhook"  # written by the chart's cert-contr
 # The chart's Deployments for release external-secrets: controller, webhook, cert-controller.
 DEPLOYMENTS = ("external-secrets", "external-secrets-webhook", "external-secrets-cert-controller")
 ACCESS_KEY_KEYS = ("access-key-id", "secret-access-key")
-RemoteRole = Literal["s3", "flyte-db", "grafana-admin", "alertmanager", "flyte-tls", "flyte-oidc"]
+# One S3 credential per consumer: Alluxio, Loki, Flyte's control plane, and the task pods of each
+# Flyte project (s3-tasks-<project>).
+FixedRole = Literal["s3-alluxio", "s3-loki", "s3-flyte", "flyte-db", "grafana-admin", "alertmanager", "flyte-tls", "flyte-oidc"]
+TasksRole = Annotated[str, Field(pattern=r"^s3-tasks-[a-z0-9]([-a-z0-9]*[a-z0-9])?$")]
+RemoteRole = FixedRole | TasksRole
 _DURATION = r"^[0-9]+(s|m|h)$"
 
 

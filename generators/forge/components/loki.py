@@ -56,6 +56,7 @@ WORKLOADS: dict[str, tuple[str, str]] = {
 # Targets whose volumes the chart claims by default (persistence.enabled: true in loki 7.3.0).
 PERSISTENT_TARGETS = ("singleBinary", "write", "backend")
 
+S3_ROLE = "s3-loki"  # its own S3 credential in the secret store: the log bucket only (docs/security.md)
 
 class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
@@ -107,7 +108,7 @@ class Loki(Component):
                 network.scrape([HTTP_PORT]))
 
     def secrets(self, cluster: ClusterModel) -> list[SecretUse]:
-        return [SecretUse("s3", cluster.settings.s3.credentials_secret, (self.namespace,))]
+        return [SecretUse("s3", cluster.settings.s3.credentials_secret, (self.namespace,), role=S3_ROLE)]
 
     def _layout(self, cluster: ClusterModel) -> tuple[Settings, LokiLayout]:
         s: Settings = self.settings(cluster)

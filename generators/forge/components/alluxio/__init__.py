@@ -49,6 +49,8 @@ from forge.secrets import SecretUse
 IMAGE = "alluxio"  # images in charts/versions.yaml: the chart's appVersion, pinned so a chart bump cannot change it
 HELM_RELEASE_MAX = 53  # Helm's limit on release names
 RELEASE = "alluxio"  # the chart's fullnameOverride is `alluxio` too: objects are alluxio-<role>
+READ_ONLY_KEYS = frozenset({"datasets"})  # keys of cluster.s3.buckets Alluxio mounts read-only
+S3_ROLE = "s3-alluxio"  # its own S3 credential in the secret store (docs/security.md)
 SECRET_MOUNT = "s3"  # the chart mounts secrets.<component>.<name>: <dir> at /secrets/<dir>
 CREDENTIALS_FILE = f"/secrets/{SECRET_MOUNT}/credentials"
 PROXY_PORT = 39999  # the chart's proxy.ports.web
@@ -92,7 +94,7 @@ class Alluxio(Component):
         return self.name in cluster.component_settings
 
     def secrets(self, cluster: ClusterModel) -> list[SecretUse]:
-        return [SecretUse("s3", cluster.settings.s3.credentials_secret, (self.namespace,))]
+        return [SecretUse("s3", cluster.settings.s3.credentials_secret, (self.namespace,), role=S3_ROLE)]
 
     # ---- inventory rules --------------------------------------------------------------------
 
@@ -276,7 +278,7 @@ class Alluxio(Component):
             s3_service(),
             metrics_service("alluxio-master-metrics", "alluxio-master", MASTER_METRICS_PORTS),
             metrics_service("alluxio-worker-metrics", "alluxio-worker", WORKER_METRICS_PORTS),
-            mount_job(cluster, list(self.facts(cluster).buckets)),
+            mount_job(cluster, list(self.facts(cluster).buckets), read_only_buckets(cluster)),
         ]
 
 
@@ -334,12 +336,25 @@ def metrics_service(name: str, role: str, ports: dict[str, int]) -> dict[str, An
     }
 
 
-def mount_job(cluster: ClusterModel, buckets: list[str]) -> dict[str, Any]:
-    """After each sync, mount every listed bucket at /<bucket> unless it already is. Idempotent;
-    a bucket removed from the inventory stays mounted until someone unmounts it by hand (an
-    unmount drops its cached data, which a config change should not do silently)."""
+def read_only_buckets(cluster: ClusterModel) -> frozenset[str]:
+    """Bucket names Alluxio mounts read-only: the training data (key READ_ONLY_KEYS of
+    cluster.s3.buckets), which no task or cache may change; Alluxio's own credential needs only
+    read access there (docs/security.md)."""
+    return frozenset(name for key, name in cluster.settings.s3.buckets.items() if key in READ_ONLY_KEYS)
+
+
+def mount_job(cluster: ClusterModel, buckets: list[str], read_only: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """After each sync, mount every listed bucket at /<bucket> unless it already is (the ones in
+    `read_only` with --readonly, and switched to read-only by updateMount if an earlier sync
+    mounted them writable). Idempotent; a bucket removed from the inventory stays mounted until
+    someone unmounts it by hand (an unmount drops its cached data, which a config change should
+    not do silently)."""
     lines = ["set -eu", "mounted=$(/opt/alluxio/bin/alluxio fs mount | awk '{print $3}')"]
     for bucket in buckets:
+        if bucket in read_only:
+            lines += [f"if echo \"$mounted\" | grep -qx /{bucket}; then /opt/alluxio/bin/alluxio fs updateMount --readonly /{bucket}; "
+                      f"else /opt/alluxio/bin/alluxio fs mount --readonly /{bucket} s3://{bucket}/; fi"]
+            continue
         lines += [f"if echo \"$mounted\" | grep -qx /{bucket}; then echo '/{bucket} already mounted'; "
                   f"else /opt/alluxio/bin/alluxio fs mount /{bucket} s3://{bucket}/; fi"]
     return {

@@ -48,6 +48,8 @@ IMAGE = "flyte-binary"  # images in charts/versions.yaml: what Flyte's release b
 # Placeholder image of the PodTemplate's container named `default`: propeller merges that
 # container's settings into task containers but never runs its image. Pinned all the same.
 TEMPLATE_IMAGE = "flyte-pod-template"  # images in charts/versions.yaml
+CONTROL_PLANE_S3_ROLE = "s3-flyte"  # Flyte's own S3 credential in the secret store
+TASKS_S3_ROLE_PREFIX = "s3-tasks-"  # + project: the credential of that project's task pods
 FULLNAME = "flyte"  # services flyte-http (8088), flyte-grpc (8089), flyte-webhook
 DB_PASSWORD_DIR = "/etc/flyte/db"
 PLUGINS = ["container", "sidecar", "k8s-array", "pytorch", "mpi", "ray"]
@@ -114,7 +116,12 @@ class Flyte(Component):
 
     def secrets(self, cluster: ClusterModel) -> list[SecretUse]:
         s: FlyteSettings = self.settings(cluster)
-        return [SecretUse("s3", cluster.settings.s3.credentials_secret, self.namespaces(cluster)),  # task pods too
+        # One credential per consumer (docs/security.md): Flyte's control plane (metadata, signed
+        # URLs) and the task pods of each project, in all of that project's namespaces.
+        secret = cluster.settings.s3.credentials_secret
+        tasks = [SecretUse("s3", secret, tuple(q.namespace for q in self.facts(cluster).quotas if q.project == p.name),
+                           role=f"{TASKS_S3_ROLE_PREFIX}{p.name}") for p in s.projects]
+        return [SecretUse("s3", secret, (self.namespace,), role=CONTROL_PLANE_S3_ROLE), *tasks,
                 SecretUse("flyte-db", s.database.password_secret, (self.namespace,)),
                 *access.tls_secret_uses(s.ingress, self.namespace), *auth.secret_uses(s.auth, self.namespace)]
 
