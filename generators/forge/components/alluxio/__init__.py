@@ -28,8 +28,8 @@ Layout, all from the inventory:
 - Services we add: `alluxio-s3` (the S3 endpoint), and headless metrics Services for scraping.
 
 Chart 0.6.54 cannot set a priorityClassName, affinity or topology spread: hence the host-network
-trick for masters, and masters, workers and proxies run at the global default class (a reviewed
-priority exception: `Alluxio.priority_exception`).
+trick for masters, and masters, workers and proxies get their system class from forge's
+MutatingAdmissionPolicy (forge.components.infra_priority; `Alluxio.priority_exception`).
 """
 from __future__ import annotations
 
@@ -84,7 +84,8 @@ class Alluxio(Component):
     priority_exception = (
         "the pinned alluxio chart has no priorityClassName value for any pod, and Argo CD renders the chart "
         "itself (no kustomize patch reaches chart objects without --enable-helm in argocd-cm, which this "
-        "repo does not manage): masters, workers and proxies run at the global default class")
+        "repo does not manage): forge's MutatingAdmissionPolicy (forge.components.infra_priority) gives masters, "
+        "workers and proxies a system class when they are created")
     # Set on purpose although the chart's defaults match: the image the mount Job uses too, and
     # the journal on a PVC (what journal.storageClass and journal.size mean).
     inventory_values = frozenset({"image", "imageTag", "journal.volumeType"})
