@@ -187,7 +187,8 @@ def test_s3_under_store_and_credentials_by_reference(cluster):
     script = job["spec"]["template"]["spec"]["containers"][0]["command"][2]
     for key in settings(cluster).buckets:
         bucket = m.settings.s3.buckets[key]
-        assert f"fs mount /{bucket} s3://{bucket}/" in script
+        read_only = "--readonly " if key == "datasets" else ""  # training data read-only (issue 21 item 3)
+        assert f"fs mount {read_only}/{bucket} s3://{bucket}/" in script
     assert m.settings.s3.buckets["loki"] not in script
 
 
