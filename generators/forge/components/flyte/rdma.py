@@ -21,7 +21,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from forge.components.flyte import fence
+from forge.components.flyte import fence, rdma_policy
 from forge.components.network_operator import MULTUS_NETWORKS_ANNOTATION, NetworkOperator
 from forge.model import ClusterModel
 
@@ -46,7 +46,12 @@ def fence_labels(cluster: ClusterModel) -> dict[str, str]:
 
 
 def fence_objects(cluster: ClusterModel) -> list[dict[str, Any]]:
-    return fence.objects() if has_fabric(cluster) else []
+    """Fabric clusters: the baseline + IPC_LOCK policy, and the one refusing multi-node PyTorch
+    jobs without the fabric (forge.components.flyte.rdma_policy)."""
+    resource = cluster.rdma_resource("compute")
+    if resource is None:
+        return []
+    return fence.objects() + rdma_policy.objects(resource.resource, RDMA_POD_TEMPLATE)
 
 
 def rdma_pod_template(cluster: ClusterModel, base: dict[str, Any]) -> dict[str, Any]:
