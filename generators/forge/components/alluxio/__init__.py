@@ -13,7 +13,7 @@ Layout, all from the inventory:
   flash wear levelling). Where NVMe profiles differ, each further profile's workers are a
   worker-only release of the chart with that profile's tiers (pools.py).
 - Masters: `masters` (odd, >= 3) with the embedded (Raft) journal on the control-plane nodes, one
-  per node (host network: two masters cannot bind the same host ports) and so one per rack (the
+  per node (a required pod anti-affinity added at admission, placement.py) and so one per rack (the
   check below rejects control-plane nodes sharing a rack). Why the control plane: GPU nodes are
   drained and rebooted for driver and MIG changes and GPU jobs may pre-empt pods there, each of
   which would cost a Raft election; the control-plane nodes are stable, already one per rack, and
@@ -27,15 +27,15 @@ Layout, all from the inventory:
   ASYNC_THROUGH uploads run as persist jobs on the job workers.
 - Services we add: `alluxio-s3` (the S3 endpoint), and headless metrics Services for scraping.
 
-Chart 0.6.54 cannot set a priorityClassName, affinity or topology spread: hence the host-network
-trick for masters, and masters, workers and proxies get their system class from forge's
+Chart 0.6.54 cannot set a priorityClassName, affinity or topology spread: hence the admission
+policy that spreads the masters (placement.py), and masters, workers and proxies get their system class from forge's
 MutatingAdmissionPolicy (forge.components.infra_priority; `Alluxio.priority_exception`).
 """
 from __future__ import annotations
 
 from typing import Any, Iterator
 
-from forge.components.alluxio import layout, pools
+from forge.components.alluxio import layout, placement, pools
 from forge.components.alluxio.layout import (GIB, READ_POLICIES, ROOT_UFS, WRITE_POLICY_PROPERTIES, AlluxioFacts,  # noqa: F401 (re-exported)
                                              AlluxioSettings, Journal, MemoryTier, SsdDir, TierLayout, memory_tier_gib,
                                              ssd_quota_gib, tier_layout, tier_levels, tier_options)
@@ -76,6 +76,7 @@ class Alluxio(Component):
     sync_wave = WAVE_STORAGE
     chart = "alluxio"
     release_name = RELEASE
+    cluster_kinds = placement.KINDS  # one master per node without the host network
     # `secrets` is documented only in comments (values.yaml of 0.6.54); `properties` is Alluxio's
     # free-form site configuration (the chart's default shows one example key); jobMaster.env and
     # jobWorker.env are read by the templates (master/statefulset.yaml, worker/daemonset.yaml)
@@ -154,7 +155,7 @@ class Alluxio(Component):
     def ingress(self, cluster: ClusterModel) -> tuple[network.Allow, ...]:
         # The S3 proxy checks no credentials: only Flyte and its task pods (the project
         # namespaces Flyte owns) may reach it. Loki writes to S3 itself, not through the cache.
-        # The masters run on the host network, where no NetworkPolicy applies (README).
+        # The masters run on the pod network too (placement.py): the namespace's policies hold them.
         return (network.Allow("s3-proxy", (PROXY_PORT,), from_components=("flyte",), to_pods=_selector("alluxio-proxy")),
                 network.scrape([*MASTER_METRICS_PORTS.values(), *WORKER_METRICS_PORTS.values()]))
 
@@ -179,7 +180,9 @@ class Alluxio(Component):
             "secrets": {"master": {s3.credentials_secret: SECRET_MOUNT}, "worker": {s3.credentials_secret: SECRET_MOUNT}},
             "master": {
                 "count": settings.masters,
-                "hostNetwork": True,  # one master per node: see the module docstring
+                # On the pod network, inside the namespace's NetworkPolicies: one master per node
+                # by the admission policy of forge.components.alluxio.placement.
+                "hostNetwork": False,
                 "nodeSelector": cluster.system_node_selector,
                 "tolerations": cluster.system_tolerations,
                 "env": aws_env,
@@ -238,7 +241,7 @@ class Alluxio(Component):
             Expected(*config, ("data", "ALLUXIO_MASTER_JAVA_OPTS"), Contains(*self.facts(cluster).master.jvm_options)),
             Expected(*master, (*pod, "containers", "name=alluxio-master", "resources", "limits", "memory"),
                      f"{self.facts(cluster).master.limit_gib}Gi"),
-            Expected(*master, (*pod, "hostNetwork"), True),
+            Expected(*master, (*pod, "hostNetwork"), False),  # the chart renders it as given
             Expected(*master, (*pod, "nodeSelector"), cluster.system_node_selector),
             Expected(*master, (*pod, "tolerations"), cluster.system_tolerations),
             Expected(*master, ("spec", "volumeClaimTemplates", "metadata.name=alluxio-journal", "spec"),
@@ -280,6 +283,7 @@ class Alluxio(Component):
             metrics_service("alluxio-master-metrics", "alluxio-master", MASTER_METRICS_PORTS),
             metrics_service("alluxio-worker-metrics", "alluxio-worker", WORKER_METRICS_PORTS),
             mount_job(cluster, list(self.facts(cluster).buckets), read_only_buckets(cluster)),
+            *placement.objects(NAMESPACE, _selector("alluxio-master")),
         ]
 
 
