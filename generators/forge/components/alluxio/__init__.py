@@ -36,6 +36,8 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from forge.components.alluxio import layout, placement, pools
+from forge.components.alluxio.mounts import (IMAGE, MOUNT_JOB_UID, NAMESPACE, READ_ONLY_KEYS, RELEASE,  # noqa: F401 (re-exported)
+                                             mount_job, read_only_buckets)
 from forge.components.alluxio.layout import (GIB, READ_POLICIES, ROOT_UFS, WRITE_POLICY_PROPERTIES, AlluxioFacts,  # noqa: F401 (re-exported)
                                              AlluxioSettings, Journal, MemoryTier, SsdDir, TierLayout, memory_tier_gib,
                                              ssd_quota_gib, tier_layout, tier_levels, tier_options)
@@ -46,10 +48,7 @@ from forge.model import NVME_LABEL, ClusterModel
 from forge import versions
 from forge.secrets import SecretUse
 
-IMAGE = "alluxio"  # images in charts/versions.yaml: the chart's appVersion, pinned so a chart bump cannot change it
 HELM_RELEASE_MAX = 53  # Helm's limit on release names
-RELEASE = "alluxio"  # the chart's fullnameOverride is `alluxio` too: objects are alluxio-<role>
-READ_ONLY_KEYS = frozenset({"datasets"})  # keys of cluster.s3.buckets Alluxio mounts read-only
 S3_ROLE = "s3-alluxio"  # its own S3 credential in the secret store (docs/security.md)
 SECRET_MOUNT = "s3"  # the chart mounts secrets.<component>.<name>: <dir> at /secrets/<dir>
 CREDENTIALS_FILE = f"/secrets/{SECRET_MOUNT}/credentials"
@@ -59,8 +58,6 @@ S3_PATH = "/api/v1/s3"
 METRICS_PATH = "/metrics/prometheus/"
 MASTER_METRICS_PORTS = {"web": 19999, "job-web": 20002}  # chart defaults master/jobMaster.ports.web
 WORKER_METRICS_PORTS = {"web": 30000, "job-web": 30003}  # chart defaults worker/jobWorker.ports.web
-NAMESPACE = "alluxio"
-MOUNT_JOB_UID = 1000  # the Alluxio image's `alluxio` user
 APP_LABEL = "alluxio"  # the chart's `app` pod label: its name
 # Where Prometheus scrapes Alluxio (the prometheus component's PodMonitors): the pods carry no
 # named port, so by number; selected by app and role alone, whatever the release.
@@ -337,68 +334,5 @@ def metrics_service(name: str, role: str, ports: dict[str, int]) -> dict[str, An
             "clusterIP": "None",
             "selector": _selector(role),
             "ports": [{"name": port_name, "port": port, "targetPort": port} for port_name, port in ports.items()],
-        },
-    }
-
-
-def read_only_buckets(cluster: ClusterModel) -> frozenset[str]:
-    """Bucket names Alluxio mounts read-only: the training data (key READ_ONLY_KEYS of
-    cluster.s3.buckets), which no task or cache may change; Alluxio's own credential needs only
-    read access there (docs/security.md)."""
-    return frozenset(name for key, name in cluster.settings.s3.buckets.items() if key in READ_ONLY_KEYS)
-
-
-def mount_job(cluster: ClusterModel, buckets: list[str], read_only: frozenset[str] = frozenset()) -> dict[str, Any]:
-    """After each sync, mount every listed bucket at /<bucket> unless it already is (the ones in
-    `read_only` with --readonly, and switched to read-only by updateMount if an earlier sync
-    mounted them writable). Idempotent; a bucket removed from the inventory stays mounted until
-    someone unmounts it by hand (an unmount drops its cached data, which a config change should
-    not do silently)."""
-    lines = ["set -eu", "mounted=$(/opt/alluxio/bin/alluxio fs mount | awk '{print $3}')"]
-    for bucket in buckets:
-        if bucket in read_only:
-            lines += [f"if echo \"$mounted\" | grep -qx /{bucket}; then /opt/alluxio/bin/alluxio fs updateMount --readonly /{bucket}; "
-                      f"else /opt/alluxio/bin/alluxio fs mount --readonly /{bucket} s3://{bucket}/; fi"]
-            continue
-        lines += [f"if echo \"$mounted\" | grep -qx /{bucket}; then echo '/{bucket} already mounted'; "
-                  f"else /opt/alluxio/bin/alluxio fs mount /{bucket} s3://{bucket}/; fi"]
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": "alluxio-mount-buckets",
-            "namespace": NAMESPACE,
-            "annotations": {
-                "argocd.argoproj.io/hook": "PostSync",
-                "argocd.argoproj.io/hook-delete-policy": "BeforeHookCreation",
-            },
-        },
-        "spec": {
-            "backoffLimit": 30,  # the masters may still be electing a leader after a sync
-            "template": {
-                "spec": {
-                    "restartPolicy": "OnFailure",
-                    "priorityClassName": SYSTEM_CLUSTER_CRITICAL,
-                    "nodeSelector": cluster.system_node_selector,
-                    "tolerations": cluster.system_tolerations,
-                    "automountServiceAccountToken": False,  # it talks to Alluxio, never the API server
-                    # The image's own user (alluxio, uid/gid 1000) rather than root.
-                    "securityContext": {"runAsNonRoot": True, "runAsUser": MOUNT_JOB_UID, "runAsGroup": MOUNT_JOB_UID,
-                                        "seccompProfile": {"type": "RuntimeDefault"}},
-                    "containers": [{
-                        "name": "mount",
-                        "image": versions.image(IMAGE).ref,
-                        "command": ["/bin/bash", "-c", "\n".join(lines) + "\n"],
-                        # The chart's ConfigMap holds the masters' addresses (ALLUXIO_JAVA_OPTS).
-                        "envFrom": [{"configMapRef": {"name": f"{RELEASE}-config"}}],
-                        "resources": {"requests": {"cpu": "100m", "memory": "512Mi"}, "limits": {"cpu": "1", "memory": "1Gi"}},
-                        "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
-                                            "capabilities": {"drop": ["ALL"]}},
-                        # The CLI's log folder and the JVM's temporary files: the only writes.
-                        "volumeMounts": [{"name": "logs", "mountPath": "/opt/alluxio/logs"}, {"name": "tmp", "mountPath": "/tmp"}],
-                    }],
-                    "volumes": [{"name": "logs", "emptyDir": {}}, {"name": "tmp", "emptyDir": {}}],
-                },
-            },
         },
     }
