@@ -24,7 +24,8 @@ def test_flyte_turns_on_oidc_with_the_inventorys_issuer_and_clients(cluster):
     # the identity provider issues the tokens, not Flyte's built-in server with its default client secret hash
     assert auth["enableAuthServer"] is False
     assert v["configuration"]["inline"]["auth"]["appAuth"] == {
-        "authServerType": "External", "externalAuthServer": {"baseUrl": "https://sso.exa.internal/realms/exa"}}
+        "authServerType": "External", "externalAuthServer": {"baseUrl": "https://sso.exa.internal/realms/exa",
+                                                              "metadataUrl": ".well-known/openid-configuration"}}
     # both client secrets from the store, mounted by the chart from our Secret
     assert auth["clientSecretsExternalSecretRef"] == "flyte-client-secrets"
     es = generated(f"overlays/{cluster}/flyte/externalsecret-flyte-client-secrets.yaml")

@@ -70,7 +70,9 @@ def chart_values(auth: FlyteAuth, host: str | None) -> dict[str, Any]:
 def inline(auth: FlyteAuth) -> dict[str, Any]:
     """Flyte's own `auth` configuration beyond the chart's: the identity provider as the
     authorization server."""
-    external: dict[str, Any] = {"baseUrl": auth.issuer}
+    # OIDC discovery, which every provider serves (Flyte's default, oauth-authorization-server,
+    # is not served by all of them).
+    external: dict[str, Any] = {"baseUrl": auth.issuer, "metadataUrl": ".well-known/openid-configuration"}
     if auth.audience:
         external["allowedAudience"] = [auth.audience]
     return {"appAuth": {"authServerType": "External", "externalAuthServer": external}}
