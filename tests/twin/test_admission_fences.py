@@ -60,3 +60,17 @@ def test_a_multi_node_pytorch_job_without_the_fabric_is_refused(boxes):
     rdma = {"resources": {"limits": {"rdma/rdma_network": 1}, "requests": {"rdma/rdma_network": 1}}}
     kube.create(pytorch_job("with-fabric", rdma))
     kube.delete("kubeflow.org/v1", "PyTorchJob", "with-fabric", NS)
+
+
+def test_an_alluxio_master_pod_gets_the_one_per_node_anti_affinity(boxes):
+    _, kube, _, _ = boxes.get("h200")
+    master = pod("spread-check", namespace="alluxio")
+    master["metadata"]["labels"] = {"app": "alluxio", "release": "alluxio", "role": "alluxio-master"}
+    made = kube.create(master)
+    try:
+        [term] = made["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        assert term == {"labelSelector": {"matchLabels": {"app": "alluxio", "release": "alluxio", "role": "alluxio-master"}},
+                        "topologyKey": "kubernetes.io/hostname"}
+        assert made["spec"]["priorityClassName"] == "system-cluster-critical"  # and the infrastructure priority
+    finally:
+        kube.delete("v1", "Pod", "spread-check", "alluxio")
