@@ -25,10 +25,14 @@ def _labels_literal(labels: dict[str, str]) -> str:
 
 def policy(master_labels: dict[str, str]) -> dict[str, Any]:
     term = "Object.spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-    apply = ("Object{spec: Object.spec{affinity: Object.spec.affinity{podAntiAffinity: Object.spec.affinity.podAntiAffinity{"
+    # A JSON patch, not an apply configuration: the API server refuses apply configurations that
+    # set atomic lists and structs (the anti-affinity terms, the label selector). The chart sets
+    # no affinity, so `add` creates it (and would replace one).
+    value = ("Object.spec.affinity{podAntiAffinity: Object.spec.affinity.podAntiAffinity{"
              f"requiredDuringSchedulingIgnoredDuringExecution: [{term}{{"
              f"labelSelector: {term}.labelSelector{{matchLabels: {_labels_literal(master_labels)}}}, "
-             f"topologyKey: '{HOSTNAME}'}}]}}}}}}}}")
+             f"topologyKey: '{HOSTNAME}'}}]}}}}")
+    patch = f"[JSONPatch{{op: 'add', path: '/spec/affinity', value: {value}}}]"
     selects = " && ".join(f"object.metadata.labels['{k}'] == '{v}'" for k, v in sorted(master_labels.items()))
     has_labels = " && ".join(f"'{k}' in object.metadata.labels" for k in sorted(master_labels))
     return {
@@ -42,7 +46,7 @@ def policy(master_labels: dict[str, str]) -> dict[str, Any]:
                 {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}]},
             "matchConditions": [{"name": "alluxio-master",
                                  "expression": f"has(object.metadata.labels) && {has_labels} && {selects}"}],
-            "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression": apply}}],
+            "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": patch}}],
         },
     }
 
