@@ -63,7 +63,7 @@ def _component_files(root: Path, tree: Tree, cluster: ClusterModel, component: C
     for release, extra in component.extra_releases(cluster).items():
         tree.add(folder / extra_values_file(release), emit.yaml_file(generator, cluster.source, [extra]))
     resources = [Path("../../..", base).as_posix()]
-    own = [(obj, generator) for obj in component.manifests(cluster) + external_secrets_for(cluster, component)]
+    own = [(obj, generator) for obj in component.fleet_manifests(cluster, components) + external_secrets_for(cluster, component)]
     own += [(obj, network.__name__) for obj in network.policies(component, cluster, components)]
     for obj, writer in own:
         meta = obj["metadata"]

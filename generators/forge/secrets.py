@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-SecretKindName = Literal["s3", "flyte-db", "grafana-admin", "alertmanager", "alertmanager-keys", "tls", "oidc"]
+SecretKindName = Literal["s3", "flyte-db", "grafana-admin", "alertmanager", "alertmanager-keys", "tls", "oidc", "flyte-oidc"]
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,10 @@ SECRET_KINDS: dict[str, SecretKind] = {
                                     why="the keys of Alertmanager's receivers (routing key, webhook URL, heartbeat key)"),
     "oidc": SecretKind(properties=("client_secret",), data=(("OAUTH_CLIENT_SECRET", '{{ index . "client_secret" }}'),),
                        why="the OpenID Connect client secret of a developer-pod hub"),
+    # Flyte's OIDC clients (forge.components.flyte.auth): propeller's client credentials and the
+    # console's client secret, under the names the flyte-binary chart mounts them.
+    "flyte-oidc": SecretKind(properties=("client_secret", "oidc_client_secret"), data=_same("client_secret", "oidc_client_secret"),
+                             why="Flyte's OIDC client secrets"),
     "tls": SecretKind(properties=("tls.crt", "tls.key"), data=_same("tls.crt", "tls.key"), type="kubernetes.io/tls",
                       why="a TLS certificate and key"),
 }

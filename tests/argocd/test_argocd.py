@@ -154,6 +154,8 @@ IGNORED = {
          "jqPathExpressions": [".spec.conversion.webhook.clientConfig.caBundle"]},
         {"group": "apiregistration.k8s.io", "kind": "APIService", "jsonPointers": ["/spec/caBundle"]},
     ],
+    # flyte's init container fills the chart's cookie/token key Secret at first start (issue 21 item 1)
+    "flyte": [{"group": "", "kind": "Secret", "name": "flyte-admin-auth", "jsonPointers": ["/data"]}],
     # the training-operator writes its own serving certificate and the webhook's CA
     "training-operator": [
         {"group": "", "kind": "Secret", "name": "training-operator-webhook-cert", "namespace": "kubeflow", "jsonPointers": ["/data"]},
@@ -165,7 +167,7 @@ IGNORED = {
 
 def test_applications_ignore_exactly_the_fields_hooks_and_controllers_rewrite():
     """Audited: gpu-operator, network-operator (maintenance operator webhook off), NFD, kuberay,
-    loki (rollout-operator off), alluxio and flyte render no webhook, CA bundle or conversion webhook
+    loki (rollout-operator off) and alluxio render no webhook, CA bundle or conversion webhook
     a controller rewrites; their Applications ignore nothing."""
     _, components, files = h200_bootstrap()
     assert {"gpu-operator", "network-operator", "node-feature-discovery", "kuberay-operator", "loki", "alluxio",

@@ -259,7 +259,8 @@ def test_s3_under_store_and_credentials_by_reference(cluster):
     script = job["spec"]["template"]["spec"]["containers"][0]["command"][2]
     for key in settings(cluster).buckets:
         bucket = m.settings.s3.buckets[key]
-        assert f"fs mount /{bucket} s3://{bucket}/" in script
+        read_only = "--readonly " if key == "datasets" else ""  # training data read-only (issue 21 item 3)
+        assert f"fs mount {read_only}/{bucket} s3://{bucket}/" in script
     assert m.settings.s3.buckets["loki"] not in script
 
 
@@ -270,7 +271,8 @@ def test_masters_embedded_journal_one_per_control_plane_rack(cluster):
     assert v["journal"]["type"] == "EMBEDDED"
     assert v["master"]["count"] == 3 and v["master"]["count"] % 2 == 1
     assert v["master"]["nodeSelector"] == {"node-role.kubernetes.io/control-plane": ""}
-    assert v["master"]["hostNetwork"] is True  # one master per node (host ports), so one per rack
+    # on the pod network (issue 21 item 5): one per node by forge's admission policy, so one per rack
+    assert v["master"]["hostNetwork"] is False
     racks = [n.rack for n in m.control_plane_nodes]
     assert len(set(racks)) == len(racks) >= v["master"]["count"]
 

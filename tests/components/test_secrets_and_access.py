@@ -41,9 +41,12 @@ def test_every_secret_a_consumer_reads_is_an_externalsecret_with_its_keys(cluste
     projects = [f"{p.name}-{d.name}" for p, d in product(flyte.projects, flyte.domains)]
     s3 = m.settings.s3.credentials_secret
     expected = {
-        **{(ns, s3): (S3_KEYS, f"forge/{cluster}/s3") for ns in ["alluxio", "loki", "flyte", *projects]},
+        # one S3 credential per consumer (issue 21 item 3)
+        **{(ns, s3): (S3_KEYS, f"forge/{cluster}/s3-{ns}") for ns in ["alluxio", "loki", "flyte"]},
+        **{(f"{p.name}-{d.name}", s3): (S3_KEYS, f"forge/{cluster}/s3-tasks-{p.name}") for p, d in product(flyte.projects, flyte.domains)},
         ("flyte", flyte.database.password_secret): (["password"], f"forge/{cluster}/flyte-db"),
         ("flyte", "flyte-tls"): (["tls.crt", "tls.key"], f"forge/{cluster}/flyte-tls"),
+        ("flyte", "flyte-client-secrets"): (["client_secret", "oidc_client_secret"], f"forge/{cluster}/flyte-oidc"),
         ("monitoring", "grafana-admin"): (["admin-user", "admin-password"], f"forge/{cluster}/grafana-admin"),
         ("monitoring", "alertmanager-config"): (["alertmanager.yaml"], f"forge/{cluster}/alertmanager"),
     }
@@ -140,6 +143,7 @@ def test_flyte_routes_signed_urls_and_client_config(cluster):
     assert v["ingress"] == {
         "create": True, "host": host, "ingressClassName": "nginx", "separateGrpcIngress": True,
         "tls": [{"hosts": [host], "secretName": "flyte-tls"}],
+        "commonAnnotations": {"nginx.ingress.kubernetes.io/whitelist-source-range": "10.0.0.0/8"},
         "grpcAnnotations": {"nginx.ingress.kubernetes.io/backend-protocol": "GRPC"},
     }
     override = v["configuration"]["inline"]["storage"]["signedUrl"]["stowConfigOverride"]
@@ -159,9 +163,10 @@ def test_a_cert_manager_issuer_replaces_the_certificate_from_the_store():
     text = edit(inventory_text("a100"), "      class_name: nginx\n", "      class_name: nginx\n      cluster_issuer: internal-ca\n")
     m = model("a100", text)
     flyte = Flyte()
-    assert flyte.values(m)["ingress"]["commonAnnotations"] == {"cert-manager.io/cluster-issuer": "internal-ca"}
-    assert [u.name for u in flyte.secrets(m)] == ["s3-credentials", "flyte-db"]
-    assert list(flyte.produced_secrets(m)) == ["flyte-tls"]
+    assert flyte.values(m)["ingress"]["commonAnnotations"] == {"cert-manager.io/cluster-issuer": "internal-ca",
+                                                               "nginx.ingress.kubernetes.io/whitelist-source-range": "10.0.0.0/8"}
+    assert [u.name for u in flyte.secrets(m)] == ["s3-credentials", "flyte-db", "flyte-client-secrets"]
+    assert list(flyte.produced_secrets(m)) == ["flyte-tls", "flyte-admin-auth"]
     assert expected_routes(None, "https://s3")[0].path[-1] == "signedUrl"  # no ingress: still the signed URLs
 
 

@@ -26,7 +26,7 @@ once). A component never reads files and never validates raw settings itself.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Mapping, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Mapping, NamedTuple, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
@@ -247,6 +247,11 @@ class Component:
 
     def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
         return []
+
+    def fleet_manifests(self, cluster: ClusterModel, components: Sequence["Component"]) -> list[dict[str, Any]]:
+        """manifests(), for a component whose objects depend on the others the cluster runs
+        (`components`: all of them, this one included): the secret store's namespaces."""
+        return self.manifests(cluster)
 
     def values_notes(self, cluster: ClusterModel) -> list[str]:
         """Lines for a comment under the header of values.yaml: why a value is what it is, where

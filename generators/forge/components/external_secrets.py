@@ -5,8 +5,8 @@ From the inventory (`components.external-secrets`):
 - `store`: the one ClusterSecretStore `forge`, either AWS Secrets Manager (`provider: aws`,
   `region`, optional `role` to assume) or HashiCorp Vault (`provider: vault`, `server`, KV `path`
   and `version`, Kubernetes auth `auth_mount` and `role`);
-- `remote_keys`: the remote secret of each role (s3, flyte-db, grafana-admin, alertmanager,
-  flyte-tls), by default `forge/<cluster>/<role>`; its properties are fixed per kind
+- `remote_keys`: the remote secret of each role (s3-alluxio, s3-loki, s3-flyte, s3-tasks-<project>,
+  flyte-db, grafana-admin, alertmanager, flyte-tls, flyte-oidc), by default `forge/<cluster>/<role>`; its properties are fixed per kind
   (forge.secrets.SECRET_KINDS).
 
 The bootstrap credential: Vault's Kubernetes auth needs none (the controller's service account
@@ -20,7 +20,7 @@ namespaces come with Flyte), after this Application installed the CRDs and the s
 """
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Sequence
 
 from pydantic import Field
 
@@ -39,7 +39,11 @@ WEBHOOK_SECRET = "external-secrets-webhook"  # written by the chart's cert-contr
 # The chart's Deployments for release external-secrets: controller, webhook, cert-controller.
 DEPLOYMENTS = ("external-secrets", "external-secrets-webhook", "external-secrets-cert-controller")
 ACCESS_KEY_KEYS = ("access-key-id", "secret-access-key")
-RemoteRole = Literal["s3", "flyte-db", "grafana-admin", "alertmanager", "flyte-tls"]
+# One S3 credential per consumer: Alluxio, Loki, Flyte's control plane, and the task pods of each
+# Flyte project (s3-tasks-<project>).
+FixedRole = Literal["s3-alluxio", "s3-loki", "s3-flyte", "flyte-db", "grafana-admin", "alertmanager", "flyte-tls", "flyte-oidc"]
+TasksRole = Annotated[str, Field(pattern=r"^s3-tasks-[a-z0-9]([-a-z0-9]*[a-z0-9])?$")]
+RemoteRole = FixedRole | TasksRole
 _DURATION = r"^[0-9]+(s|m|h)$"
 
 
@@ -115,6 +119,11 @@ class ExternalSecrets(Component):
             # A CRD that leaves a chart release must be removed by a person: pruning it would
             # delete every ExternalSecret, and with them (creationPolicy Owner) the Secrets.
             "crds": {"annotations": {"argocd.argoproj.io/sync-options": "Prune=false"}},
+            # The chart aggregates write rights on ExternalSecrets and SecretStores to the edit and
+            # admin ClusterRoles by default: whoever may edit a namespace could then write an
+            # ExternalSecret that reads any remote key the store's credential reads. Only Git
+            # (Argo CD) writes them; reading them (view) stays, to see why a Secret is not synced.
+            "rbac": {"aggregateToEdit": False, "aggregateToAdmin": False},
         }
 
     def expected_in_hydrated(self, cluster: ClusterModel) -> list[Expected]:
@@ -128,7 +137,10 @@ class ExternalSecrets(Component):
         return {WEBHOOK_SECRET: "the cert-controller writes the webhook's serving certificate at run time"}
 
     def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
-        return [custom_resource(cluster_secret_store(self.settings(cluster)))]
+        return self.fleet_manifests(cluster, ())
+
+    def fleet_manifests(self, cluster: ClusterModel, components: Sequence[Component]) -> list[dict[str, Any]]:
+        return [custom_resource(cluster_secret_store(self.settings(cluster), consumer_namespaces(cluster, components)))]
 
     def bootstrap_secret(self, cluster: ClusterModel) -> tuple[str, str] | None:
         """(namespace, name) of the one Secret created by hand, or None when the store needs none."""
@@ -136,7 +148,14 @@ class ExternalSecrets(Component):
         return (NAMESPACE, store.credentials_secret) if isinstance(store, AwsStore) else None
 
 
-def cluster_secret_store(s: ExternalSecretsSettings) -> dict[str, Any]:
+def consumer_namespaces(cluster: ClusterModel, components: Sequence[Component]) -> list[str]:
+    """Every namespace where a component reads a Secret from the store, sorted."""
+    return sorted({ns for c in components if c.name != ExternalSecrets.name for use in c.secrets(cluster) for ns in use.namespaces})
+
+
+def cluster_secret_store(s: ExternalSecretsSettings, namespaces: Sequence[str] = ()) -> dict[str, Any]:
+    """The store, served only to ExternalSecrets in `namespaces` (spec.conditions): an
+    ExternalSecret anywhere else is refused by the controller, whatever remote key it names."""
     store = s.store
     if isinstance(store, AwsStore):
         refs = {f"{field}SecretRef": {"name": store.credentials_secret, "key": key, "namespace": NAMESPACE}
@@ -149,7 +168,7 @@ def cluster_secret_store(s: ExternalSecretsSettings) -> dict[str, Any]:
             "mountPath": store.auth_mount, "role": store.role,
             "serviceAccountRef": {"name": CONTROLLER_SA, "namespace": NAMESPACE}}}}}
     return {"apiVersion": "external-secrets.io/v1", "kind": "ClusterSecretStore",
-            "metadata": {"name": STORE}, "spec": {"provider": provider}}
+            "metadata": {"name": STORE}, "spec": {"provider": provider, "conditions": [{"namespaces": list(namespaces)}]}}
 
 
 def remote_key(cluster: ClusterModel, s: ExternalSecretsSettings, role: str) -> str:

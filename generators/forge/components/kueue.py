@@ -56,6 +56,9 @@ METRICS_PORT = 8443
 VISIBILITY_PORT = 8082
 
 
+EXCLUDED_RESOURCE_PREFIXES = ("ephemeral-storage", "hugepages-")
+
+
 def manager_config(settings: KueueSettings) -> dict[str, Any]:
     """Kueue's Configuration: the chart's defaults (health, metrics, webhook, leader election,
     concurrency, client rates) kept, plus what forge needs."""
@@ -81,6 +84,11 @@ def manager_config(settings: KueueSettings) -> dict[str, Any]:
             "requeuingStrategy": {"timestamp": "Eviction", "backoffBaseSeconds": 60, "backoffMaxSeconds": 3600},
         },
         "integrations": {"frameworks": list(FRAMEWORKS)},
+        # What tasks may request beyond the queues' covered resources: Kueue 0.19 never admits a
+        # workload asking for a resource no ClusterQueue covers, so such a task waited for ever.
+        # Node-local scratch (ephemeral-storage) and huge pages are the kubelet's to bound per
+        # node, not a shared quota: Kueue leaves them out of its accounting.
+        "resources": {"excludeResourcePrefixes": list(EXCLUDED_RESOURCE_PREFIXES)},
         # Fair sharing on (its presence enables it): borrowed quota goes to the queue with the
         # lowest share, and pre-emption between queues of the cohort follows the shares.
         "fairSharing": {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]},

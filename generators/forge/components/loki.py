@@ -56,6 +56,8 @@ WORKLOADS: dict[str, tuple[str, str]] = {
 # Targets whose volumes the chart claims by default (persistence.enabled: true in loki 7.3.0).
 PERSISTENT_TARGETS = ("singleBinary", "write", "backend")
 
+CACHES = ("loki-chunks-cache", "loki-results-cache")  # the chart's memcached StatefulSets for release loki
+S3_ROLE = "s3-loki"  # its own S3 credential in the secret store: the log bucket only (docs/security.md)
 
 class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
@@ -112,7 +114,7 @@ class Loki(Component):
                 network.scrape([HTTP_PORT]))
 
     def secrets(self, cluster: ClusterModel) -> list[SecretUse]:
-        return [SecretUse("s3", cluster.settings.s3.credentials_secret, (self.namespace,))]
+        return [SecretUse("s3", cluster.settings.s3.credentials_secret, (self.namespace,), role=S3_ROLE)]
 
     def _layout(self, cluster: ClusterModel) -> tuple[Settings, LokiLayout]:
         s: Settings = self.settings(cluster)
@@ -153,8 +155,9 @@ class Loki(Component):
                 "compactor": {"retention_enabled": True, "delete_request_store": "s3"},
             },
             "gateway": dict(system),
-            "chunksCache": dict(system),
-            "resultsCache": dict(system),
+            # The memcached caches ignore global.priorityClassName (chart 7.3.0): their own value.
+            "chunksCache": {**system, "priorityClassName": SYSTEM_CLUSTER_CRITICAL},
+            "resultsCache": {**system, "priorityClassName": SYSTEM_CLUSTER_CRITICAL},
             # The canary would need its own DaemonSet on every node; Alloy's metrics cover shipping.
             "lokiCanary": {"enabled": False},
             "test": {"enabled": False},
@@ -198,6 +201,8 @@ class Loki(Component):
                 (("compactor", "retention_enabled"), True),
             )
         ]
+        out += [Expected("StatefulSet", name, "spec.template.spec.priorityClassName", SYSTEM_CLUSTER_CRITICAL)
+                for name in CACHES]
         for target, replicas in layout.replicas.items():
             kind, name = WORKLOADS[target]
             out.append(Expected(kind, name, "spec.replicas", replicas))

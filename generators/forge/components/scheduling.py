@@ -8,10 +8,11 @@ SYSTEM_NODE_CRITICAL), which stand above every class here.
 """
 from __future__ import annotations
 
-from typing import Annotated, Any, Iterator, Literal
+from typing import Annotated, Any, Iterator, Literal, Sequence
 
 from pydantic import Field
 
+from forge.components import infra_priority
 from forge.components.base import WAVE_FOUNDATION, Component
 from forge.inventory.schema import Name, Strict
 from forge.model import ClusterModel
@@ -41,7 +42,9 @@ class Scheduling(Component):
     # for a future queueing controller. Nothing runs in it today.
     namespace = "scheduling"
     sync_wave = WAVE_FOUNDATION  # before any component whose pods name a class
-    cluster_kinds = (("scheduling.k8s.io", "PriorityClass"),)
+    # With the classes, the admission policy that gives infrastructure pods no chart value
+    # reaches their priority (forge.components.infra_priority).
+    cluster_kinds = (("scheduling.k8s.io", "PriorityClass"), *infra_priority.KINDS)
     Settings = SchedulingSettings
 
     def enabled(self, cluster: ClusterModel) -> bool:
@@ -63,7 +66,15 @@ class Scheduling(Component):
             yield loaded.problem(at + (i, "global_default"), f"only one class may be the global default; '{settings.priority_classes[defaults[0]].name}' already is")
 
     def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
-        return [priority_class(spec) for spec in self.settings(cluster).priority_classes]
+        return self.fleet_manifests(cluster, ())
+
+    def fleet_manifests(self, cluster: ClusterModel, components: Sequence[Component]) -> list[dict[str, Any]]:
+        """The classes, and the infrastructure-priority policy over the namespaces of every
+        component whose chart cannot name a class (`priority_exception`)."""
+        classes = self.settings(cluster).priority_classes
+        default = next((c.name for c in classes if c.global_default), None)
+        namespaces = sorted({c.namespace for c in components if c.priority_exception})
+        return [priority_class(spec) for spec in classes] + infra_priority.objects(namespaces, default)
 
 
 def priority_class(spec: PriorityClassSpec) -> dict[str, Any]:

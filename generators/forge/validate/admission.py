@@ -9,6 +9,11 @@ is the one we mean to meet). A namespace is read from the Namespace objects of t
 output; an object that names none lands in its Application's destination. Examples name no
 namespace: they are written for the Flyte project namespaces and held to each one's levels.
 
+Project namespaces (those labelled WORKLOAD_LABEL) are never privileged: a namespace whose Pod
+Security label enforces `privileged` fails, unless forge's baseline + IPC_LOCK admission policy
+and its Deny binding (forge.components.flyte.fence) are in the output and the binding selects it.
+Such a fenced namespace holds pods to baseline with IPC_LOCK as the one capability added.
+
 Secrets (forge.validate.secretrefs): every Secret a pod, Ingress, secret store or chart value
 reads is produced from Git or is the one bootstrap credential.
 """
@@ -34,6 +39,13 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     ("capabilities", "IPC_LOCK"): "RDMA pods register (pin) memory with the NIC; without IPC_LOCK they are bound by the "
                                   "container runtime's RLIMIT_MEMLOCK, which forge does not manage on the nodes",
 }
+
+
+# The admission policy that holds a Pod Security `privileged` namespace to baseline + IPC_LOCK
+# (forge.components.flyte.fence): its name, and the namespace label its binding selects.
+FENCE_POLICY = "forge-baseline-ipc-lock"
+FENCE_LABEL = ("forge.exa.ai/pod-security", "baseline-ipc-lock")
+FENCE_ALLOWS = frozenset({("capabilities", "IPC_LOCK")})
 
 
 class Problem(NamedTuple):
@@ -78,27 +90,66 @@ def pod_security(objects: dict[str, list[dict[str, Any]]], destinations: dict[st
     """Pod Security problems of every pod spec in `objects` (component -> objects) and `examples`.
     `destinations`: component -> its Application's namespace; `all_objects`: the whole cluster's
     output, where the Namespaces are."""
-    labels = namespace_labels(all_objects)
+    everything = list(all_objects)
+    labels = namespace_labels(everything)
     workload = sorted(ns for ns, lab in labels.items() if WORKLOAD_LABEL in lab)
-    out: list[Problem] = []
+    fenced = fenced_namespaces(everything, labels)
+    out: list[Problem] = privileged_namespaces(objects, labels, fenced)
     for component, objs in sorted(objects.items()):
         for obj in objs:
             ns = (obj.get("metadata") or {}).get("namespace") or destinations.get(component, "")
             found = specs(obj)
             if found:
-                out += _check(component, object_id(obj), found, [ns], labels)
+                out += _check(component, object_id(obj), found, [ns], labels, fenced)
     for component, items in sorted(examples.items()):
         for rel, obj in items:
             ns = (obj.get("metadata") or {}).get("namespace")
             found = specs(obj)
             if found:
                 out += _check(component, f"{rel} {object_id(obj)}", found, [ns] if ns else workload or [destinations.get(component, "")],
-                              labels)
+                              labels, fenced)
+    return out
+
+
+def fenced_namespaces(objects: Iterable[dict[str, Any]], labels: dict[str, dict[str, Any]]) -> frozenset[str]:
+    """Namespaces forge's baseline + IPC_LOCK policy holds: the policy and a binding of it that
+    denies, selecting the namespace by FENCE_LABEL, are among `objects`."""
+    policy = bound = False
+    for o in objects:
+        if (o.get("metadata") or {}).get("name") != FENCE_POLICY:
+            continue
+        spec = o.get("spec") or {}
+        if o.get("kind") == "ValidatingAdmissionPolicy" and spec.get("failurePolicy", "Fail") == "Fail":
+            policy = True
+        elif (o.get("kind") == "ValidatingAdmissionPolicyBinding" and spec.get("policyName") == FENCE_POLICY
+              and "Deny" in (spec.get("validationActions") or [])
+              and ((spec.get("matchResources") or {}).get("namespaceSelector") or {}) == {"matchLabels": dict([FENCE_LABEL])}):
+            bound = True
+    if not (policy and bound):
+        return frozenset()
+    return frozenset(ns for ns, lab in labels.items() if lab.get(FENCE_LABEL[0]) == FENCE_LABEL[1])
+
+
+def privileged_namespaces(objects: dict[str, list[dict[str, Any]]], labels: dict[str, dict[str, Any]],
+                          fenced: frozenset[str]) -> list[Problem]:
+    """A project namespace (WORKLOAD_LABEL) that admits privileged pods: Pod Security enforces
+    `privileged` (or nothing) and forge's admission policy does not hold it."""
+    out = []
+    for component, objs in sorted(objects.items()):
+        for obj in objs:
+            name = (obj.get("metadata") or {}).get("name")
+            if obj.get("kind") != "Namespace" or WORKLOAD_LABEL not in labels.get(name, {}):
+                continue
+            if level_of(labels[name], ENFORCE) == "privileged" and name not in fenced:
+                out.append(Problem(component, object_id(obj), f"metadata.labels.{ENFORCE}",
+                                   f"project namespace '{name}' is privileged: a task could run a privileged container or mount "
+                                   f"hostPath /; enforce 'baseline' (or 'restricted'), or bind it to admission policy "
+                                   f"{FENCE_POLICY} (label {FENCE_LABEL[0]}={FENCE_LABEL[1]})"))
     return out
 
 
 def _check(component: str, where: str, specs: list[tuple[str, dict[str, Any]]], namespaces: list[str],
-           labels: dict[str, dict[str, Any]]) -> list[Problem]:
+           labels: dict[str, dict[str, Any]], fenced: frozenset[str] = frozenset()) -> list[Problem]:
     out = []
     for ns in namespaces:
         if ns not in labels:
@@ -106,11 +157,14 @@ def _check(component: str, where: str, specs: list[tuple[str, dict[str, Any]]], 
                                f"namespace '{ns}' has no Namespace object in the cluster's output: its Pod Security level is unknown"))
             continue
         enforce, warn = level_of(labels[ns], ENFORCE), level_of(labels[ns], WARN)
+        if ns in fenced and enforce == "privileged":  # the admission policy enforces baseline + IPC_LOCK
+            enforce, by = "baseline", f"admission policy {FENCE_POLICY} (namespace {ns})"
+        else:
+            by = f"Pod Security '{enforce}' (enforced in namespace {ns})"
         for at, spec in specs:
-            enforced = set(violations(spec, enforce))
+            enforced = {v for v in violations(spec, enforce) if by.startswith("Pod") or (v.rule, v.detail) not in FENCE_ALLOWS}
             for v in sorted(enforced):
-                out.append(Problem(component, where, f"{at}.{v.path}",
-                                   f"Pod Security '{enforce}' (enforced in namespace {ns}) forbids {v.rule}: {v.detail}"))
+                out.append(Problem(component, where, f"{at}.{v.path}", f"{by} forbids {v.rule}: {v.detail}"))
             if LEVELS.index(warn) > LEVELS.index(enforce):
                 for v in sorted(set(violations(spec, warn)) - enforced):
                     if (v.rule, v.detail) not in EXCEPTIONS:

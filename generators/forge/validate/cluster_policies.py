@@ -71,6 +71,8 @@ class PriorityFloor:
     home: Mapping[str, str] = field(default_factory=dict)  # component -> its namespace (the Application's destination)
     exceptions: Mapping[str, str] = field(default_factory=dict)  # component -> why its chart's pods name no class
     own_labels: Mapping[str, str] = field(default_factory=dict)  # forge's labels: objects forge wrote
+    # Namespaces where forge's MutatingAdmissionPolicy gives pods that name no class a system class.
+    mutated: frozenset[str] = frozenset()
 
     def problem(self, obj: dict[str, Any], component: str) -> tuple[str, str] | None:
         found = pod_spec(obj)
@@ -80,6 +82,8 @@ class PriorityFloor:
         path, spec = found
         floor = max(self.classes.values(), default=0)
         name = spec.get("priorityClassName")
+        if not name and namespace in self.mutated:
+            return None  # the admission policy sets a system class on every such pod (forge.components.infra_priority)
         if not name:
             default = next((n for n, v in self.classes.items() if v == floor), None)
             return (f"{path}.priorityClassName", f"no priorityClassName in infrastructure namespace '{namespace}': its pods get the "
@@ -139,6 +143,25 @@ class CrdPrune:
                 "that drops it would delete every object of its kind (annotate it, or turn the Application's pruning off)"))
 
 
+PRIORITY_POLICY = "forge-infrastructure-priority"  # forge.components.infra_priority.POLICY
+
+
+def mutated_namespaces(objects: Iterable[dict[str, Any]]) -> frozenset[str]:
+    """Namespaces whose class-less pods forge's infrastructure-priority policy mutates: the policy
+    and its binding (selecting namespaces by name) are both in the output."""
+    policy, bound = False, frozenset()
+    for o in objects:
+        if (o.get("metadata") or {}).get("name") != PRIORITY_POLICY:
+            continue
+        if o.get("kind") == "MutatingAdmissionPolicy" and (o.get("spec") or {}).get("failurePolicy") == "Fail":
+            policy = True
+        elif o.get("kind") == "MutatingAdmissionPolicyBinding" and (o.get("spec") or {}).get("policyName") == PRIORITY_POLICY:
+            selector = ((o["spec"].get("matchResources") or {}).get("namespaceSelector") or {})
+            bound = frozenset(v for e in selector.get("matchExpressions") or [] if e.get("key") == "kubernetes.io/metadata.name"
+                              and e.get("operator") == "In" for v in e.get("values") or [])
+    return bound if policy else frozenset()
+
+
 def cluster_plugins(objects: Mapping[str, Sequence[dict[str, Any]]], applications: Mapping[str, Mapping[str, Any]],
                     components: Sequence[Any], own_labels: Mapping[str, str]) -> list[Any]:
     """The plug-ins for one cluster: `objects` by component (all of its output, for the workload
@@ -147,7 +170,8 @@ def cluster_plugins(objects: Mapping[str, Sequence[dict[str, Any]]], application
     infra = frozenset({c.namespace for c in components} | {"kube-system"})
     return [
         PriorityFloor(classes, infra, {c.name: c.namespace for c in components},
-                      {c.name: c.priority_exception for c in components if c.priority_exception}, own_labels),
+                      {c.name: c.priority_exception for c in components if c.priority_exception}, own_labels,
+                      mutated_namespaces(o for objs in objects.values() for o in objs)),
         CrdPrune(applications),
         DeleteHooks(),
     ]

@@ -14,7 +14,7 @@ Layout, all from the inventory:
   flash wear levelling). Where NVMe profiles differ, each further profile's workers are a
   worker-only release of the chart with that profile's tiers (pools.py).
 - Masters: `masters` (odd, >= 3) with the embedded (Raft) journal on the control-plane nodes, one
-  per node (host network: two masters cannot bind the same host ports) and so one per rack (the
+  per node (a required pod anti-affinity added at admission, placement.py) and so one per rack (the
   check below rejects control-plane nodes sharing a rack). Why the control plane: GPU nodes are
   drained and rebooted for driver and MIG changes and GPU jobs may pre-empt pods there, each of
   which would cost a Raft election; the control-plane nodes are stable, already one per rack, and
@@ -31,15 +31,17 @@ Layout, all from the inventory:
   ASYNC_THROUGH uploads run as persist jobs on the job workers.
 - Services we add: `alluxio-s3` (the S3 endpoint), and headless metrics Services for scraping.
 
-Chart 0.6.54 cannot set a priorityClassName, affinity or topology spread: hence the host-network
-trick for masters, and masters, workers and proxies run at the global default class (a reviewed
-priority exception: `Alluxio.priority_exception`).
+Chart 0.6.54 cannot set a priorityClassName, affinity or topology spread: hence the admission
+policy that spreads the masters (placement.py), and masters, workers and proxies get their system class from forge's
+MutatingAdmissionPolicy (forge.components.infra_priority; `Alluxio.priority_exception`).
 """
 from __future__ import annotations
 
 from typing import Any, Iterator
 
-from forge.components.alluxio import layout, nvme_probe, pools
+from forge.components.alluxio import layout, nvme_probe, placement, pools
+from forge.components.alluxio.mounts import (IMAGE, MOUNT_JOB_UID, NAMESPACE, READ_ONLY_KEYS, RELEASE,  # noqa: F401 (re-exported)
+                                             mount_job, read_only_buckets)
 from forge.components.alluxio.layout import (GIB, READ_POLICIES, ROOT_UFS, WRITE_POLICY_PROPERTIES, AlluxioFacts,  # noqa: F401 (re-exported)
                                              AlluxioSettings, Journal, MemoryTier, SsdDir, TierLayout, memory_tier_gib,
                                              ssd_quota_gib, tier_layout, tier_levels, tier_options)
@@ -50,9 +52,8 @@ from forge.model import NVME_LABEL, ClusterModel
 from forge import versions
 from forge.secrets import SecretUse
 
-IMAGE = "alluxio"  # images in charts/versions.yaml: the chart's appVersion, pinned so a chart bump cannot change it
 HELM_RELEASE_MAX = 53  # Helm's limit on release names
-RELEASE = "alluxio"  # the chart's fullnameOverride is `alluxio` too: objects are alluxio-<role>
+S3_ROLE = "s3-alluxio"  # its own S3 credential in the secret store (docs/security.md)
 SECRET_MOUNT = "s3"  # the chart mounts secrets.<component>.<name>: <dir> at /secrets/<dir>
 CREDENTIALS_FILE = f"/secrets/{SECRET_MOUNT}/credentials"
 PROXY_PORT = 39999  # the chart's proxy.ports.web
@@ -61,8 +62,6 @@ S3_PATH = "/api/v1/s3"
 METRICS_PATH = "/metrics/prometheus/"
 MASTER_METRICS_PORTS = {"web": 19999, "job-web": 20002}  # chart defaults master/jobMaster.ports.web
 WORKER_METRICS_PORTS = {"web": 30000, "job-web": 30003}  # chart defaults worker/jobWorker.ports.web
-NAMESPACE = "alluxio"
-MOUNT_JOB_UID = 1000  # the Alluxio image's `alluxio` user
 APP_LABEL = "alluxio"  # the chart's `app` pod label: its name
 # Where Prometheus scrapes Alluxio (the prometheus component's PodMonitors): the pods carry no
 # named port, so by number; selected by app and role alone, whatever the release.
@@ -79,6 +78,7 @@ class Alluxio(Component):
     namespaced_kinds = (*WORKLOAD_KINDS, *RBAC_NAMESPACED, ("apps", "StatefulSet"), ("apps", "DaemonSet"))
     chart = "alluxio"
     release_name = RELEASE
+    cluster_kinds = placement.KINDS  # one master per node without the host network
     # `secrets` is documented only in comments (values.yaml of 0.6.54); `properties` is Alluxio's
     # free-form site configuration (the chart's default shows one example key); jobMaster.env and
     # jobWorker.env are read by the templates (master/statefulset.yaml, worker/daemonset.yaml)
@@ -87,7 +87,8 @@ class Alluxio(Component):
     priority_exception = (
         "the pinned alluxio chart has no priorityClassName value for any pod, and Argo CD renders the chart "
         "itself (no kustomize patch reaches chart objects without --enable-helm in argocd-cm, which this "
-        "repo does not manage): masters, workers and proxies run at the global default class")
+        "repo does not manage): forge's MutatingAdmissionPolicy (forge.components.infra_priority) gives masters, "
+        "workers and proxies a system class when they are created")
     # Set on purpose although the chart's defaults match: the image the mount Job uses too, and
     # the journal on a PVC (what journal.storageClass and journal.size mean).
     inventory_values = frozenset({"image", "imageTag", "journal.volumeType"})
@@ -101,7 +102,7 @@ class Alluxio(Component):
         return nvme_probe.node_features(node)  # a healthy NVMe node: every drive mounted
 
     def secrets(self, cluster: ClusterModel) -> list[SecretUse]:
-        return [SecretUse("s3", cluster.settings.s3.credentials_secret, (self.namespace,))]
+        return [SecretUse("s3", cluster.settings.s3.credentials_secret, (self.namespace,), role=S3_ROLE)]
 
     # ---- inventory rules --------------------------------------------------------------------
 
@@ -161,7 +162,7 @@ class Alluxio(Component):
     def ingress(self, cluster: ClusterModel) -> tuple[network.Allow, ...]:
         # The S3 proxy checks no credentials: only Flyte and its task pods (the project
         # namespaces Flyte owns) may reach it. Loki writes to S3 itself, not through the cache.
-        # The masters run on the host network, where no NetworkPolicy applies (README).
+        # The masters run on the pod network too (placement.py): the namespace's policies hold them.
         return (network.Allow("s3-proxy", (PROXY_PORT,), from_components=("flyte",), to_pods=_selector("alluxio-proxy")),
                 network.scrape([*MASTER_METRICS_PORTS.values(), *WORKER_METRICS_PORTS.values()]))
 
@@ -186,7 +187,9 @@ class Alluxio(Component):
             "secrets": {"master": {s3.credentials_secret: SECRET_MOUNT}, "worker": {s3.credentials_secret: SECRET_MOUNT}},
             "master": {
                 "count": settings.masters,
-                "hostNetwork": True,  # one master per node: see the module docstring
+                # On the pod network, inside the namespace's NetworkPolicies: one master per node
+                # by the admission policy of forge.components.alluxio.placement.
+                "hostNetwork": False,
                 "nodeSelector": cluster.system_node_selector,
                 "tolerations": cluster.system_tolerations,
                 "env": aws_env,
@@ -245,7 +248,7 @@ class Alluxio(Component):
             Expected(*config, ("data", "ALLUXIO_MASTER_JAVA_OPTS"), Contains(*self.facts(cluster).master.jvm_options)),
             Expected(*master, (*pod, "containers", "name=alluxio-master", "resources", "limits", "memory"),
                      f"{self.facts(cluster).master.limit_gib}Gi"),
-            Expected(*master, (*pod, "hostNetwork"), True),
+            Expected(*master, (*pod, "hostNetwork"), False),  # the chart renders it as given
             Expected(*master, (*pod, "nodeSelector"), cluster.system_node_selector),
             Expected(*master, (*pod, "tolerations"), cluster.system_tolerations),
             Expected(*master, ("spec", "volumeClaimTemplates", "metadata.name=alluxio-journal", "spec"),
@@ -286,7 +289,8 @@ class Alluxio(Component):
             s3_service(),
             metrics_service("alluxio-master-metrics", "alluxio-master", MASTER_METRICS_PORTS),
             metrics_service("alluxio-worker-metrics", "alluxio-worker", WORKER_METRICS_PORTS),
-            mount_job(cluster, list(self.facts(cluster).write_types)),
+            mount_job(cluster, list(self.facts(cluster).write_types), read_only_buckets(cluster)),
+            *placement.objects(NAMESPACE, _selector("alluxio-master")),
             nvme_probe.label_rule(),
             *nvme_probe.probes(cluster, NAMESPACE, IMAGE),
         ]
@@ -342,58 +346,5 @@ def metrics_service(name: str, role: str, ports: dict[str, int]) -> dict[str, An
             "clusterIP": "None",
             "selector": _selector(role),
             "ports": [{"name": port_name, "port": port, "targetPort": port} for port_name, port in ports.items()],
-        },
-    }
-
-
-def mount_job(cluster: ClusterModel, buckets: list[tuple[str, str]]) -> dict[str, Any]:
-    """After each sync, mount every listed bucket (name, write type) at /<bucket> unless it
-    already is, and set its write type as path configuration (what native clients and the job
-    service use there; the S3 proxy's is proxy-wide, layout.proxy_write_type). Idempotent;
-    a bucket removed from the inventory stays mounted until someone unmounts it by hand (an
-    unmount drops its cached data, which a config change should not do silently)."""
-    lines = ["set -eu", "mounted=$(/opt/alluxio/bin/alluxio fs mount | awk '{print $3}')"]
-    for bucket, write_type in buckets:
-        lines += [f"if echo \"$mounted\" | grep -qx /{bucket}; then echo '/{bucket} already mounted'; "
-                  f"else /opt/alluxio/bin/alluxio fs mount /{bucket} s3://{bucket}/; fi",
-                  f"/opt/alluxio/bin/alluxio fsadmin pathConf add --property alluxio.user.file.writetype.default={write_type} /{bucket}"]
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": "alluxio-mount-buckets",
-            "namespace": NAMESPACE,
-            "annotations": {
-                "argocd.argoproj.io/hook": "PostSync",
-                "argocd.argoproj.io/hook-delete-policy": "BeforeHookCreation",
-            },
-        },
-        "spec": {
-            "backoffLimit": 30,  # the masters may still be electing a leader after a sync
-            "template": {
-                "spec": {
-                    "restartPolicy": "OnFailure",
-                    "priorityClassName": SYSTEM_CLUSTER_CRITICAL,
-                    "nodeSelector": cluster.system_node_selector,
-                    "tolerations": cluster.system_tolerations,
-                    "automountServiceAccountToken": False,  # it talks to Alluxio, never the API server
-                    # The image's own user (alluxio, uid/gid 1000) rather than root.
-                    "securityContext": {"runAsNonRoot": True, "runAsUser": MOUNT_JOB_UID, "runAsGroup": MOUNT_JOB_UID,
-                                        "seccompProfile": {"type": "RuntimeDefault"}},
-                    "containers": [{
-                        "name": "mount",
-                        "image": versions.image(IMAGE).ref,
-                        "command": ["/bin/bash", "-c", "\n".join(lines) + "\n"],
-                        # The chart's ConfigMap holds the masters' addresses (ALLUXIO_JAVA_OPTS).
-                        "envFrom": [{"configMapRef": {"name": f"{RELEASE}-config"}}],
-                        "resources": {"requests": {"cpu": "100m", "memory": "512Mi"}, "limits": {"cpu": "1", "memory": "1Gi"}},
-                        "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
-                                            "capabilities": {"drop": ["ALL"]}},
-                        # The CLI's log folder and the JVM's temporary files: the only writes.
-                        "volumeMounts": [{"name": "logs", "mountPath": "/opt/alluxio/logs"}, {"name": "tmp", "mountPath": "/tmp"}],
-                    }],
-                    "volumes": [{"name": "logs", "emptyDir": {}}, {"name": "tmp", "emptyDir": {}}],
-                },
-            },
         },
     }

@@ -33,7 +33,7 @@ from forge.components import alluxio, network
 from forge.components.driver_upgrades import WORKLOAD_FLYTE, WORKLOAD_LABEL
 from forge.components.kuberay_operator import RAY_HEAD_PORTS, KuberayOperator
 from forge.components.base import RBAC_NAMESPACED, WORKLOAD_KINDS, WAVE_WORKLOADS, Component, Contains, Expected, custom_resource
-from forge.components.flyte import access, plan, rdma
+from forge.components.flyte import access, auth, fence, plan, rdma
 from forge.components.flyte.objects import (API_PORTS, GPU_RESOURCE, WEBHOOK_PORT, METRICS_PATH, METRICS_PORT, NAMESPACE, POD_TEMPLATE,  # noqa: F401 (re-exported)
                                             PSA_LEVEL, RELEASE, SCRAPES, escape_for_tpl, limit_range, log_link,
                                             metrics_service, pod_template, project_namespace, ray_log_link, resource_quota)
@@ -49,6 +49,8 @@ IMAGE = "flyte-binary"  # images in charts/versions.yaml: what Flyte's release b
 # Placeholder image of the PodTemplate's container named `default`: propeller merges that
 # container's settings into task containers but never runs its image. Pinned all the same.
 TEMPLATE_IMAGE = "flyte-pod-template"  # images in charts/versions.yaml
+CONTROL_PLANE_S3_ROLE = "s3-flyte"  # Flyte's own S3 credential in the secret store
+TASKS_S3_ROLE_PREFIX = "s3-tasks-"  # + project: the credential of that project's task pods
 FULLNAME = "flyte"  # services flyte-http (8088), flyte-grpc (8089), flyte-webhook
 DB_PASSWORD_DIR = "/etc/flyte/db"
 PLUGINS = ["container", "sidecar", "k8s-array", "pytorch", "mpi", "ray"]
@@ -82,6 +84,7 @@ class Flyte(Component):
         ("apiextensions.k8s.io", "CustomResourceDefinition"),
         ("rbac.authorization.k8s.io", "ClusterRole"),
         ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+        *fence.KINDS,  # fabric clusters: baseline + IPC_LOCK in the project namespaces
     )
     # deployment.resources is documented only in comments (values.yaml of v1.16.8); the task type
     # -> plugin map is free-form Flyte configuration (the default shows the built-in types only).
@@ -92,6 +95,8 @@ class Flyte(Component):
                                   "configuration.storage.providerConfig.s3.authType",
                                   "ingress.separateGrpcIngress"})  # the gRPC routes need their own Ingress
     Settings = FlyteSettings
+    # The chart's Secret of Flyte's cookie and token keys, filled by its init container (forge.components.flyte.auth).
+    ignore_differences = auth.IGNORE_DIFFERENCES
 
     def enabled(self, cluster: ClusterModel) -> bool:
         return self.name in cluster.component_settings
@@ -114,12 +119,18 @@ class Flyte(Component):
 
     def secrets(self, cluster: ClusterModel) -> list[SecretUse]:
         s: FlyteSettings = self.settings(cluster)
-        return [SecretUse("s3", cluster.settings.s3.credentials_secret, self.namespaces(cluster)),  # task pods too
+        # One credential per consumer (docs/security.md): Flyte's control plane (metadata, signed
+        # URLs) and the task pods of each project, in all of that project's namespaces.
+        secret = cluster.settings.s3.credentials_secret
+        tasks = [SecretUse("s3", secret, tuple(q.namespace for q in self.facts(cluster).quotas if q.project == p.name),
+                           role=f"{TASKS_S3_ROLE_PREFIX}{p.name}") for p in s.projects]
+        return [SecretUse("s3", secret, (self.namespace,), role=CONTROL_PLANE_S3_ROLE), *tasks,
                 SecretUse("flyte-db", s.database.password_secret, (self.namespace,)),
-                *access.tls_secret_uses(s.ingress, self.namespace)]
+                *access.tls_secret_uses(s.ingress, self.namespace), *auth.secret_uses(s.auth, self.namespace)]
 
     def produced_secrets(self, cluster: ClusterModel) -> dict[str, str]:
-        return access.produced_by_issuer(self.settings(cluster).ingress)
+        s: FlyteSettings = self.settings(cluster)
+        return {**access.produced_by_issuer(s.ingress), **auth.produced(s.auth)}
 
     def local_files(self, cluster: ClusterModel) -> dict[str, Any]:
         ingress = self.settings(cluster).ingress
@@ -151,6 +162,12 @@ class Flyte(Component):
             for d in settings.domains:
                 if len(namespace_for(p.name, d.name)) > 63:
                     yield loaded.problem(at + ("projects", i, "name"), f"namespace '{namespace_for(p.name, d.name)}' would exceed 63 characters")
+        if settings.ingress is not None and settings.auth is None:
+            yield loaded.problem(at + ("ingress",), "the Ingress publishes Flyte's console and APIs: add components.flyte.auth "
+                                 "(the identity provider's issuer and client_id), so that only people who log in can run workflows")
+        if settings.ingress is not None and settings.ingress.class_name != access.NGINX:
+            yield loaded.problem(at + ("ingress", "class_name"), f"source_ranges are enforced with ingress-nginx's annotation only: "
+                                 f"class_name must be '{access.NGINX}'")
         s3 = loaded.inventory.cluster.s3
         if "flyte" not in s3.buckets:
             yield loaded.problem(("cluster", "s3", "buckets"), "Flyte needs a bucket under the key 'flyte'")
@@ -243,6 +260,7 @@ class Flyte(Component):
             Expected(*deployment, (*pod, "tolerations"), cluster.system_tolerations),
             Expected("ClusterRole", f"{FULLNAME}-cluster-role", "rules", Contains(*OPERATOR_RULES)),
             *access.expected_routes(s.ingress, access.signed_url_endpoint(cluster, s.signed_url_endpoint)),
+            *auth.expected(s.auth),
         ]
 
     # ---- per project-domain objects ---------------------------------------------------------------
@@ -252,9 +270,10 @@ class Flyte(Component):
         image, defaults = versions.image(TEMPLATE_IMAGE).ref, s.task_defaults
         objs: list[dict[str, Any]] = [metrics_service(), pod_template(NAMESPACE, s.default_priority_class, image, defaults)]
         classes = {p.name: p.priority_class for p in s.projects}
-        levels = rdma.project_psa_levels(cluster, PSA_LEVEL)
+        levels, fenced = rdma.project_psa_levels(cluster, PSA_LEVEL), rdma.fence_labels(cluster)
+        objs += rdma.fence_objects(cluster)
         for q in self.facts(cluster).quotas:
-            objs += [project_namespace(q, levels), resource_quota(q), limit_range(q.namespace, s.task_defaults),
+            objs += [project_namespace(q, levels, fenced), resource_quota(q), limit_range(q.namespace, s.task_defaults),
                      pod_template(q.namespace, classes[q.project], image, defaults)]
             if rdma.has_fabric(cluster):  # multi-node training over the rails
                 objs.append(rdma.rdma_pod_template(cluster, pod_template(q.namespace, classes[q.project], image, defaults)))
@@ -285,7 +304,7 @@ def _configuration(cluster: ClusterModel, s: FlyteSettings, facts: FlyteFacts) -
     s3 = cluster.settings.s3
     bucket = s3.buckets["flyte"]
     endpoint = storage_endpoint(cluster)
-    return {
+    out: dict[str, Any] = {
         "database": {
             "username": s.database.username,
             "host": s.database.host,
@@ -333,3 +352,7 @@ def _configuration(cluster: ClusterModel, s: FlyteSettings, facts: FlyteFacts) -
             },
         },
     }
+    if s.auth:  # OIDC (forge.components.flyte.auth)
+        out["auth"] = auth.chart_values(s.auth, s.ingress.host if s.ingress else None)
+        out["inline"]["auth"] = auth.inline(s.auth)
+    return out

@@ -34,6 +34,8 @@ CLIENT_CONFIG = "client/config.yaml"
 NGINX = "nginx"
 NGINX_GRPC = {"nginx.ingress.kubernetes.io/backend-protocol": "GRPC"}
 ISSUER_ANNOTATION = "cert-manager.io/cluster-issuer"
+SOURCE_RANGE = "nginx.ingress.kubernetes.io/whitelist-source-range"
+_CIDR = r"^([0-9]{1,3}\.){3}[0-9]{1,3}/([0-9]|[12][0-9]|3[0-2])$"
 _HOST = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$"
 
 
@@ -42,8 +44,11 @@ class FlyteIngress(Strict):
     class_name: Name = NGINX  # the IngressClass; `nginx` also gets ingress-nginx's gRPC annotation
     tls_secret: Name = "flyte-tls"
     cluster_issuer: Name | None = None  # cert-manager ClusterIssuer; none: the certificate comes from the secret store
-    # How pyflyte authenticates (flytekit's admin.authType); used once Flyte's auth is switched on.
+    # How pyflyte authenticates (flytekit's admin.authType) with the identity provider of components.flyte.auth.
     auth_type: Literal["Pkce", "ClientSecret", "DeviceFlow", "ExternalCommand"] = "Pkce"
+    # Who may reach the routes at all (client addresses as the ingress controller sees them): the
+    # office and VPN ranges. ingress-nginx's whitelist-source-range; other classes: not supported.
+    source_ranges: Annotated[list[Annotated[str, Field(pattern=_CIDR)]], Field(min_length=1)]
 
 
 def signed_url_endpoint(cluster: ClusterModel, configured: str | None) -> str:
@@ -58,8 +63,11 @@ def ingress_values(ing: FlyteIngress) -> dict[str, Any]:
         "separateGrpcIngress": True,
         "tls": [{"hosts": [ing.host], "secretName": ing.tls_secret}],
     }
+    common = {SOURCE_RANGE: ",".join(ing.source_ranges)} if ing.class_name == NGINX else {}
     if ing.cluster_issuer:
-        values["commonAnnotations"] = {ISSUER_ANNOTATION: ing.cluster_issuer}
+        common[ISSUER_ANNOTATION] = ing.cluster_issuer
+    if common:
+        values["commonAnnotations"] = dict(sorted(common.items()))
     if ing.class_name == NGINX:
         values["grpcAnnotations"] = dict(NGINX_GRPC)
     return values
@@ -103,5 +111,7 @@ def expected_routes(ing: FlyteIngress | None, endpoint: str) -> list[Expected]:
                 Expected("Ingress", name, "spec.ingressClassName", ing.class_name)]
     out.append(Expected("Ingress", HTTP_INGRESS, "spec.tls", tls))
     if ing.class_name == NGINX:
+        out += [Expected("Ingress", name, ("metadata", "annotations", SOURCE_RANGE), ",".join(ing.source_ranges))
+                for name in (HTTP_INGRESS, GRPC_INGRESS)]
         out.append(Expected("Ingress", GRPC_INGRESS, ("metadata", "annotations", *NGINX_GRPC), NGINX_GRPC[next(iter(NGINX_GRPC))]))
     return out

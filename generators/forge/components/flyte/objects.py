@@ -67,8 +67,9 @@ def _explore_link(s: FlyteSettings, expr: str) -> dict[str, Any]:
             "templateUris": [f"{s.grafana_url.rstrip('/')}/explore?schemaVersion=1&orgId=1&panes={encoded}"]}
 
 
-def project_namespace(q: Quota, psa: dict[str, str]) -> dict[str, Any]:
-    """`psa`: Pod Security mode -> level (forge.components.flyte.rdma.project_psa_levels)."""
+def project_namespace(q: Quota, psa: dict[str, str], extra: dict[str, str] | None = None) -> dict[str, Any]:
+    """`psa`: Pod Security mode -> level (forge.components.flyte.rdma.project_psa_levels);
+    `extra`: more labels (the admission policy's, forge.components.flyte.rdma.fence_labels)."""
     return {
         "apiVersion": "v1",
         "kind": "Namespace",
@@ -76,6 +77,7 @@ def project_namespace(q: Quota, psa: dict[str, str]) -> dict[str, Any]:
             "name": q.namespace,
             "labels": {
                 **{f"pod-security.kubernetes.io/{mode}": level for mode, level in psa.items()},
+                **(extra or {}),
                 FLYTE_PROJECT_LABEL: q.project,
                 "forge.exa.ai/flyte-domain": q.domain,
             },

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from forge.capacity import Capacity, capacity
 from forge.components.flyte.access import FlyteIngress
+from forge.components.flyte.auth import FlyteAuth
 from forge.inventory.schema import Name, PositiveInt, Strict
 from forge.inventory.strings import DbOptions, Hostname, HttpUrl
 from forge.model import ClusterModel
@@ -52,6 +53,7 @@ class FlyteSettings(Strict):
     loki_datasource_uid: Name = "loki"
     task_defaults: TaskDefaults = TaskDefaults()
     ingress: FlyteIngress | None = None  # routes for laptops (forge.components.flyte.access)
+    auth: FlyteAuth | None = None  # OIDC login (forge.components.flyte.auth); required with an ingress
     # Where signed upload/download URLs point: an S3 endpoint laptops reach (default cluster.s3.endpoint).
     signed_url_endpoint: HttpUrl | None = None
 

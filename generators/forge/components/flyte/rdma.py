@@ -9,17 +9,19 @@ and single-node tasks take no rail addresses (each node has `addresses_per_node`
 
 Pod Security on those namespaces: `baseline` has no room for IPC_LOCK, and the alternative, an
 unlimited RLIMIT_MEMLOCK in the container runtime of every node, is node configuration forge does
-not own and cannot check. So project namespaces of fabric clusters enforce `privileged` and warn
-and audit at `baseline`: a pod beyond baseline is admitted, but kubectl shows the warning and the
-audit log records it, while `forge validate` holds forge's own pods to baseline with only the
-reviewed IPC_LOCK exception (forge.validate.admission.EXCEPTIONS). Clusters without a fabric keep
-`baseline` enforced.
+not own and cannot check. So project namespaces of fabric clusters label Pod Security `privileged`
+(warn and audit at `baseline`) and are bound by forge's ValidatingAdmissionPolicy
+(forge.components.flyte.fence), which refuses every pod beyond baseline except for IPC_LOCK:
+baseline + IPC_LOCK is what is enforced. `forge validate` holds forge's own pods to the same and
+fails a project namespace that is privileged without the policy. Clusters without a fabric
+enforce `baseline` with Pod Security alone.
 """
 from __future__ import annotations
 
 import copy
 from typing import Any
 
+from forge.components.flyte import fence, rdma_policy
 from forge.components.network_operator import MULTUS_NETWORKS_ANNOTATION, NetworkOperator
 from forge.model import ClusterModel
 
@@ -36,6 +38,20 @@ def project_psa_levels(cluster: ClusterModel, default: str) -> dict[str, str]:
     if has_fabric(cluster):
         return {"enforce": "privileged", "audit": "baseline", "warn": "baseline"}
     return {"enforce": default, "audit": default, "warn": default}
+
+
+def fence_labels(cluster: ClusterModel) -> dict[str, str]:
+    """The label that binds a project namespace to the baseline + IPC_LOCK policy (fabric clusters)."""
+    return {fence.POLICY_LABEL: fence.POLICY_VALUE} if has_fabric(cluster) else {}
+
+
+def fence_objects(cluster: ClusterModel) -> list[dict[str, Any]]:
+    """Fabric clusters: the baseline + IPC_LOCK policy, and the one refusing multi-node PyTorch
+    jobs without the fabric (forge.components.flyte.rdma_policy)."""
+    resource = cluster.rdma_resource("compute")
+    if resource is None:
+        return []
+    return fence.objects() + rdma_policy.objects(resource.resource, RDMA_POD_TEMPLATE)
 
 
 def rdma_pod_template(cluster: ClusterModel, base: dict[str, Any]) -> dict[str, Any]:

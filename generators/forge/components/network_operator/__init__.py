@@ -110,7 +110,8 @@ class NetworkOperator(Component):
     priority_exception = (
         "the pinned network-operator chart has no priorityClassName value for the operator's or the maintenance "
         "operator's Deployment (the DaemonSets the operator creates are not in Git); Argo CD renders the chart "
-        "itself, so no patch reaches them")
+        "itself, so no patch reaches them: forge's MutatingAdmissionPolicy (forge.components.infra_priority) gives "
+        "their pods, and those of nv-ipam-node and cni-plugins, a system class when they are created")
     # Only Argo CD's automated pruning is off: the chart's CRDs (NicClusterPolicy, the maintenance
     # operator's) cannot be annotated Prune=false from values (see forge.validate.cluster_policies).
     prune = False

@@ -1,0 +1,76 @@
+"""Issue 21 items 2, 10 and 12 on a real kube-apiserver 1.34: forge's admission policies are
+accepted (their CEL compiles), and they admit and refuse what they should. The box runs the
+Priority admission plugin and MutatingAdmissionPolicy (feature gate on)."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from forge.twin.kube import ApiError
+from tests.twin.conftest import say  # noqa: F401  (the boxes fixture comes from conftest)
+
+NS = "training-production"  # a project namespace of h200, the fabric cluster
+
+
+def pod(name: str, namespace: str = NS, **spec) -> dict:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace},
+            "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10", **spec.pop("container", {})}], **spec}}
+
+
+def test_a_project_namespace_admits_ipc_lock_and_refuses_root_on_the_node(boxes):
+    _, kube, _, _ = boxes.get("h200")
+    ok = pod("fence-ipc-lock", container={"securityContext": {"capabilities": {"add": ["IPC_LOCK"]}}})
+    kube.create(ok)
+    kube.delete("v1", "Pod", "fence-ipc-lock", NS)
+    for name, bad, said in [
+        ("fence-hostpath", pod("fence-hostpath", volumes=[{"name": "root", "hostPath": {"path": "/"}}]), "hostPath volumes"),
+        ("fence-privileged", pod("fence-privileged", container={"securityContext": {"privileged": True}}), "privileged containers"),
+        ("fence-sys-admin", pod("fence-sys-admin", container={"securityContext": {"capabilities": {"add": ["SYS_ADMIN"]}}}),
+         "capabilities beyond baseline"),
+        ("fence-host-network", pod("fence-host-network", hostNetwork=True), "host namespaces"),
+    ]:
+        with pytest.raises(ApiError) as refused:
+            kube.create(bad)
+        assert "forge-baseline-ipc-lock" in refused.value.message and said in refused.value.message, refused.value.message
+
+
+def test_a_classless_infrastructure_pod_gets_a_system_priority(boxes):
+    _, kube, _, _ = boxes.get("h200")
+    made = kube.create(pod("infra-priority", namespace="alluxio"))
+    try:
+        assert made["spec"]["priorityClassName"] == "system-cluster-critical"
+        assert made["spec"]["priority"] == 2_000_000_000
+    finally:
+        kube.delete("v1", "Pod", "infra-priority", "alluxio")
+
+
+def pytorch_job(name: str, template_extra: dict | None = None) -> dict:
+    container = {"name": "pytorch", "image": "registry.k8s.io/pause:3.10", **(template_extra or {})}
+    spec = {"replicas": 1, "template": {"spec": {"containers": [container]}}}
+    return {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": name, "namespace": NS},
+            "spec": {"pytorchReplicaSpecs": {"Master": copy.deepcopy(spec), "Worker": {**copy.deepcopy(spec), "replicas": 3}}}}
+
+
+def test_a_multi_node_pytorch_job_without_the_fabric_is_refused(boxes):
+    _, kube, _, _ = boxes.get("h200")
+    with pytest.raises(ApiError) as refused:
+        kube.create(pytorch_job("no-fabric"))
+    assert 'pod_template_name="forge-rdma"' in refused.value.message, refused.value.message
+    rdma = {"resources": {"limits": {"rdma/rdma_network": 1}, "requests": {"rdma/rdma_network": 1}}}
+    kube.create(pytorch_job("with-fabric", rdma))
+    kube.delete("kubeflow.org/v1", "PyTorchJob", "with-fabric", NS)
+
+
+def test_an_alluxio_master_pod_gets_the_one_per_node_anti_affinity(boxes):
+    _, kube, _, _ = boxes.get("h200")
+    master = pod("spread-check", namespace="alluxio")
+    master["metadata"]["labels"] = {"app": "alluxio", "release": "alluxio", "role": "alluxio-master"}
+    made = kube.create(master)
+    try:
+        [term] = made["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        assert term == {"labelSelector": {"matchLabels": {"app": "alluxio", "release": "alluxio", "role": "alluxio-master"}},
+                        "topologyKey": "kubernetes.io/hostname"}
+        assert made["spec"]["priorityClassName"] == "system-cluster-critical"  # and the infrastructure priority
+    finally:
+        kube.delete("v1", "Pod", "spread-check", "alluxio")
