@@ -23,18 +23,27 @@ jobs_option = click.option("--jobs", "-j", type=click.IntRange(1, 256), default=
                            help="Parallel workers (default: the CPU count).")
 
 
+allow_stale_option = click.option("--allow-stale", is_flag=True,
+                                  help="Work on the tree as it is on disk even when generate (or render) would change it "
+                                       "(faults planted by hand, experiments); by default a stale tree is refused.")
+
+
 @main.command()
 @root_option
 @jobs_option
+@click.option("--discard-edits", is_flag=True,
+              help="Overwrite files changed by hand in overlays/ and clusters/*/argocd/ (and delete files dropped there) "
+                   "instead of refusing: per-cluster changes belong in clusters/<cluster>/overrides/.")
 @user_errors
-def generate(root: Path, jobs: int | None) -> None:
-    """Write overlays/ and clusters/*/argocd/ from every inventory (atomically, incrementally:
-    only clusters whose inputs changed are built, only changed files are written)."""
+def generate(root: Path, jobs: int | None, discard_edits: bool) -> None:
+    """Write overlays/ and clusters/*/argocd/ from every inventory and its overrides (atomically,
+    incrementally: only clusters whose inputs changed are built, only changed files are written).
+    A generated file edited by hand, or a file dropped there, is refused with where it belongs."""
     from forge.incremental import generate as run
     from forge.progress import Progress
 
     progress = Progress("generate")
-    outcome = run(root, jobs, progress)
+    outcome = run(root, jobs, progress, discard_edits)
     progress.finish(f"{len(outcome.built)} built, {outcome.written} files written")
     click.echo(f"generated {outcome.files} files from {outcome.clusters} clusters")
 
@@ -47,13 +56,20 @@ def check(root: Path) -> None:
     from forge.generate import build_tree
     from forge.writer import diff_tree, recover_interrupted
 
+    from forge.handedits import DISCARD, hand_edits
+
     tree = build_tree(root)
     recover_interrupted(root)  # an interrupted generate: put the tree back whole before comparing
     problems = diff_tree(root, tree)
     if problems:
+        edits = hand_edits(root, sorted({rel.split("/")[1] for rel in tree.files}))
         for line in problems:
             click.echo(f"out of date: {line}", err=True)
-        click.echo(f"{len(problems)} generated files differ from the inventory: run `make generate`", err=True)
+        for line in edits:
+            click.echo(f"changed by hand: {line}", err=True)
+        click.echo(f"{len(problems)} generated files differ from the inventory: "
+                   + (f"{len(edits)} changed by hand: move each change where it belongs, restore the file, then "
+                      f"`make generate` (or `{DISCARD}` to lose them)" if edits else "run `make generate`"), err=True)
         sys.exit(EXIT_FOUND)
     click.echo("generated files are in step with the inventories")
 
@@ -61,12 +77,18 @@ def check(root: Path) -> None:
 @main.command()
 @root_option
 @jobs_option
+@allow_stale_option
 @user_errors
-def render(root: Path, jobs: int | None) -> None:
-    """kustomize build every overlay and bootstrap into build/rendered/<cluster>/."""
+def render(root: Path, jobs: int | None, allow_stale: bool) -> None:
+    """kustomize build every overlay and bootstrap into build/rendered/<cluster>/. Refused when
+    the overlays are not what generate makes of the inventories and overrides now."""
     from forge.progress import Progress
     from forge.render import render_all
 
+    if not allow_stale:
+        from forge.current import require_generated
+
+        require_generated(root, "render")
     started = time.perf_counter()
     progress = Progress("render")
     counts = render_all(root, jobs=jobs, progress=progress)
@@ -87,11 +109,14 @@ def render(root: Path, jobs: int | None) -> None:
 @click.option("--component", "components", multiple=True, metavar="NAME",
               help="With --hydrated: only this component (repeatable).")
 @jobs_option
+@allow_stale_option
 @user_errors
-def validate(root: Path, upstream: Path | None, hydrated: bool, components: tuple[str, ...], jobs: int | None) -> None:
+def validate(root: Path, upstream: Path | None, hydrated: bool, components: tuple[str, ...], jobs: int | None,
+             allow_stale: bool) -> None:
     """Validate build/rendered/ and the values files: schemas, CRDs, chart values, policies.
     Clusters whose rendered files, values, inventory and upstream data did not change are not
-    validated again: their stored result is replayed."""
+    validated again: their stored result is replayed. Refused when the overlays are older than the
+    inventories, or build/rendered/ older than the overlays."""
     from forge.progress import Progress
     from forge.validate.cached import validate_incremental
 
@@ -104,6 +129,11 @@ def validate(root: Path, upstream: Path | None, hydrated: bool, components: tupl
 
         raise ForgeError("--component goes with --hydrated")
 
+    if not allow_stale:
+        from forge.current import require_generated, require_rendered
+
+        require_generated(root, "render and validate")
+        require_rendered(root)
     progress = Progress("validate")
     report, validated = validate_incremental(root, upstream or None, jobs=jobs, progress=progress)
     progress.finish(f"{validated} validated, {progress.total - validated} unchanged")

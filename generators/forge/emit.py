@@ -249,11 +249,14 @@ def labels_for(cluster: str) -> dict[str, str]:
     return {**STANDARD_LABELS, CLUSTER_LABEL: cluster}
 
 
-def kustomization(generator: str, source: str, cluster: str, resources: list[str]) -> str:
-    return yaml_file(generator, source, [{
+def kustomization(generator: str, source: str, cluster: str, resources: list[str], patches: list[str] = ()) -> str:
+    doc = {
         "apiVersion": "kustomize.config.k8s.io/v1beta1",
         "kind": "Kustomization",
         "resources": resources,
         # Our standard labels on every object this overlay emits (not on selectors: immutable).
         "labels": [{"pairs": labels_for(cluster), "includeSelectors": False}],
-    }])
+    }
+    if patches:  # a cluster's hand-written patches (forge.overrides), applied after everything above
+        doc["patches"] = [{"path": p} for p in patches]
+    return yaml_file(generator, source, [doc])
