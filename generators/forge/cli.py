@@ -12,6 +12,7 @@ from forge.cli_common import EXIT_FOUND, ForgeGroup, root_option, user_errors
 
 
 @click.group(cls=ForgeGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="forge", prog_name="forge", message="%(prog)s %(version)s")
 def main() -> None:
     """forge: hardware inventory in, validated per-cluster GitOps overlays out.
 
@@ -21,6 +22,14 @@ def main() -> None:
 
 jobs_option = click.option("--jobs", "-j", type=click.IntRange(1, 256), default=None,
                            help="Parallel workers (default: the CPU count).")
+
+
+def output_options(func):
+    """-o json (a versioned shape, docs/cli.md) and --format github (workflow annotations)."""
+    func = click.option("--format", "fmt", type=click.Choice(["text", "github"]), default="text", show_default=True,
+                        help="github: also print each failure as a GitHub Actions annotation (::error file=...,line=...::).")(func)
+    return click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True,
+                        help="json: one JSON document on stdout (docs/cli.md has its shape).")(func)
 
 
 allow_stale_option = click.option("--allow-stale", is_flag=True,
@@ -50,28 +59,14 @@ def generate(root: Path, jobs: int | None, discard_edits: bool) -> None:
 
 @main.command()
 @root_option
+@output_options
 @user_errors
-def check(root: Path) -> None:
-    """Fail, listing the files, if generated files differ from what the inventories give."""
-    from forge.generate import build_tree
-    from forge.writer import diff_tree, recover_interrupted
+def check(root: Path, output: str, fmt: str) -> None:
+    """Fail, listing the files, if generated files differ from what the inventories and overrides
+    give; files changed by hand are named with where the change belongs."""
+    from forge.check_output import run_check
 
-    from forge.handedits import DISCARD, hand_edits
-
-    tree = build_tree(root)
-    recover_interrupted(root)  # an interrupted generate: put the tree back whole before comparing
-    problems = diff_tree(root, tree)
-    if problems:
-        edits = hand_edits(root, sorted({rel.split("/")[1] for rel in tree.files}))
-        for line in problems:
-            click.echo(f"out of date: {line}", err=True)
-        for line in edits:
-            click.echo(f"changed by hand: {line}", err=True)
-        click.echo(f"{len(problems)} generated files differ from the inventory: "
-                   + (f"{len(edits)} changed by hand: move each change where it belongs, restore the file, then "
-                      f"`make generate` (or `{DISCARD}` to lose them)" if edits else "run `make generate`"), err=True)
-        sys.exit(EXIT_FOUND)
-    click.echo("generated files are in step with the inventories")
+    sys.exit(run_check(root, output, fmt))
 
 
 @main.command()
@@ -110,9 +105,10 @@ def render(root: Path, jobs: int | None, allow_stale: bool) -> None:
               help="With --hydrated: only this component (repeatable).")
 @jobs_option
 @allow_stale_option
+@output_options
 @user_errors
 def validate(root: Path, upstream: Path | None, hydrated: bool, components: tuple[str, ...], jobs: int | None,
-             allow_stale: bool) -> None:
+             allow_stale: bool, output: str, fmt: str) -> None:
     """Validate build/rendered/ and the values files: schemas, CRDs, chart values, policies.
     Clusters whose rendered files, values, inventory and upstream data did not change are not
     validated again: their stored result is replayed. Refused when the overlays are older than the
@@ -134,15 +130,12 @@ def validate(root: Path, upstream: Path | None, hydrated: bool, components: tupl
 
         require_generated(root, "render and validate")
         require_rendered(root)
+    from forge.validate.output import show
+
     progress = Progress("validate")
     report, validated = validate_incremental(root, upstream or None, jobs=jobs, progress=progress)
     progress.finish(f"{validated} validated, {progress.total - validated} unchanged")
-    for failure in report.failures:
-        click.echo(f"FAIL {failure.line()}", err=True)
-    for item, count in sorted(Counter(report.unchecked).items()):
-        click.echo(f"unchecked (no upstream data): {item}{f' x{count}' if count > 1 else ''}", err=True)
-    click.echo(f"validated {report.objects} objects and {report.values_files} values files in {report.seconds:.2f}s "
-               f"({report.rate:,.0f} objects/s): {len(report.failures)} failures, {len(report.unchecked)} unchecked")
+    show(root, report, output, fmt)
     if report.failures:
         sys.exit(EXIT_FOUND)
 
@@ -161,6 +154,18 @@ def bench(root: Path, nodes: int, clusters: int, upstream: Path | None, jobs: in
     from forge.bench import bench as run_bench
 
     run_bench(root, nodes, clusters, upstream or None, jobs)
+
+
+@main.command()
+@click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
+def completion(shell: str) -> None:
+    """Print the shell completion script for SHELL (bash, zsh, fish). Load it with, e.g.
+    `eval "$(forge completion bash)"` in ~/.bashrc, or write it where your shell looks for
+    completions (docs/cli.md)."""
+    from click.shell_completion import get_completion_class
+
+    complete = get_completion_class(shell)(main, {}, "forge", "_FORGE_COMPLETE")
+    click.echo(complete.source())
 
 
 # Commands that live in their own modules; they import forge.cli_common, never this module.
