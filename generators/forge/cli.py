@@ -168,6 +168,33 @@ def completion(shell: str) -> None:
     click.echo(complete.source())
 
 
+@main.group()
+def cluster() -> None:
+    """Clusters of the fleet (clusters/<name>/)."""
+
+
+@cluster.command("new")
+@root_option
+@click.argument("name")
+@click.option("--from", "source", required=True, metavar="CLUSTER", help="The cluster whose inventory is copied.")
+@click.option("--generate/--no-generate", default=True, show_default=True, help="Generate the new cluster's files.")
+@user_errors
+def cluster_new(root: Path, name: str, source: str, generate: bool) -> None:
+    """Copy CLUSTER's inventory to clusters/NAME/, renaming every name two clusters must not share
+    (nodes, racks, buckets it writes, hosts, Argo CD project) and moving its rail CIDRs to free ones."""
+    from forge.cluster_new import new_cluster
+
+    dest, said = new_cluster(root, name, source)
+    click.echo(f"wrote {dest.relative_to(root).as_posix()} from {source}:")
+    for line in said:
+        click.echo(f"  {line}")
+    if generate:
+        from forge.incremental import generate as run
+
+        outcome = run(root)
+        click.echo(f"generated {outcome.files} files from {outcome.clusters} clusters")
+
+
 # Commands that live in their own modules; they import forge.cli_common, never this module.
 from forge.diff.command import diff  # noqa: E402  (forge diff: rendered changes and risks)
 from forge.nodes.command import node  # noqa: E402  (forge node add/remove/set)

@@ -25,6 +25,7 @@ from typing import Callable
 from forge.cache import PACKAGE_DIR, GlobalInputs, State, digest, signature, tree_digest
 from forge.errors import ForgeError, InventoryError
 from forge.fleet import inventory_paths, load_fleet, rules
+from forge.fleet.unique import clash, tokens
 from forge.folders import swap, write_error
 from forge.generate import Tree, cluster_files, cluster_folders
 from forge.overrides import folder_of as overrides_folder
@@ -77,7 +78,7 @@ def build_cluster(root: Path, path: Path, key: str | None = None) -> Built | Non
         return None
     tree = Tree()
     cluster_files(root, tree, plan.cluster, list(plan.components), chart_pins(root))
-    return plan.name, tree.files, [n.name for n in plan.loaded.inventory.nodes], kept
+    return plan.name, tree.files, tokens(plan.loaded), kept
 
 
 def _build_job(args: tuple[str, str, str | None]) -> Built | None:
@@ -160,12 +161,7 @@ def write_clusters(root: Path, built: dict[str, dict[str, str]], names: set[str]
 
 def _check_fleet(problem_found: bool, names: dict[str, list[str]], root: Path) -> None:
     """Problems (or a node name in two clusters) are reported by the full fleet stage."""
-    seen: set[str] = set()
-    shared = False
-    for nodes in names.values():
-        shared |= bool(seen & set(nodes))
-        seen |= set(nodes)
-    if problem_found or shared or rules.orphan_folders(root):
+    if problem_found or clash(names) or rules.orphan_folders(root):
         load_fleet(root)  # raises with every problem, as a full generate reports them
         raise ForgeError("internal: the incremental generate saw a problem the fleet stage did not")
 
