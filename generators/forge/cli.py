@@ -103,12 +103,13 @@ def render(root: Path, jobs: int | None, allow_stale: bool) -> None:
                    "policies, values keys the chart ignores or sets to its default, what the charts' custom resources carry.")
 @click.option("--component", "components", multiple=True, metavar="NAME",
               help="With --hydrated: only this component (repeatable).")
+@click.option("--cluster", "only", multiple=True, metavar="NAME", help="Only this cluster (repeatable).")
 @jobs_option
 @allow_stale_option
 @output_options
 @user_errors
 def validate(root: Path, upstream: Path | None, hydrated: bool, components: tuple[str, ...], jobs: int | None,
-             allow_stale: bool, output: str, fmt: str) -> None:
+             allow_stale: bool, output: str, fmt: str, only: tuple[str, ...]) -> None:
     """Validate build/rendered/ and the values files: schemas, CRDs, chart values, policies.
     Clusters whose rendered files, values, inventory and upstream data did not change are not
     validated again: their stored result is replayed. Refused when the overlays are older than the
@@ -133,7 +134,7 @@ def validate(root: Path, upstream: Path | None, hydrated: bool, components: tupl
     from forge.validate.output import show
 
     progress = Progress("validate")
-    report, validated = validate_incremental(root, upstream or None, jobs=jobs, progress=progress)
+    report, validated = validate_incremental(root, upstream or None, jobs=jobs, progress=progress, only=only)
     progress.finish(f"{validated} validated, {progress.total - validated} unchanged")
     show(root, report, output, fmt)
     if report.failures:

@@ -98,3 +98,20 @@ def test_validate_names_the_rendered_line_and_the_source(repo_inputs: Path, kust
     github = forge(repo_inputs, "validate", "--format", "github")
     assert ("::error file=clusters/h200/overrides/loki/pod.yaml,line=10,title=forge validate: h200 / loki::"
             "Pod/loki/debug / spec.containers[0].image / image 'busybox:latest' uses the 'latest' tag") in github.output
+
+
+def test_validate_one_cluster(repo_inputs: Path, kustomize, monkeypatch):
+    monkeypatch.setenv("FORGE_UPSTREAM", "")
+    assert forge(repo_inputs, "generate").exit_code == 0
+    assert forge(repo_inputs, "render").exit_code == 0
+    whole = json.loads(forge(repo_inputs, "validate", "-o", "json").stdout)["objects"]
+    one = forge(repo_inputs, "validate", "--cluster", "a100", "-o", "json")
+    assert one.exit_code == 0, one.output
+    a100 = json.loads(one.stdout)["objects"]
+    assert 0 < a100 < whole
+    assert all(u["item"].startswith("a100 / ") for u in json.loads(one.stdout)["unchecked"])
+    bad = forge(repo_inputs, "validate", "--cluster", "x100")
+    assert bad.exit_code == 2 and "error: --cluster x100: no such cluster (clusters: a100, h200)" in bad.output
+    # The other cluster's stored result stays: the whole fleet again replays both.
+    again = forge(repo_inputs, "validate", "-o", "json")
+    assert json.loads(again.stdout)["objects"] == whole
