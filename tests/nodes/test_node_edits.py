@@ -111,6 +111,8 @@ def test_add_keeps_cluster_expected_in_step_when_the_file_has_it(repo):
         "    profile: sr680a-h200\n"
         "    rack: h200-r05\n"
         "    roles: [gpu]\n"
+        "    taints:\n"
+        "      - {key: nvidia.com/gpu, effect: NoSchedule}\n"  # its profile's taint (issue 24)
     ))
     assert "cluster.expected.gpu_nodes: 18 -> 19 (kept in step with the node list)" in result.stdout.splitlines()
 
@@ -313,6 +315,7 @@ def test_a_node_added_at_the_end_goes_before_the_next_sections_comment(repo):
     result = cli("node", "add", "h200", "h200-gpu-19", "--profile", "sr680a-h200", "--rack", "h200-r05", "--no-generate", "--root", str(repo))
     assert result.exit_code == 0, result.stderr
     want = with_expected(text, 19, 152)
-    new_node = "  - name: h200-gpu-19\n    profile: sr680a-h200\n    rack: h200-r05\n    roles: [gpu]\n"
+    new_node = ("  - name: h200-gpu-19\n    profile: sr680a-h200\n    rack: h200-r05\n    roles: [gpu]\n"
+                "    taints:\n      - {key: nvidia.com/gpu, effect: NoSchedule}\n")
     assert (repo / H200).read_text() == want[:end] + new_node + want[end:]
     assert want[end:].startswith("\n# Per-component settings (see README).\n")
