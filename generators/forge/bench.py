@@ -23,7 +23,9 @@ import click
 import yaml
 
 from forge.diff import diff_against
+from forge.errors import ForgeError
 from forge.fleet import inventory_paths
+from forge.fleet.unique import SHARED_BUCKETS
 from forge.incremental import generate
 from forge.inventory.rings import RINGS_FILE
 from forge.paths import BASE_DIR, CLUSTERS_DIR
@@ -48,6 +50,22 @@ def copy_inputs(root: Path, dest: Path) -> None:
     shutil.copytree(root / "charts", dest / "charts")
 
 
+def _own_names(inventory: dict, name: str) -> None:
+    """The buckets it writes and its hosts renamed for the synthetic cluster: clusters share none
+    (forge.fleet.unique)."""
+    buckets = inventory["cluster"]["s3"]["buckets"]
+    buckets.update({role: b.replace("h200", name) for role, b in buckets.items() if role not in SHARED_BUCKETS})
+
+    def walk(data):
+        for key, value in (data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()):
+            if isinstance(value, str) and isinstance(key, str) and (key == "host" or key.endswith("_url")):
+                data[key] = value.replace("h200", name)
+            else:
+                walk(value)
+
+    walk(inventory.get("components", {}))
+
+
 def synthesize_fleet(root: Path, dest: Path, nodes: int, clusters: int) -> None:
     """`clusters` copies of the shipped H200 inventory, each with `nodes` GPU nodes in racks of ten."""
     template = yaml.safe_load((root / CLUSTERS_DIR / "h200" / "inventory.yaml").read_text(encoding="utf-8"))
@@ -65,8 +83,13 @@ def synthesize_fleet(root: Path, dest: Path, nodes: int, clusters: int) -> None:
         # A measured volume, as a real 100-node cluster would set; the estimate would ask for more
         # Loki replicas than three control-plane nodes hold.
         inventory.setdefault("components", {}).setdefault("loki", {})["daily_log_gb"] = 100
-        for i, rail in enumerate(inventory["cluster"].get("network", {}).get("compute", {}).get("rails", [])):
-            rail["cidr"] = f"10.{100 + i}.0.0/16"  # room for every synthetic node on each rail
+        rails = inventory["cluster"].get("network", {}).get("compute", {}).get("rails", [])
+        for i, rail in enumerate(rails):
+            block = c * len(rails) + i  # a /16 of 10/8 each: room for every synthetic node, none shared
+            if block > 255:
+                raise ForgeError(f"--clusters {clusters}: at most {256 // len(rails)} synthetic clusters get rails of their own")
+            rail["cidr"] = f"10.{block}.0.0/16"
+        _own_names(inventory, name)
         for queue in ((inventory["components"].get("kueue") or {}).get("projects") or {}).values():
             queue.pop("flavor_shares", None)  # no synthetic node is cut by MIG: there is no MIG pool to share
         inventory["nodes"] = [{**n, "name": n["name"].replace("h200", name)} for n in control_plane] + [

@@ -12,6 +12,7 @@ from forge.cli_common import EXIT_FOUND, ForgeGroup, root_option, user_errors
 
 
 @click.group(cls=ForgeGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="forge", prog_name="forge", message="%(prog)s %(version)s")
 def main() -> None:
     """forge: hardware inventory in, validated per-cluster GitOps overlays out.
 
@@ -23,42 +24,51 @@ jobs_option = click.option("--jobs", "-j", type=click.IntRange(1, 256), default=
                            help="Parallel workers (default: the CPU count).")
 
 
+def output_options(func):
+    """-o json (a versioned shape, docs/cli.md) and --format github (workflow annotations)."""
+    func = click.option("--format", "fmt", type=click.Choice(["text", "github"]), default="text", show_default=True,
+                        help="github: also print each failure as a GitHub Actions annotation (::error file=...,line=...::).")(func)
+    return click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True,
+                        help="json: one JSON document on stdout (docs/cli.md has its shape).")(func)
+
+
+allow_stale_option = click.option("--allow-stale", is_flag=True,
+                                  help="Work on the tree as it is on disk even when generate (or render) would change it "
+                                       "(faults planted by hand, experiments); by default a stale tree is refused.")
+
+
 @main.command()
 @root_option
 @jobs_option
+@click.option("--discard-edits", is_flag=True,
+              help="Overwrite files changed by hand in overlays/ and clusters/*/argocd/ (and delete files dropped there) "
+                   "instead of refusing: per-cluster changes belong in clusters/<cluster>/overrides/.")
 @user_errors
-def generate(root: Path, jobs: int | None) -> None:
-    """Write overlays/ and clusters/*/argocd/ from every inventory (atomically, incrementally:
-    only clusters whose inputs changed are built, only changed files are written)."""
+def generate(root: Path, jobs: int | None, discard_edits: bool) -> None:
+    """Write overlays/ and clusters/*/argocd/ from every inventory and its overrides (atomically,
+    incrementally: only clusters whose inputs changed are built, only changed files are written).
+    A generated file edited by hand, or a file dropped there, is refused with where it belongs."""
     from forge.incremental import generate as run
     from forge.progress import Progress
 
     progress = Progress("generate")
-    outcome = run(root, jobs, progress)
+    outcome = run(root, jobs, progress, discard_edits)
     progress.finish(f"{len(outcome.built)} built, {outcome.written} files written")
     click.echo(f"generated {outcome.files} files from {outcome.clusters} clusters")
 
 
 @main.command()
 @root_option
+@output_options
 @user_errors
-def check(root: Path) -> None:
-    """Fail, listing the files, if generated files differ from what the inventories give."""
+def check(root: Path, output: str, fmt: str) -> None:
+    """Fail, listing the files, if generated files differ from what the inventories and overrides
+    give; files changed by hand are named with where the change belongs."""
+    from forge.check_output import run_check
     from forge.fleet import load_fleet
-    from forge.generate import build_tree
-    from forge.writer import diff_tree, recover_interrupted
 
-    fleet = load_fleet(root)
-    tree = build_tree(root, fleet)
-    _check_rings(root, fleet)
-    recover_interrupted(root)  # an interrupted generate: put the tree back whole before comparing
-    problems = diff_tree(root, tree)
-    if problems:
-        for line in problems:
-            click.echo(f"out of date: {line}", err=True)
-        click.echo(f"{len(problems)} generated files differ from the inventory: run `make generate`", err=True)
-        sys.exit(EXIT_FOUND)
-    click.echo("generated files are in step with the inventories")
+    _check_rings(root, load_fleet(root))
+    sys.exit(run_check(root, output, fmt))
 
 
 def _check_rings(root: Path, fleet) -> None:
@@ -73,15 +83,21 @@ def _check_rings(root: Path, fleet) -> None:
 @main.command()
 @root_option
 @jobs_option
+@allow_stale_option
 @user_errors
-def render(root: Path, jobs: int | None) -> None:
-    """kustomize build every overlay and bootstrap into build/rendered/<cluster>/."""
+def render(root: Path, jobs: int | None, allow_stale: bool) -> None:
+    """kustomize build every overlay and bootstrap into build/rendered/<cluster>/. Refused when
+    the overlays are not what generate makes of the inventories and overrides now."""
     from forge.folders import refuse_symlinks
     from forge.lock import repo_lock
     from forge.paths import RENDERED_DIR
     from forge.progress import Progress
     from forge.render import render_all
 
+    if not allow_stale:
+        from forge.current import require_generated
+
+        require_generated(root, "render")
     started = time.perf_counter()
     progress = Progress("render")
     with repo_lock(root, "render"):
@@ -103,12 +119,17 @@ def render(root: Path, jobs: int | None) -> None:
                    "policies, values keys the chart ignores or sets to its default, what the charts' custom resources carry.")
 @click.option("--component", "components", multiple=True, metavar="NAME",
               help="With --hydrated: only this component (repeatable).")
+@click.option("--cluster", "only", multiple=True, metavar="NAME", help="Only this cluster (repeatable).")
 @jobs_option
+@allow_stale_option
+@output_options
 @user_errors
-def validate(root: Path, upstream: Path | None, hydrated: bool, components: tuple[str, ...], jobs: int | None) -> None:
+def validate(root: Path, upstream: Path | None, hydrated: bool, components: tuple[str, ...], jobs: int | None,
+             allow_stale: bool, output: str, fmt: str, only: tuple[str, ...]) -> None:
     """Validate build/rendered/ and the values files: schemas, CRDs, chart values, policies.
     Clusters whose rendered files, values, inventory and upstream data did not change are not
-    validated again: their stored result is replayed."""
+    validated again: their stored result is replayed. Refused when the overlays are older than the
+    inventories, or build/rendered/ older than the overlays."""
     from forge.progress import Progress
     from forge.validate.cached import validate_incremental
 
@@ -121,15 +142,17 @@ def validate(root: Path, upstream: Path | None, hydrated: bool, components: tupl
 
         raise ForgeError("--component goes with --hydrated")
 
+    if not allow_stale:
+        from forge.current import require_generated, require_rendered
+
+        require_generated(root, "render and validate")
+        require_rendered(root)
+    from forge.validate.output import show
+
     progress = Progress("validate")
-    report, validated = validate_incremental(root, upstream or None, jobs=jobs, progress=progress)
+    report, validated = validate_incremental(root, upstream or None, jobs=jobs, progress=progress, only=only)
     progress.finish(f"{validated} validated, {progress.total - validated} unchanged")
-    for failure in report.failures:
-        click.echo(f"FAIL {failure.line()}", err=True)
-    for item, count in sorted(Counter(report.unchecked).items()):
-        click.echo(f"unchecked (no upstream data): {item}{f' x{count}' if count > 1 else ''}", err=True)
-    click.echo(f"validated {report.objects} objects and {report.values_files} values files in {report.seconds:.2f}s "
-               f"({report.rate:,.0f} objects/s): {len(report.failures)} failures, {len(report.unchecked)} unchecked")
+    show(root, report, output, fmt)
     if report.failures:
         sys.exit(EXIT_FOUND)
 
@@ -149,6 +172,45 @@ def bench(root: Path, nodes: int, clusters: int, upstream: Path | None, jobs: in
     from forge.rollout.bench import bench_rollout
 
     run_bench(root, nodes, clusters, upstream or None, jobs, extra=bench_rollout)
+
+
+@main.command()
+@click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
+def completion(shell: str) -> None:
+    """Print the shell completion script for SHELL (bash, zsh, fish). Load it with, e.g.
+    `eval "$(forge completion bash)"` in ~/.bashrc, or write it where your shell looks for
+    completions (docs/cli.md)."""
+    from click.shell_completion import get_completion_class
+
+    complete = get_completion_class(shell)(main, {}, "forge", "_FORGE_COMPLETE")
+    click.echo(complete.source())
+
+
+@main.group()
+def cluster() -> None:
+    """Clusters of the fleet (clusters/<name>/)."""
+
+
+@cluster.command("new")
+@root_option
+@click.argument("name")
+@click.option("--from", "source", required=True, metavar="CLUSTER", help="The cluster whose inventory is copied.")
+@click.option("--generate/--no-generate", default=True, show_default=True, help="Generate the new cluster's files.")
+@user_errors
+def cluster_new(root: Path, name: str, source: str, generate: bool) -> None:
+    """Copy CLUSTER's inventory to clusters/NAME/, renaming every name two clusters must not share
+    (nodes, racks, buckets it writes, hosts, Argo CD project) and moving its rail CIDRs to free ones."""
+    from forge.cluster_new import new_cluster
+
+    dest, said = new_cluster(root, name, source)
+    click.echo(f"wrote {dest.relative_to(root).as_posix()} from {source}:")
+    for line in said:
+        click.echo(f"  {line}")
+    if generate:
+        from forge.incremental import generate as run
+
+        outcome = run(root)
+        click.echo(f"generated {outcome.files} files from {outcome.clusters} clusters")
 
 
 # Commands that live in their own modules; they import forge.cli_common, never this module.

@@ -64,6 +64,7 @@ class ForgeGroup(click.Group):
 
     def _run(self, *args, **kwargs) -> None:
         kwargs["standalone_mode"] = False
+        kwargs.setdefault("complete_var", "_FORGE_COMPLETE")  # `forge completion` scripts set it, however forge was started
         try:
             result = super().main(*args, **kwargs)
         except (KeyboardInterrupt, click.Abort):
@@ -108,7 +109,28 @@ def user_errors(func):
     return wrapper
 
 
+ROOT_MARKERS = ("clusters", "base", "charts/versions.yaml")  # what makes a folder a forge repository
+
+
+def find_root(start: Path) -> Path:
+    """The forge repository `start` is in: the nearest folder at or above it holding clusters/,
+    base/ and charts/versions.yaml (as git finds .git); `start` itself when there is none (the
+    command then says what it misses there)."""
+    start = start.resolve()
+    for folder in (start, *start.parents):
+        if all((folder / marker).exists() for marker in ROOT_MARKERS):
+            return folder
+    return start
+
+
+def _root(ctx: click.Context, param: click.Parameter, value: Path) -> Path:
+    if ctx.get_parameter_source(param.name) is click.core.ParameterSource.DEFAULT:
+        return find_root(Path.cwd())
+    return value
+
+
 root_option = click.option(
-    "--root", type=click.Path(file_okay=False, path_type=Path), default=".", show_default=True,
-    envvar="FORGE_ROOT", help="The forge repository to work on.",
+    "--root", type=click.Path(file_okay=False, path_type=Path), default=".", callback=_root,
+    envvar="FORGE_ROOT", help="The forge repository to work on [default: the one the current folder is in, "
+                              "found upwards as git finds its repository].",
 )

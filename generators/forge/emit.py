@@ -250,14 +250,19 @@ def labels_for(cluster: str) -> dict[str, str]:
     return {**STANDARD_LABELS, CLUSTER_LABEL: cluster}
 
 
-def kustomization(generator: str, source: str, cluster: str, resources: list[str], part_of: bool = True) -> str:
+def kustomization(generator: str, source: str, cluster: str, resources: list[str], part_of: bool = True,
+                  patches: list[str] = ()) -> str:
     """`part_of` False: every standard label but app.kubernetes.io/part-of (a folder holding Argo
-    CD's own configuration, which must stay part-of argocd)."""
+    CD's own configuration, which must stay part-of argocd). `patches`: a cluster's hand-written
+    patches (forge.overrides), applied after everything else."""
     labels = labels_for(cluster) if part_of else {k: v for k, v in labels_for(cluster).items() if k != PART_OF}
-    return yaml_file(generator, source, [{
+    doc = {
         "apiVersion": "kustomize.config.k8s.io/v1beta1",
         "kind": "Kustomization",
         "resources": resources,
         # Our standard labels on every object this overlay emits (not on selectors: immutable).
         "labels": [{"pairs": labels, "includeSelectors": False}],
-    }])
+    }
+    if patches:
+        doc["patches"] = [{"path": p} for p in patches]
+    return yaml_file(generator, source, [doc])

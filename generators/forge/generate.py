@@ -4,20 +4,22 @@
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from forge import argocd, argocd_config, emit
+from forge import argocd, argocd_config, emit, overrides
 from forge.components import Component, network
 from forge.components.base import extra_values_file
 from forge.components.external_secrets import external_secrets_for
 from forge.inventory.limits import MAX_OBJECT_BYTES, MAX_SSA_OBJECT_BYTES
 from forge.errors import ForgeError, InventoryError, Problem
-from forge.fleet import Fleet, load_fleet
+from forge.fleet import COMPONENTS, Fleet, load_fleet
 from forge.model import ClusterModel
 from forge.paths import APPS_DIR, ARGOCD_DIR, BASE_DIR, CLUSTERS_DIR, OVERLAYS_DIR
 
 EXAMPLES_DIR = "examples"  # overlays/<cluster>/<component>/examples/: generated, never synced
+MANIFEST_FILE = "generated.sha256"  # overlays/<cluster>/generated.sha256: every file generate wrote there and in argocd/
 
 
 @dataclass
@@ -38,9 +40,7 @@ def build_tree(root: Path, fleet: Fleet | None = None) -> Tree:
     fleet = fleet or load_fleet(root)
     tree = Tree(owned=[OVERLAYS_DIR])
     for plan in fleet:
-        for component in plan.components:
-            _component_files(root, tree, plan.cluster, component, list(plan.components))
-        _bootstrap_files(tree, plan.cluster, list(plan.components), fleet.pins)
+        cluster_files(root, tree, plan.cluster, list(plan.components), fleet.pins)
     # A cluster folder whose inventory is gone keeps no stale bootstrap (the fleet stage refused
     # any such folder holding files forge did not generate).
     tree.owned += sorted({p.relative_to(root).as_posix() for p in (root / CLUSTERS_DIR).glob(f"*/{ARGOCD_DIR}") if p.is_dir()}
@@ -48,16 +48,51 @@ def build_tree(root: Path, fleet: Fleet | None = None) -> Tree:
     return tree
 
 
-def _component_files(root: Path, tree: Tree, cluster: ClusterModel, component: Component, components: list[Component]) -> None:
+def cluster_files(root: Path, tree: Tree, cluster: ClusterModel, components: list[Component], pins) -> None:
+    """One cluster's generated files into `tree`: overlays (with its overrides), the Argo CD
+    bootstrap, and the manifest of both (MANIFEST_FILE: what generate wrote, to tell hand edits)."""
+    enabled = {c.name for c in components}
+    found = overrides.load(root, cluster.name, {c.name: c.name in enabled for c in COMPONENTS})
+    for component in components:
+        _component_files(root, tree, cluster, component, components, found.get(component.name))
+    _bootstrap_files(tree, cluster, components, pins)
+    prefixes = tuple(f"{folder}/" for folder in cluster_folders(cluster.name))
+    mine = {rel: text for rel, text in tree.files.items() if rel.startswith(prefixes)}
+    tree.add(manifest_path(cluster.name), emit.header(__name__, cluster.source) + manifest_text(mine))
+
+
+def cluster_folders(name: str) -> tuple[str, str]:
+    """The folders generate owns for one cluster."""
+    return f"{OVERLAYS_DIR}/{name}", f"{CLUSTERS_DIR}/{name}/{ARGOCD_DIR}"
+
+
+def manifest_path(name: str) -> str:
+    return f"{OVERLAYS_DIR}/{name}/{MANIFEST_FILE}"
+
+
+def manifest_text(files: dict[str, str]) -> str:
+    """`sha256sum` lines (`sha256sum -c` checks them from the repo root, after the header), sorted by path."""
+    return "".join(f"{hashlib.sha256(text.encode()).hexdigest()}  {rel}\n" for rel, text in sorted(files.items()))
+
+
+def _component_files(root: Path, tree: Tree, cluster: ClusterModel, component: Component, components: list[Component],
+                     hand: overrides.Overrides | None = None) -> None:
     base = Path(BASE_DIR, component.name)
     if not (root / base / "kustomization.yaml").is_file():
         raise ForgeError(f"{base}/kustomization.yaml is missing: every component has a hand-written base")
     folder = Path(OVERLAYS_DIR, cluster.name, component.name)
     generator = component.module
     values = component.values(cluster)
+    notes_extra: list[str] = []
+    if hand is not None and hand.values is not None:
+        if values is None:
+            raise ForgeError(f"{hand.folder}/{overrides.VALUES_FILE}: {component.name} installs no Helm chart: "
+                             f"allowed in {hand.folder}/: manifests (*.yaml) and patches (patches/*.yaml)")
+        values = overrides.merge(values, hand.values)
+        notes_extra.append(f"Values from {hand.folder}/{overrides.VALUES_FILE} are merged last (forge.overrides).")
     if values is not None:
         text = emit.yaml_file(generator, cluster.source, [values])
-        notes = "".join(f"# {line}\n" for line in component.values_notes(cluster))
+        notes = "".join(f"# {line}\n" for line in [*component.values_notes(cluster), *notes_extra])
         header = emit.header(generator, cluster.source)
         tree.add(folder / "values.yaml", header + notes + text.removeprefix(header))
     for release, extra in component.extra_releases(cluster).items():
@@ -81,7 +116,12 @@ def _component_files(root: Path, tree: Tree, cluster: ClusterModel, component: C
                 f"at most {limit // 1024} KiB; fewer labels, nodes or entries of what it lists"))])
         tree.add(folder / name, text)
         resources.append(name)
-    tree.add(folder / "kustomization.yaml", emit.kustomization(generator, cluster.source, cluster.name, resources))
+    patches = []
+    for source, text in sorted((hand.manifests | hand.patches).items()) if hand else ():
+        name = overrides.copied_name(source)
+        tree.add(folder / name, overrides.copy_header(source) + text)
+        (patches if source in hand.patches else resources).append(name)
+    tree.add(folder / "kustomization.yaml", emit.kustomization(generator, cluster.source, cluster.name, resources, patches=patches))
     for obj in component.examples(cluster):  # not in resources: never synced
         tree.add(folder / EXAMPLES_DIR / f"{obj['kind'].lower()}-{obj['metadata']['name']}.yaml", emit.yaml_file(generator, cluster.source, [obj]))
     for rel, data in component.local_files(cluster).items():  # not in resources either (a list: one document each)

@@ -22,12 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from forge.cache import PACKAGE_DIR, GlobalInputs, State, digest, signature
+from forge.cache import PACKAGE_DIR, GlobalInputs, State, digest, signature, tree_digest
 from forge.errors import ForgeError, InventoryError
 from forge.fleet import inventory_paths, load_fleet, rules
+from forge.fleet.unique import clash, tokens
 from forge.folders import swap, write_error
 from forge.lock import repo_lock
-from forge.generate import Tree, _bootstrap_files, _component_files
+from forge.generate import Tree, cluster_files, cluster_folders
+from forge.overrides import folder_of as overrides_folder
 from forge.paths import ARGOCD_DIR, CLUSTERS_DIR, OVERLAYS_DIR
 from forge.plan_cache import load as load_plan_of, prune as prune_plans, store as store_plan
 from forge.versions import chart_pins
@@ -43,10 +45,6 @@ class Outcome:
     files: int = 0  # generated files in the whole tree
     built: list[str] = field(default_factory=list)  # clusters whose key changed
     written: int = 0  # files whose content changed (the only ones written)
-
-
-def cluster_folders(name: str) -> tuple[str, str]:
-    return f"{OVERLAYS_DIR}/{name}", f"{CLUSTERS_DIR}/{name}/{ARGOCD_DIR}"
 
 
 def _files_on_disk(root: Path, name: str) -> set[str]:
@@ -82,11 +80,9 @@ def build_cluster(root: Path, path: Path, key: str | None = None) -> Built | Non
     except InventoryError:
         return None
     tree = Tree()
-    for component in plan.components:
-        _component_files(root, tree, plan.cluster, component, list(plan.components))
-    _bootstrap_files(tree, plan.cluster, list(plan.components), chart_pins(root))
+    cluster_files(root, tree, plan.cluster, list(plan.components), chart_pins(root))
     project = plan.cluster.settings.argocd.project
-    claims = [n.name for n in plan.loaded.inventory.nodes] + [f"argocd-project:{p}" for p in (project, f"{project}-bootstrap")]
+    claims = tokens(plan.loaded) + [f"argocd-project:{p}" for p in (project, f"{project}-bootstrap")]
     return plan.name, tree.files, claims, kept
 
 
@@ -169,13 +165,9 @@ def write_clusters(root: Path, built: dict[str, dict[str, str]], names: set[str]
 
 
 def _check_fleet(problem_found: bool, names: dict[str, list[str]], root: Path) -> None:
-    """Problems (or a node name or Argo CD project in two clusters) are reported by the full fleet stage."""
-    seen: set[str] = set()
-    shared = False
-    for nodes in names.values():
-        shared |= bool(seen & set(nodes))
-        seen |= set(nodes)
-    if problem_found or shared or rules.orphan_folders(root):
+    """Problems (or a node name, unique name, CIDR or Argo CD project in two clusters) are reported
+    by the full fleet stage."""
+    if problem_found or clash(names) or rules.orphan_folders(root):
         load_fleet(root)  # raises with every problem, as a full generate reports them
         raise ForgeError("internal: the incremental generate saw a problem the fleet stage did not")
 
@@ -194,15 +186,21 @@ def registry_key() -> str:
 
 def cluster_keys(root: Path, paths: list[Path]) -> dict[str, str]:
     shared = digest(GlobalInputs(root).generate, registry_key())
-    return {p.parent.name: digest(shared, p.parent.name, p.read_bytes()) for p in paths}
+    # A cluster's overrides (clusters/<c>/overrides/) are its input as much as its inventory.
+    return {p.parent.name: digest(shared, p.parent.name, p.read_bytes(), tree_digest(root / overrides_folder(p.parent.name)))
+            for p in paths}
 
 
-def generate(root: Path, jobs: int | None = None, progress: Progress | None = None) -> Outcome:
+def generate(root: Path, jobs: int | None = None, progress: Progress | None = None, discard_edits: bool = False) -> Outcome:
+    """Regenerate, one writer at a time (forge.lock); a file changed by hand in a cluster about to
+    be written is refused (forge.handedits) unless `discard_edits`."""
     with repo_lock(root, "generate"):
-        return _generate(root, jobs, progress)
+        return _generate(root, jobs, progress, discard_edits)
 
 
-def _generate(root: Path, jobs: int | None, progress: Progress | None) -> Outcome:
+def _generate(root: Path, jobs: int | None, progress: Progress | None, discard_edits: bool) -> Outcome:
+    from forge.handedits import refuse
+
     recover_interrupted(root)
     refuse_links(root, [OVERLAYS_DIR, *(f"{CLUSTERS_DIR}/{p.name}/{ARGOCD_DIR}" for p in sorted((root / CLUSTERS_DIR).glob("*")))])
     state_file = State(root, "generate")
@@ -215,6 +213,8 @@ def _generate(root: Path, jobs: int | None, progress: Progress | None) -> Outcom
     keys = cluster_keys(root, paths)
     stale = [p for p in paths if not _fresh(root, entries.get(p.parent.name), keys[p.parent.name])]
     fresh = len(paths) - len(stale)
+    if not discard_edits:
+        refuse(root, [p.parent.name for p in stale])
     results = build_clusters(root, stale, jobs or os.cpu_count() or 1,
                              (lambda done, _: progress(fresh + done, len(paths))) if progress else None, keys)
     if progress and not stale:

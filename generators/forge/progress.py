@@ -1,10 +1,17 @@
 """Progress of a long stage: on a terminal one live line (`render: 37/100 clusters`), rewritten in
-place; elsewhere (CI logs, pipes) nothing until the stage ends, then one line with its time."""
+place; in CI (not a terminal, CI set) a line every HEARTBEAT_S = 10 seconds while it runs (a CI log
+that says nothing for half a minute reads as a hang); elsewhere nothing until the stage ends; then
+one line with its time."""
 from __future__ import annotations
 
+import os
 import sys
+import threading
 import time
 from typing import TextIO
+
+# In CI (CI set, as GitHub Actions and most runners set it) or when asked (FORGE_HEARTBEAT_S).
+HEARTBEAT_S = float(os.environ.get("FORGE_HEARTBEAT_S") or ("10" if os.environ.get("CI") else "0"))
 
 
 class Progress:
@@ -15,6 +22,16 @@ class Progress:
         self.started = time.perf_counter()
         self.done = self.total = 0
         self._shown = 0.0
+        self._stop = threading.Event()
+        if not self.live and HEARTBEAT_S > 0:
+            threading.Thread(target=self._beat, name=f"progress-{stage}", daemon=True).start()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(HEARTBEAT_S):
+            seconds = time.perf_counter() - self.started
+            so_far = f"{self.done}/{self.total} {self.unit}" if self.total else "working"
+            self.stream.write(f"{self.stage}: {so_far}, {seconds:.0f}s so far\n")
+            self.stream.flush()
 
     def __call__(self, done: int, total: int) -> None:
         self.done, self.total = done, total
@@ -26,6 +43,7 @@ class Progress:
             self.stream.flush()
 
     def finish(self, note: str = "") -> None:
+        self._stop.set()
         seconds = time.perf_counter() - self.started
         line = f"{self.stage}: {self.done}/{self.total} {self.unit} in {seconds:.2f}s{f' ({note})' if note else ''}"
         self.stream.write(("\r" + line + "\033[K\n") if self.live else line + "\n")

@@ -66,13 +66,34 @@ def report(cluster, fmt: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+JSON_VERSION = 1
+
+
+def json_report(cluster) -> dict:
+    """The same figures for programs (docs/cli.md): counts of each resource, memory in GiB."""
+    report(cluster, "text")  # the same refusal for a cluster without Kueue
+    settings, facts = cluster.component_settings["kueue"], cluster.component_facts["kueue"]
+    cap, quotas = facts.capacity, list(facts.quotas)
+    return {
+        "kind": "forge.queues", "version": JSON_VERSION, "cluster": cluster.name, "cohort": settings.cohort,
+        "flavors": [{"flavor": pool.flavor, "nodes": len(pool.nodes), "racks": list(pool.racks),
+                     "capacity": {r: int(a) for r, a in pool.resources.items()}} for pool in cap.pools],
+        "projects": [{"project": q.project, "share_percent": q.share_percent, "flavors": {
+            flavor: {r: {"nominal": v.nominal, "borrowing": v.borrowing, "lending": v.lending,
+                         "reach": cohort_reach(quotas, flavor, r, q.project)} for r, v in resources.items()}
+            for flavor, resources in q.flavors.items()}} for q in quotas],
+    }
+
+
 @click.command()
 @click.argument("cluster")
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown"]), default="text", show_default=True,
               help="markdown: for a pull-request comment when the inventory's shares change.")
+@click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="json: one JSON document (kind forge.queues, version 1; docs/cli.md).")
 @root_option
 @user_errors
-def queues(cluster: str, fmt: str, root: Path) -> None:
+def queues(cluster: str, fmt: str, output: str, root: Path) -> None:
     """Each project's nominal quota, borrowing and lending limits per flavor (GPU pool) and resource,
     its reach (the most it can hold with the other queues idle: its largest admissible job), and the
     cluster's capacity per flavor, as the inventory gives them to Kueue's ClusterQueues."""
@@ -80,4 +101,10 @@ def queues(cluster: str, fmt: str, root: Path) -> None:
     from forge.nodes.command import inventory_file
 
     path, display = inventory_file(root, cluster)
-    click.echo(report(load_plan(path, display, cluster).cluster, fmt), nl=False)
+    model = load_plan(path, display, cluster).cluster
+    if output == "json":
+        import json
+
+        click.echo(json.dumps(json_report(model), indent=2, sort_keys=True))
+        return
+    click.echo(report(model, fmt), nl=False)

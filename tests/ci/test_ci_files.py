@@ -130,3 +130,39 @@ def test_workflows_pass_yamllint():
     proc = subprocess.run([sys.executable, "-m", "yamllint", "-s", *map(str, WORKFLOWS), str(REPO / ".pre-commit-config.yaml")],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout
+
+
+def _upstream_step(workflow: dict) -> tuple[int, dict]:
+    found = [(i, s) for i, s in enumerate(steps(workflow)) if "ci/find-upstream.sh" in s.get("run", "")]
+    assert len(found) == 1, "the workflow must get the upstream data from ci/find-upstream.sh, once"
+    return found[0]
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_workflows_get_the_upstream_data_as_ci_run_does_before_validating(path):
+    """Issue 24, wall 5: green with ~319 items unchecked is what the workflows gave without it."""
+    workflow = load(path)
+    at, step = _upstream_step(workflow)
+    assert step["env"] == {"FORGE_UPSTREAM": "${{ vars.FORGE_UPSTREAM }}"}
+    assert 'FORGE_UPSTREAM=$upstream" >> "$GITHUB_ENV"' in step["run"]
+    runs = [s.get("run", "") for s in steps(workflow)]
+    assert at < next(i for i, r in enumerate(runs) if r == "make validate")
+    assert at < next(i for i, r in enumerate(runs) if r == "make test")
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_the_upstream_step_fails_with_one_line_without_the_data(path, tmp_path: Path):
+    """The step's script as the runner runs it (bash -e), in a clone with no shared/ beside it."""
+    _, step = _upstream_step(load(path))
+    clone = tmp_path / "clone"
+    (clone / "ci").mkdir(parents=True)
+    (clone / "ci/find-upstream.sh").write_text((REPO / "ci/find-upstream.sh").read_text())
+    env = {k: v for k, v in os.environ.items() if k != "FORGE_UPSTREAM"} | {"FORGE_UPSTREAM": "", "GITHUB_ENV": str(tmp_path / "env")}
+    proc = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=clone, env=env, capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert proc.stderr.startswith("error: no upstream chart data: set FORGE_UPSTREAM=DIR")
+    assert not (tmp_path / "env").exists() or "FORGE_UPSTREAM" not in (tmp_path / "env").read_text()
+    # With the data beside the clone, the later steps get its path.
+    (tmp_path / "shared/upstream").mkdir(parents=True)
+    proc = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=clone, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0 and (tmp_path / "env").read_text() == f"FORGE_UPSTREAM={tmp_path / 'shared/upstream'}\n"

@@ -191,8 +191,9 @@ def test_stale_generated_files_are_reported_but_not_touched(repo, kustomize):
     result = cli("diff", "--base", "HEAD", "--root", str(repo))
     assert result.exit_code == 1
     # the node's NodeFeatureRule, and what moving its 8 GPUs between pools does to the quotas:
-    # 4 ClusterQueues and the 12 ResourceQuotas (their ceilings)
-    assert "note: the working tree's generated files are out of step with its inventories (17 files)" in result.stdout
+    # 4 ClusterQueues and the 12 ResourceQuotas (their ceilings), and overlays/h200/generated.sha256
+    # (the list of what generate wrote, forge.handedits)
+    assert "note: the working tree's generated files are out of step with its inventories (18 files)" in result.stdout
     assert "all-1g -> all-disabled" in result.stdout
     assert git(repo, "status", "--porcelain") == " M clusters/h200/inventory.yaml\n"
 

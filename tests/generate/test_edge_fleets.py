@@ -89,7 +89,7 @@ def test_mig_lab_renders_one_node_rule_per_node_with_its_layout(fleet: Path):
 
 
 def test_no_fabric_has_no_network_operator_and_no_gpudirect(fleet: Path):
-    overlays = sorted(p.name for p in (fleet / "overlays/no-fabric").iterdir())
+    overlays = sorted(p.name for p in (fleet / "overlays/no-fabric").iterdir() if p.is_dir())
     assert "network-operator" not in overlays
     assert not (fleet / "clusters/no-fabric/argocd/apps/application-network-operator.yaml").exists()
     assert not (fleet / "build/rendered/no-fabric/network-operator.yaml").exists()
@@ -99,7 +99,7 @@ def test_no_fabric_has_no_network_operator_and_no_gpudirect(fleet: Path):
 
 
 def test_no_fabric_without_settings_runs_only_the_components_that_need_none(fleet: Path):
-    overlays = sorted(p.name for p in (fleet / "overlays/no-fabric").iterdir())
+    overlays = sorted(p.name for p in (fleet / "overlays/no-fabric").iterdir() if p.is_dir())
     # external-secrets: the one block it has (its secret store)
     assert overlays == ["alloy", "external-secrets", "gpu-operator", "kuberay-operator", "loki", "node-feature-discovery",
                         "prometheus", "prometheus-crds", "training-operator"]

@@ -73,7 +73,11 @@ def test_check_lists_drifted_and_stale_files(repo_inputs: Path):
     assert result.exit_code == 1
     assert "out of date: overlays/h200/gpu-operator/extra.yaml (stale: the inventory no longer produces it)" in result.output
     assert "out of date: overlays/h200/gpu-operator/values.yaml (changed)" in result.output
-    assert "2 generated files differ from the inventory: run `make generate`" in result.output
+    assert "2 generated files differ from the inventory: 2 changed by hand" in result.output
+    assert ("changed by hand: overlays/h200/gpu-operator/values.yaml: edited by hand since generate wrote it (generate "
+            "would overwrite it): Helm values go in clusters/h200/overrides/gpu-operator/values.yaml") in result.output
+    assert ("changed by hand: overlays/h200/gpu-operator/extra.yaml: not written by forge (generate would delete it): "
+            "an extra manifest goes in clusters/h200/overrides/gpu-operator/extra.yaml") in result.output
 
 
 def test_a_broken_inventory_writes_nothing(repo_inputs: Path):

@@ -102,7 +102,7 @@ def test_the_journal_lists_every_planned_rename_before_the_first(tmp_path: Path)
 
 def generate_killed_at(root: Path, step: int) -> None:
     env = {**os.environ, folders.FAULT_ENV: f"{step}:kill"}
-    proc = subprocess.run([sys.executable, "-m", "forge.cli", "generate", "--root", str(root)], env=env, capture_output=True)
+    proc = subprocess.run([sys.executable, "-m", "forge.cli", "generate", "--discard-edits", "--root", str(root)], env=env, capture_output=True)
     assert proc.returncode == -signal.SIGKILL, proc.stderr
 
 
@@ -132,7 +132,7 @@ def test_forge_generate_killed_mid_swap_is_recovered_by_check_and_by_generate(re
 
     generate_killed_at(repo_inputs, 4)
     assert (repo_inputs / "overlays/a100").exists() and not (repo_inputs / "clusters/a100/argocd").exists()
-    result = CliRunner().invoke(main, ["generate", "--root", str(repo_inputs)])
+    result = CliRunner().invoke(main, ["generate", "--discard-edits", "--root", str(repo_inputs)])
     assert result.exit_code == 0 and "rolled back to the previous tree" in result.output
     assert snapshot(repo_inputs) == clean
 
@@ -160,7 +160,7 @@ def test_generate_into_an_unwritable_place_says_which_path(repo_inputs: Path):
     edit_by_hand(repo_inputs)  # something to write
     before = snapshot(repo_inputs)
     (repo_inputs / writer.STAGING).write_text("in the way\n")
-    result = CliRunner().invoke(main, ["generate", "--root", str(repo_inputs)])
+    result = CliRunner().invoke(main, ["generate", "--discard-edits", "--root", str(repo_inputs)])
     assert result.exit_code == 2
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: {repo_inputs / writer.STAGING}")

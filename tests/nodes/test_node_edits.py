@@ -55,21 +55,51 @@ def test_add_a_19th_h200_node(repo):
     assert result.exit_code == 0, result.stderr
     # The node is appended after the last sr680a-h200 node (the file's last), in the neighbours'
     # layout; nothing else in the file changes.
+    # Without --like a GPU node still takes its profile's NoSchedule taint (issue 24: it was left
+    # open to every pod that asks for no GPU).
     assert (repo / H200).read_text() == appended(before, (
         "  - name: h200-gpu-19\n"
         "    profile: sr680a-h200\n"
         "    rack: h200-r05\n"
         "    roles: [gpu]\n"
+        "    taints:\n"
+        "      - {key: nvidia.com/gpu, effect: NoSchedule}\n"
     ))
     out = result.stdout.splitlines()
     assert out[0] == f"added h200-gpu-19 to clusters/h200/inventory.yaml after h200-gpu-18 (line {before[:after_nodes(before)].count(chr(10)) + 1})"
     assert out[1] == ("it carries h200-gpu-19 (profile sr680a-h200, rack h200-r05): 8 x H200-141GB GPUs (1128 GiB GPU memory); "
                       "4 NVMe devices = 12.8 TB NVMe cache capacity; NICs: 8 x connectx-7 (compute), 2 x bluefield-3 (storage)")
+    assert out[2] == ("it takes the taint of its profile's GPU nodes: nvidia.com/gpu:NoSchedule "
+                      "(drop with `forge node set ... --untaint KEY`)")
     assert not any("cluster.expected" in line for line in out)
-    assert ("note: every other sr680a-h200 node has taint nvidia.com/gpu:NoSchedule; h200-gpu-19 does not "
-            "(add it with `forge node set ... --taint`, or use --like NODE)") in out
+    assert not any("note: every other sr680a-h200 node has taint" in line for line in out)
     assert (repo / "overlays/h200/node-feature-discovery/nodefeaturerule-forge-node-h200-gpu-19.yaml").is_file()
     assert cli("check", "--root", str(repo)).exit_code == 0
+
+
+def test_add_refuses_a_rack_no_node_is_in_unless_new(repo):
+    before = (repo / H200).read_text()
+    nodes_line = line_no(lines_of(repo), "nodes:")
+    result = cli("node", "add", "h200", "h200-gpu-19", "--profile", "sr680a-h200", "--rack", "h200-r5", "--root", str(repo))
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        f"error: {H200}:{nodes_line}: nodes: no node is in rack 'h200-r5' for --rack: did you mean 'h200-r05'? racks in use: "
+        "h200-r01, h200-r02, h200-r03, h200-r04, h200-r05; a rack this cluster does not use yet needs --new-rack")
+    assert (repo / H200).read_text() == before
+    result = cli("node", "add", "h200", "h200-gpu-19", "--profile", "sr680a-h200", "--rack", "h200-r06", "--new-rack",
+                 "--no-generate", "--root", str(repo))
+    assert result.exit_code == 0, result.stderr
+    assert "    rack: h200-r06\n" in (repo / H200).read_text()
+
+
+def test_node_add_refuses_to_overwrite_a_hand_edit(repo):
+    values = repo / "overlays/h200/loki/values.yaml"
+    values.write_text(values.read_text() + "extra: by-hand\n")
+    before = (repo / H200).read_text()
+    result = cli("node", "add", "h200", "h200-gpu-19", "--profile", "sr680a-h200", "--rack", "h200-r05", "--root", str(repo))
+    assert result.exit_code == 2
+    assert "overlays/h200/loki/values.yaml: edited by hand since generate wrote it" in result.stderr
+    assert (repo / H200).read_text() == before and "extra: by-hand" in values.read_text()
 
 
 def test_add_keeps_cluster_expected_in_step_when_the_file_has_it(repo):
@@ -81,6 +111,8 @@ def test_add_keeps_cluster_expected_in_step_when_the_file_has_it(repo):
         "    profile: sr680a-h200\n"
         "    rack: h200-r05\n"
         "    roles: [gpu]\n"
+        "    taints:\n"
+        "      - {key: nvidia.com/gpu, effect: NoSchedule}\n"  # its profile's taint (issue 24)
     ))
     assert "cluster.expected.gpu_nodes: 18 -> 19 (kept in step with the node list)" in result.stdout.splitlines()
 
@@ -283,6 +315,7 @@ def test_a_node_added_at_the_end_goes_before_the_next_sections_comment(repo):
     result = cli("node", "add", "h200", "h200-gpu-19", "--profile", "sr680a-h200", "--rack", "h200-r05", "--no-generate", "--root", str(repo))
     assert result.exit_code == 0, result.stderr
     want = with_expected(text, 19, 152)
-    new_node = "  - name: h200-gpu-19\n    profile: sr680a-h200\n    rack: h200-r05\n    roles: [gpu]\n"
+    new_node = ("  - name: h200-gpu-19\n    profile: sr680a-h200\n    rack: h200-r05\n    roles: [gpu]\n"
+                "    taints:\n      - {key: nvidia.com/gpu, effect: NoSchedule}\n")
     assert (repo / H200).read_text() == want[:end] + new_node + want[end:]
     assert want[end:].startswith("\n# Per-component settings (see README).\n")

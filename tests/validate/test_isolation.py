@@ -50,7 +50,7 @@ def test_validate_fails_when_an_overlay_drops_its_default_deny(repo_inputs: Path
     kustomization = repo_inputs / "overlays/a100/loki/kustomization.yaml"
     kustomization.write_text(kustomization.read_text().replace("  - networkpolicy-default-deny-ingress.yaml\n", ""))
     render_all(repo_inputs)
-    result = CliRunner().invoke(main, ["validate", "--root", str(repo_inputs), "--upstream", str(upstream)])
+    result = CliRunner().invoke(main, ["validate", "--allow-stale", "--root", str(repo_inputs), "--upstream", str(upstream)])
     assert result.exit_code == 1, result.output
     assert "a100 / loki / Namespace/loki / - / namespace loki has no default-deny ingress NetworkPolicy" in result.output
     assert "h200 / loki" not in result.output

@@ -26,6 +26,7 @@ from forge.versions import ChartPin, chart_pins
 from forge.components import COMPONENTS, Component
 from forge.errors import ForgeError, InventoryError, Problem
 from forge.fleet import rules, scope
+from forge.fleet.unique import shared_across_clusters
 from forge.fleet.fabric import fabric_rules
 from forge.inventory import LoadedInventory, load_inventory, load_inventory_text
 from forge.inventory import limits
@@ -100,7 +101,7 @@ def load_fleet(root: Path) -> Fleet:
             continue
         plans.append(plan)
         loaded.append(plan.loaded)
-    problems += rules.shared_node_names(loaded) + scope.shared_projects(loaded)
+    problems += rules.shared_node_names(loaded) + scope.shared_projects(loaded) + shared_across_clusters(loaded)
     if problems:
         raise InventoryError(problems)
     if not plans:

@@ -56,7 +56,10 @@ def _apply(root: Path, path: Path, edit: edits.Edit, generate: bool) -> list[str
     if not generate:
         return ["overlays not regenerated (--no-generate): run `make generate` before committing"]
     try:
+        from forge.handedits import refuse
+
         tree = build_tree(root)
+        refuse(root, sorted({rel.split("/")[1] for rel in tree.files}))  # never lose a hand edit
         write_tree(root, tree)
     except BaseException:
         write_atomically(path, edit.old_text)
@@ -97,17 +100,19 @@ def node() -> None:
 @click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Repeatable.")
 @click.option("--taint", "taints", multiple=True, metavar="KEY[=VALUE]:EFFECT", help="Repeatable.")
 @click.option("--mig-layout", help="A layout of cluster.mig_layouts (default: the profile's).")
-@click.option("--like", metavar="NODE", help="Copy roles, labels, taints and MIG layout from this node.")
+@click.option("--like", metavar="NODE", help="Copy roles, labels, taints and MIG layout from this node "
+              "(without it, a GPU node takes the taints every node of its profile has, or nvidia.com/gpu:NoSchedule).")
+@click.option("--new-rack", is_flag=True, help="The rack is new to the cluster (else a rack no node is in is refused as a typo).")
 @generate_option
 @user_errors
 def add(root: Path, cluster: str, name: str, profile: str, rack: str, roles: str | None, labels: tuple[str, ...],
-        taints: tuple[str, ...], mig_layout: str | None, like: str | None, generate: bool) -> None:
+        taints: tuple[str, ...], mig_layout: str | None, like: str | None, new_rack: bool, generate: bool) -> None:
     """Add node NAME to CLUSTER, after the last node of the same profile."""
     path, display, text = _read(root, cluster)
     edit = edits.add_node(
         text, display, name, profile, rack, roles=edits.parse_roles(roles) if roles else None,
         labels=dict(map(edits.parse_label, labels)), taints=[edits.parse_taint(t) for t in taints],
-        mig_layout=mig_layout, like=like,
+        mig_layout=mig_layout, like=like, new_rack=new_rack,
     )
     _report(edit.messages + apply(root, path, edit, generate))
 

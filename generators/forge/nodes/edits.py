@@ -8,6 +8,7 @@ are changed in place (same lines, same layout) and the command says so.
 """
 from __future__ import annotations
 
+
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 from ruamel.yaml.comments import CommentedMap
 
 from forge.errors import ForgeError, InventoryError
+from forge.nodes.defaults import check_rack as _check_rack, profile_taints as _profile_taints
 from forge.hardware import GPU_MODELS
 from forge.fleet import load_plan_text
 from forge.inventory import LoadedInventory
@@ -147,9 +149,10 @@ def _totals_after(old: LoadedInventory, profile: str | None, delta: int, extra: 
 
 def add_node(text: str, file: str, name: str, profile: str, rack: str, roles: list[str] | None = None,
              labels: dict[str, str] | None = None, taints: list[dict[str, str]] | None = None,
-             mig_layout: str | None = None, like: str | None = None) -> Edit:
+             mig_layout: str | None = None, like: str | None = None, new_rack: bool = False) -> Edit:
     old = _load_original(text, file)
     doc = NodeText.parse(text, file)
+    _check_rack(old, doc, file, rack, new_rack)
     if doc.index(name) is not None:
         raise ForgeError(f"{file}:{doc.starts[doc.index(name)] + 1}: node '{name}' already exists; use `forge node set` to change it")
     if profile not in old.inventory.profiles:
@@ -172,7 +175,10 @@ def add_node(text: str, file: str, name: str, profile: str, rack: str, roles: li
     merged_labels = {**template.get("labels", {}), **(labels or {})}
     if merged_labels:
         values["labels"] = merged_labels
-    merged_taints = _merge_taints(template.get("taints", []), taints or [])
+    taken: list[dict[str, str]] = []
+    if like is None and old.inventory.profiles[profile].gpu:
+        taken = _profile_taints(old, profile)
+    merged_taints = _merge_taints(template.get("taints", []) or taken, taints or [])
     if merged_taints:
         values["taints"] = merged_taints
     layout = mig_layout if mig_layout is not None else template.get("mig_layout")
@@ -188,6 +194,9 @@ def add_node(text: str, file: str, name: str, profile: str, rack: str, roles: li
     messages[0] += f" (line {at + 1})"
     edit = _finish(doc, new_text, data, old, messages)
     edit.messages.insert(1, "it carries " + carried(edit.new, name))
+    if taken:
+        edit.messages.insert(2, f"it takes the taint{'s' if len(taken) > 1 else ''} of its profile's GPU nodes: "
+                                f"{', '.join(map(_taint_text, taken))} (drop with `forge node set ... --untaint KEY`)")
     edit.messages += _hints(edit.new, name)
     return edit
 

@@ -84,6 +84,34 @@ def pull(root: Path, keys: tuple[str, ...], mirror: Path | None, require_digest:
 
 @charts.command()
 @root_option
+@click.argument("key")
+@click.argument("version")
+@click.option("--chart", "chart", required=True, type=click.Path(exists=True, path_type=Path),
+              help="The new chart: a folder or the .tgz `helm pull REPO/CHART --version VERSION` wrote.")
+@click.option("--upstream", type=click.Path(file_okay=False, path_type=Path), envvar="FORGE_UPSTREAM", required=True,
+              help="The upstream data folder to write <chart>-<version>/ into. [env: FORGE_UPSTREAM]")
+@click.option("--generate/--no-generate", default=True, show_default=True, help="Regenerate after the bump.")
+@user_errors
+def bump(root: Path, key: str, version: str, chart: Path, upstream: Path, generate: bool) -> None:
+    """Bump chart KEY of charts/versions.yaml to VERSION: write the chart's reference data
+    (values, schema, CRDs) into the upstream folder, set the pin (and its images' tags), regenerate,
+    and say what changed in the chart's defaults and CRDs (docs/chart-bump.md)."""
+    from forge.upstream.bump import bump as run
+
+    target, said = run(root, key, version, chart, upstream)
+    click.echo(f"wrote {target}")
+    for line in said:
+        click.echo(f"  {line}")
+    if generate:
+        from forge.incremental import generate as regenerate
+
+        outcome = regenerate(root)
+        click.echo(f"generated {outcome.files} files ({len(outcome.built)} clusters rebuilt): "
+                   "`forge diff --base HEAD` shows what changed in forge's output")
+
+
+@charts.command()
+@root_option
 @user_errors
 def lock(root: Path) -> None:
     """Write charts/lock.yaml: every pin with the sha256 of its cached archive (run after a pull

@@ -138,8 +138,10 @@ def _run(jobs_args: list[tuple], jobs: int, progress: Progress | None, fresh: in
 
 
 def validate_incremental(root: Path, upstream: Path | None = None, rendered: Path | None = None,
-                         jobs: int | None = None, progress: Progress | None = None) -> tuple[Report, int]:
-    """The report of the whole fleet, and how many clusters were validated (not replayed)."""
+                         jobs: int | None = None, progress: Progress | None = None,
+                         only: tuple[str, ...] = ()) -> tuple[Report, int]:
+    """The report of the whole fleet (`only`: of these clusters), and how many clusters were
+    validated (not replayed)."""
     import time
 
     started = time.perf_counter()
@@ -149,6 +151,11 @@ def validate_incremental(root: Path, upstream: Path | None = None, rendered: Pat
     paths = inventory_paths(root)
     if not paths:
         load_fleet(root)  # says there is no inventory
+    names = [p.parent.name for p in paths]
+    unknown = [c for c in only if c not in names]
+    if unknown:
+        raise ForgeError(f"--cluster {unknown[0]}: no such cluster (clusters: {', '.join(names)})")
+    paths = [p for p in paths if not only or p.parent.name in only]
     shared = digest(GlobalInputs(root, upstream).validate, registry_key(), "strict" if upstream else "lenient")
     digests = Digests(root, "validate-inputs")
     state_file = State(root, "validate")
@@ -171,7 +178,7 @@ def validate_incremental(root: Path, upstream: Path | None = None, rendered: Pat
         load_fleet(root)  # raises with every inventory problem
     for path, result in zip(stale, results):
         stored[path.parent.name] = {"key": keys[path.parent.name], "result": result}
-    state_file.save({"clusters": {n: stored[n] for n in keys}})
+    state_file.save({"clusters": {n: stored[n] for n in names if n in stored}})  # the others' results stay
     digests.save()
     report = Report()
     for name in keys:
