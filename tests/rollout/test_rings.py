@@ -3,7 +3,6 @@ orders them with their soak and gates; Applications track their ring's ref; sync
 emergency brake in the AppProject. Every bad input: one `file:line: field: message`, exit 2."""
 from __future__ import annotations
 
-import shutil
 
 import pytest
 
@@ -85,7 +84,6 @@ def test_a_bad_url_names_its_line(field):
 @pytest.fixture
 def root(tmp_path):
     dest = copy_repo_inputs(tmp_path)
-    shutil.copy(REPO / "clusters" / "rings.yaml", dest / "clusters" / "rings.yaml")
     return dest
 
 
