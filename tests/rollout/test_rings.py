@@ -9,7 +9,9 @@ import pytest
 from forge.argocd import bootstrap_objects
 from forge.fleet import components_of
 from forge.versions import chart_pins
-from tests.helpers import A100_FILE, REPO, copy_repo_inputs, edit, forge, generated, inventory_text, line_of, model, problems
+from forge.validate.crd import CrdSchemas
+from tests.helpers import (A100_FILE, REPO, copy_repo_inputs, edit, forge, generated, inventory_text, line_of, model,
+                           needs_upstream, problems, upstream_data)
 
 RINGS = (REPO / "clusters" / "rings.yaml").read_text()
 ROLLOUT = "  rollout:\n    ring: canary\n"
@@ -48,6 +50,17 @@ def test_sync_windows_and_the_brake_become_appproject_windows_nothing_can_sync_t
         # the brake: a deny window always open over every Application of the cluster, manual syncs too
         {"kind": "deny", "schedule": "* * * * *", "duration": "1h", "timeZone": "UTC",
          "applications": ["a100-*"], "manualSync": False}]
+
+
+@needs_upstream
+def test_the_appproject_with_windows_validates_against_argo_cd_v3_4_4():
+    text = edit(inventory_text("a100"), ROLLOUT, ROLLOUT + "    brake: true\n    sync_windows:\n"
+                "      - {kind: deny, schedule: '0 0 * * 5', duration: 72h}\n")
+    schemas = CrdSchemas()
+    schemas.add_dir(upstream_data("argo-cd-crds-v3.4.4") / "crds")
+    project = bootstrap(text)["appproject.yaml"]
+    assert len(project["spec"]["syncWindows"]) == 2
+    assert schemas.validate(project) == []
 
 
 @pytest.mark.parametrize("new, needle, path, message", [
