@@ -178,6 +178,8 @@ def copy_repo_inputs(dest: Path, inventories: Path | None = None) -> Path:
         target = dest / "clusters" / inventory.relative_to(source)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(inventory, target)
+    if inventories is None:  # the rings the shipped inventories name (docs/rollout.md)
+        shutil.copy(REPO / "clusters" / "rings.yaml", dest / "clusters" / "rings.yaml")
     shutil.copytree(REPO / "base", dest / "base")
     shutil.copytree(REPO / "charts", dest / "charts")
     return dest

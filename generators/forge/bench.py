@@ -46,6 +46,8 @@ def copy_inputs(root: Path, dest: Path) -> None:
         target = dest / path.relative_to(root)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(path, target)
+    if (root / RINGS_FILE).is_file():
+        shutil.copy(root / RINGS_FILE, dest / RINGS_FILE)
     shutil.copytree(root / BASE_DIR, dest / BASE_DIR)
     shutil.copytree(root / "charts", dest / "charts")
 

@@ -4,7 +4,6 @@ cluster Secrets validate against Argo CD v3.4.4's CRDs, the argo-cd chart's and 
 Secrets'."""
 from __future__ import annotations
 
-import shutil
 
 import pytest
 
@@ -12,7 +11,7 @@ from forge.argocd import app_name
 from forge.fleet import components_of, load_fleet
 from forge.rollout.appset import central_clusters, central_objects, child_application, generated_applications
 from forge.validate.crd import CrdSchemas
-from tests.helpers import REPO, copy_repo_inputs, edit, forge, needs_upstream, upstream_data
+from tests.helpers import copy_repo_inputs, edit, forge, needs_upstream, upstream_data
 
 CENTRAL = "    ring: {ring}\n"
 
@@ -26,7 +25,6 @@ def central(text: str, cluster: str) -> str:
 def fleet(tmp_path_factory):
     """The shipped fleets plus a second canary (a101, a copy of a100), all run centrally."""
     root = copy_repo_inputs(tmp_path_factory.mktemp("central"))
-    shutil.copy(REPO / "clusters" / "rings.yaml", root / "clusters" / "rings.yaml")
     for name in ("a100", "h200"):
         path = root / "clusters" / name / "inventory.yaml"
         path.write_text(central(path.read_text(), name))
@@ -89,7 +87,6 @@ def test_they_validate_against_argo_cd_and_external_secrets_crds(fleet, crds):
 
 def test_two_central_clusters_on_one_api_server_are_refused(tmp_path):
     root = copy_repo_inputs(tmp_path)
-    shutil.copy(REPO / "clusters" / "rings.yaml", root / "clusters" / "rings.yaml")
     for name in ("a100", "h200"):
         path = root / "clusters" / name / "inventory.yaml"
         path.write_text(path.read_text().replace("    prometheus_url:", "    central: true\n    prometheus_url:", 1))

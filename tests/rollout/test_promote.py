@@ -42,7 +42,6 @@ def base_repo(tmp_path_factory, served):
     """The shipped fleets and rings in a git repo on main, canary promoted once from main."""
     top = tmp_path_factory.mktemp("rollout")
     root = copy_repo_inputs(top / "repo")
-    shutil.copy(REPO / "clusters" / "rings.yaml", root / "clusters" / "rings.yaml")
     point_at(root, served.url)
     regenerate(root)
     git(top, "init", "-q", "-b", "main", str(root))

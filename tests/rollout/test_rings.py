@@ -3,14 +3,15 @@ orders them with their soak and gates; Applications track their ring's ref; sync
 emergency brake in the AppProject. Every bad input: one `file:line: field: message`, exit 2."""
 from __future__ import annotations
 
-import shutil
 
 import pytest
 
 from forge.argocd import bootstrap_objects
 from forge.fleet import components_of
 from forge.versions import chart_pins
-from tests.helpers import A100_FILE, REPO, copy_repo_inputs, edit, forge, generated, inventory_text, line_of, model, problems
+from forge.validate.crd import CrdSchemas
+from tests.helpers import (A100_FILE, REPO, copy_repo_inputs, edit, forge, generated, inventory_text, line_of, model,
+                           needs_upstream, problems, upstream_data)
 
 RINGS = (REPO / "clusters" / "rings.yaml").read_text()
 ROLLOUT = "  rollout:\n    ring: canary\n"
@@ -57,6 +58,17 @@ def test_sync_windows_and_the_brake_become_appproject_windows_nothing_can_sync_t
     assert files["appproject-kueue.yaml"]["spec"]["syncWindows"] == [brake]
 
 
+@needs_upstream
+def test_the_appproject_with_windows_validates_against_argo_cd_v3_4_4():
+    text = edit(inventory_text("a100"), ROLLOUT, ROLLOUT + "    brake: true\n    sync_windows:\n"
+                "      - {kind: deny, schedule: '0 0 * * 5', duration: 72h}\n")
+    schemas = CrdSchemas()
+    schemas.add_dir(upstream_data("argo-cd-crds-v3.4.4") / "crds")
+    project = bootstrap(text)["appproject.yaml"]
+    assert len(project["spec"]["syncWindows"]) == 2
+    assert schemas.validate(project) == []
+
+
 @pytest.mark.parametrize("new, needle, path, message", [
     ("    ring: Canary\n", "    ring: Canary", "cluster.rollout.ring", "is not a valid name"),
     ("    ring: canary\n    brake: yes-please\n", "brake: yes-please", "cluster.rollout.brake", "expected true or false"),
@@ -91,7 +103,6 @@ def test_a_bad_url_names_its_line(field):
 @pytest.fixture
 def root(tmp_path):
     dest = copy_repo_inputs(tmp_path)
-    shutil.copy(REPO / "clusters" / "rings.yaml", dest / "clusters" / "rings.yaml")
     return dest
 
 
