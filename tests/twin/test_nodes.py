@@ -2,9 +2,12 @@
 would publish them), allocatable from forge.capacity (no box needed)."""
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from forge.errors import ForgeError
+from forge.twin.box import nodes_not_as_made, register_nodes
 from forge.twin.nodes import allocatable, nfd_results, node_objects
 from tests.helpers import generated_dir
 
@@ -87,3 +90,63 @@ def test_the_nvme_label_reaches_healthy_nvme_nodes_from_the_probe_feature_only(c
     # A drive not mounted (feature false): the rule labels nothing.
     probe = next(pair for pair in rules if pair[0]["metadata"]["name"] == "forge-nvme-mounted")
     assert nfd_results([probe], "n", {"local.feature": {"forge-nvme-mounted": "false"}})[0] == {}
+
+
+KWOK_DEFAULTS = {"cpu": "1k", "memory": "1Ti", "pods": "1M"}  # kwokctl's node-initialize stage, for a node with none
+
+
+class KwokRacingApiServer:
+    """The API server with kwok watching it, at kwok's worst timing: kwok sees each Node as it was
+    created, and its node-initialize status (that node's capacity and allocatable, else kwok's
+    defaults) lands after every request the box makes for it."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, dict] = {}
+        self.seen_by_kwok: dict[str, dict] = {}
+
+    def path(self, api_version, kind, name=None, namespace=None, subresource=None) -> str:
+        return f"/api/v1/nodes/{name}" + (f"/{subresource}" if subresource else "")
+
+    def create(self, obj: dict) -> dict:
+        name = obj["metadata"]["name"]
+        self.nodes[name] = copy.deepcopy(obj)  # a Node's create keeps its status (kubelets register so)
+        self.seen_by_kwok[name] = copy.deepcopy(obj)
+        return obj
+
+    def request(self, method, path, body=None, content_type="application/json", query=None, timeout=60):
+        assert method == "PATCH" and path.endswith("/status"), (method, path)
+        node = self.nodes[path.split("/")[4]]
+        node.setdefault("status", {}).update(body["status"])
+        return node
+
+    def kwok_initializes(self) -> list[dict]:
+        for name, seen in self.seen_by_kwok.items():
+            status = seen.get("status") or {}
+            self.nodes[name].setdefault("status", {}).update(
+                {f: status.get(f) or KWOK_DEFAULTS for f in ("capacity", "allocatable")})
+        return list(self.nodes.values())
+
+
+def test_kwok_keeps_the_resources_of_every_pool_node_of_the_burst_cluster(clusters):
+    # The 100-node burst job fitted only 99 nodes: one pool node stood with kwok's 1Ti of memory,
+    # created bare and given its status by a second request that kwok's own status write overtook.
+    cluster = clusters["h200-burst"]
+    pools = {o["metadata"]["name"]: o for o in generated_dir("overlays/h200-burst/karpenter", "nodepool-")}
+    nodes, _ = node_objects(cluster, [], "v1.34.4", [], pools)
+    server = KwokRacingApiServer()
+    register_nodes(server, copy.deepcopy(nodes))
+    standing = server.kwok_initializes()
+    assert nodes_not_as_made(nodes, standing) == []
+    pool = [n for n in standing if n["metadata"]["labels"].get("karpenter.sh/nodepool") == "h200-spot"]
+    assert len(pool) == 100 and all(n["status"]["allocatable"]["memory"] == "2048Gi" for n in pool)
+
+
+def test_a_node_standing_with_other_resources_than_the_box_gave_it_is_named():
+    made = [{"metadata": {"name": "gpu-1"}, "status": {"capacity": {"cpu": "192", "memory": "2048Gi", "pods": "110"},
+                                                       "allocatable": {"cpu": "192", "memory": "2048Gi", "pods": "110"}}}]
+    served = copy.deepcopy(made)
+    served[0]["status"]["allocatable"]["memory"] = served[0]["status"]["capacity"]["memory"] = "2Ti"  # the server's canonical form
+    assert nodes_not_as_made(made, served) == []
+    served[0]["status"]["allocatable"] = dict(KWOK_DEFAULTS)
+    assert nodes_not_as_made(made, served) == ["gpu-1: allocatable cpu 1k, not 192", "gpu-1: allocatable memory 1Ti, not 2048Gi",
+                                               "gpu-1: allocatable pods 1M, not 110"]
