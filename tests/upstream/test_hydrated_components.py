@@ -131,7 +131,8 @@ def _alluxio_as_rendered(cluster: str) -> list[dict]:
             "ALLUXIO_WORKER_JAVA_OPTS": "-Dalluxio.worker.hostname=${H} " + " ".join(tier_options(layout) + v["worker"]["jvmOptions"]) + " "}},
         {"kind": "StatefulSet", "metadata": {"name": "alluxio-master"}, "spec": {
             "replicas": v["master"]["count"], **pod({
-                "hostNetwork": True, "nodeSelector": v["master"]["nodeSelector"], "tolerations": v["master"]["tolerations"],
+                "hostNetwork": v["master"].get("hostNetwork", True),  # the chart's default: on the host network
+                "nodeSelector": v["master"]["nodeSelector"], "tolerations": v["master"]["tolerations"],
                 "containers": [{**container("alluxio-master", v["master"]["env"]), "resources": v["master"]["resources"]},
                                container("alluxio-job-master", v.get("jobMaster", {}).get("env"))],
                 "volumes": [{"name": "alluxio-metrics-volume", "configMap": {"name": "alluxio-metrics"}}, secret_volume]}),
@@ -390,7 +391,7 @@ def test_validate_hydrated_catches_a_remote_patch_that_found_no_target(data_repo
 def test_component_filter_refuses_an_unknown_name(data_repo: Path):
     result = forge(data_repo, "hydrate", "--component", "aluxio")
     assert result.exit_code == 2
-    assert result.stderr.startswith("error: --component aluxio: no cluster enables it (enabled: alloy, alluxio, external-secrets, flyte, ")
+    assert result.stderr.startswith("error: --component aluxio: no cluster enables it (enabled: alloy, alluxio, efa-device-plugin, external-secrets, flyte, ")
     result = forge(data_repo, "validate", "--component", "alluxio")
     assert result.exit_code == 2 and result.stderr == "error: --component goes with --hydrated\n"
 

@@ -68,7 +68,7 @@ def test_validate_fails_on_a_kind_the_applications_project_does_not_allow(repo_i
     kustomization = overlay / "kustomization.yaml"
     kustomization.write_text(kustomization.read_text().replace("resources:\n", "resources:\n  - crb.yaml\n"))
     render_all(repo_inputs)
-    result = CliRunner().invoke(main, ["validate", "--root", str(repo_inputs), "--upstream", str(upstream)])
+    result = CliRunner().invoke(main, ["validate", "--allow-stale", "--root", str(repo_inputs), "--upstream", str(upstream)])
     assert result.exit_code == 1, result.output
     assert ("a100 / scheduling / ClusterRoleBinding/escalate / kind / cluster-scoped rbac.authorization.k8s.io/ClusterRoleBinding "
             "is not in AppProject forge-a100-scheduling's clusterResourceWhitelist") in result.output

@@ -77,7 +77,11 @@ def test_validate_reports_one_line_per_failure(repo_inputs: Path, upstream: Path
     result = CliRunner().invoke(main, ["validate", "--allow-stale", "--root", str(repo_inputs), "--upstream", str(upstream)])
     assert result.exit_code == 1
     fails = sorted(line for line in result.output.splitlines() if line.startswith("FAIL "))
-    assert fails == [
+    fence = ("is not in AppProject forge-h200-gpu-operator's namespaceResourceWhitelist: Argo CD would refuse the sync "
+             "(declare it in the component's namespaced_kinds if its chart renders it)")
+    assert fails == sorted([
+        f"FAIL h200 / gpu-operator / Pod/gpu-operator/debug / kind / core/Pod {fence}",
+        f"FAIL h200 / gpu-operator / Secret/gpu-operator/s3 / kind / core/Secret {fence}",
         "FAIL h200 / gpu-operator / Pod/gpu-operator/debug / spec.containers[0].image / image 'busybox:latest' uses the 'latest' tag",
         "FAIL h200 / gpu-operator / Pod/gpu-operator/debug / spec.priorityClassName / no priorityClassName in infrastructure "
         "namespace 'gpu-operator': its pods get the global default class, pre-emptible by workload classes up to "
@@ -85,7 +89,7 @@ def test_validate_reports_one_line_per_failure(repo_inputs: Path, upstream: Path
         "FAIL h200 / gpu-operator / Secret/gpu-operator/s3 / data / Secret carries credentials in Git; reference them (e.g. ExternalSecret) instead",
         "FAIL h200 / gpu-operator / overlays/h200/gpu-operator/values.yaml / mig.stratgey / unknown key 'stratgey' (did you mean 'strategy'? chart default has: strategy)",
         "FAIL h200 / node-feature-discovery / NodeFeatureRule/forge-node-h200-gpu-01 / spec.rules[0].matchFeaturez / unknown field",
-    ]
+    ])
 
 
 def test_large_renders_are_parsed_in_parallel_with_the_same_result(repo_inputs: Path, monkeypatch):
