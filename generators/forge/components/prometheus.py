@@ -245,19 +245,7 @@ class Prometheus(Component):
                 # Silences and the notification log survive a restart (the chart keeps them in an emptyDir).
                 "storage": {"volumeClaimTemplate": {"spec": self._alertmanager_claim(cluster, s)}},
             }},
-            "grafana": {
-                "enabled": True,
-                **system,
-                # Only from an existing Secret: with admin.existingSecret set the chart renders no
-                # admin Secret of its own, and no adminPassword value exists to fall back on.
-                "admin": {"existingSecret": s.grafana_admin_secret, "userKey": "admin-user", "passwordKey": "admin-password"},
-                # A `helm test` Pod: Argo CD never runs test hooks, so it would only be dead weight.
-                "testFramework": {"enabled": False},
-                "additionalDataSources": [{
-                    "name": "Loki", "uid": "loki", "type": "loki", "access": "proxy", "url": LOKI_URL,
-                    "editable": False, "jsonData": {"maxLines": 5000},
-                }],
-            },
+            "grafana": self._grafana(s, system),
             # The driver upgrade state of each node (and the node-test labels) on kube_node_labels,
             # for the node-lifecycle alerts (forge.observability.lifecycle) and to keep the GPU
             # alerts quiet on a node being upgraded (forge.observability.platform_rules).
@@ -268,6 +256,22 @@ class Prometheus(Component):
                 "prometheus": {"monitor": {"relabelings": [m.NODE_RELABELING]}},
             },
         })
+
+    @staticmethod
+    def _grafana(s: Settings, system: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "enabled": True,
+            **system,
+            # Only from an existing Secret: with admin.existingSecret set the chart renders no
+            # admin Secret of its own, and no adminPassword value exists to fall back on.
+            "admin": {"existingSecret": s.grafana_admin_secret, "userKey": "admin-user", "passwordKey": "admin-password"},
+            # A `helm test` Pod: Argo CD never runs test hooks, so it would only be dead weight.
+            "testFramework": {"enabled": False},
+            "additionalDataSources": [{
+                "name": "Loki", "uid": "loki", "type": "loki", "access": "proxy", "url": LOKI_URL,
+                "editable": False, "jsonData": {"maxLines": 5000},
+            }],
+        }
 
     def expected_in_hydrated(self, cluster: ClusterModel) -> list[Expected]:
         """What the inventory asks of the objects kube-prometheus-stack renders from our values."""
