@@ -35,7 +35,11 @@ def kinds(spec, key):
 def test_config_only_projects_cannot_bind_cluster_roles_nor_touch_kube_system():
     _, components, files = bootstrap()
     scheduling = files["appproject-scheduling.yaml"]["spec"]
-    assert kinds(scheduling, "clusterResourceWhitelist") == {("", "Namespace"), ("scheduling.k8s.io", "PriorityClass")}
+    # the infrastructure priority's MutatingAdmissionPolicy and its binding are scheduling's too
+    assert kinds(scheduling, "clusterResourceWhitelist") == {
+        ("", "Namespace"), ("scheduling.k8s.io", "PriorityClass"),
+        ("admissionregistration.k8s.io", "MutatingAdmissionPolicy"),
+        ("admissionregistration.k8s.io", "MutatingAdmissionPolicyBinding")}
     assert kinds(scheduling, "namespaceResourceWhitelist") == {("networking.k8s.io", "NetworkPolicy")}
     assert [d["namespace"] for d in scheduling["destinations"]] == ["scheduling"]
     # only the two charts that put objects there may deploy into kube-system

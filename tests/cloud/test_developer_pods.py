@@ -33,7 +33,7 @@ def test_servers_are_queued_in_the_project_namespace_at_interactive_priority_and
     assert spawner["environment"]["FLYTE_AWS_ENDPOINT"] == generated("overlays/h200/flyte/values.yaml")[
         "configuration"]["storage"]["providerConfig"]["s3"]["endpoint"]
     auth = v["hub"]["config"]["GenericOAuthenticator"]
-    assert auth["authorize_url"].startswith("https://login.exa.internal/realms/exa/") and "client_secret" not in auth
+    assert auth["authorize_url"].startswith("https://sso.exa.internal/realms/exa/") and "client_secret" not in auth
     assert v["hub"]["extraEnv"]["OAUTH_CLIENT_SECRET"]["valueFrom"]["secretKeyRef"]["name"] == "jupyterhub-oidc"
     bindings = {o["metadata"]["namespace"] for o in generated_dir("overlays/h200/jupyterhub", "rolebinding")}
     assert bindings == {f"{p}-development" for p in ("training", "finetune", "embeddings", "research")}
@@ -41,7 +41,7 @@ def test_servers_are_queued_in_the_project_namespace_at_interactive_priority_and
 
 
 CASES = [
-    ("issuer_url", "issuer_url: https://login.exa.internal/realms/exa", "issuer_url: http://login", "http://login",
+    ("issuer_url", "issuer_url: https://sso.exa.internal/realms/exa", "issuer_url: http://login", "http://login",
      "components.jupyterhub.oidc.issuer_url", "https://"),
     ("client_id", "client_id: jupyterhub-h200", "client_id: ''", "client_id: ''", "components.jupyterhub.oidc.client_id", "at least 1"),
     ("credentials_secret", "credentials_secret: jupyterhub-oidc", "credentials_secret: oidc-", "credentials_secret: oidc-",

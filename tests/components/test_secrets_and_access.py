@@ -108,7 +108,7 @@ def test_vault_needs_no_bootstrap_credential_and_remote_keys_override():
       server: https://vault.exa.internal
       role: forge-a100
     remote_keys:
-      s3: teams/ml/s3
+      s3-loki: teams/ml/s3
 """)
     m = model("a100", text)
     eso = ExternalSecrets()
@@ -165,7 +165,10 @@ def test_a_cert_manager_issuer_replaces_the_certificate_from_the_store():
     flyte = Flyte()
     assert flyte.values(m)["ingress"]["commonAnnotations"] == {"cert-manager.io/cluster-issuer": "internal-ca",
                                                                "nginx.ingress.kubernetes.io/whitelist-source-range": "10.0.0.0/8"}
-    assert [u.name for u in flyte.secrets(m)] == ["s3-credentials", "flyte-db", "flyte-client-secrets"]
+    # read, not produced: no flyte-tls from the store (one S3 credential per consumer: Flyte's, each project's tasks')
+    assert [(u.name, u.role) for u in flyte.secrets(m)] == [
+        ("s3-credentials", "s3-flyte"), *[("s3-credentials", f"s3-tasks-{p.name}") for p in flyte.settings(m).projects],
+        ("flyte-db", ""), ("flyte-client-secrets", "flyte-oidc")]
     assert list(flyte.produced_secrets(m)) == ["flyte-tls", "flyte-admin-auth"]
     assert expected_routes(None, "https://s3")[0].path[-1] == "signedUrl"  # no ingress: still the signed URLs
 

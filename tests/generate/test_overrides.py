@@ -125,7 +125,7 @@ def test_hand_edits_and_dropped_files_are_refused_not_lost(repo_inputs: Path):
     values = repo_inputs / "overlays/h200/loki/values.yaml"
     values.write_text(values.read_text() + "extra: by-hand\n")
     dropped = put(repo_inputs, "overlays/h200/loki/configmap-mine.yaml", MANIFEST)
-    bootstrap = repo_inputs / "clusters/h200/argocd/appproject.yaml"
+    bootstrap = repo_inputs / "clusters/h200/argocd/appproject-loki.yaml"
     bootstrap.write_text(bootstrap.read_text() + "# mine\n")
     # An inventory change too: the cluster must be regenerated, and that would lose them.
     inventory = repo_inputs / "clusters/h200/inventory.yaml"
@@ -140,7 +140,7 @@ def test_hand_edits_and_dropped_files_are_refused_not_lost(repo_inputs: Path):
             "Helm values go in clusters/h200/overrides/loki/values.yaml, merged last (docs/overrides.md)") in out
     assert ("error: overlays/h200/loki/configmap-mine.yaml: not written by forge (generate would delete it): an extra "
             "manifest goes in clusters/h200/overrides/loki/configmap-mine.yaml") in out
-    assert ("error: clusters/h200/argocd/appproject.yaml: edited by hand since generate wrote it (generate would overwrite "
+    assert ("error: clusters/h200/argocd/appproject-loki.yaml: edited by hand since generate wrote it (generate would overwrite "
             "it): the Argo CD bootstrap comes from clusters/h200/inventory.yaml and charts/versions.yaml") in out
     assert "3 files changed by hand in generated folders; nothing was written" in out
 

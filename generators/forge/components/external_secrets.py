@@ -20,9 +20,10 @@ namespaces come with Flyte), after this Application installed the CRDs and the s
 """
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal, Sequence
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from forge.components import network
 from forge.components.base import RBAC_NAMESPACED, WORKLOAD_KINDS, WAVE_SECRETS, Component, Expected, Scrape, custom_resource
@@ -41,9 +42,19 @@ DEPLOYMENTS = ("external-secrets", "external-secrets-webhook", "external-secrets
 ACCESS_KEY_KEYS = ("access-key-id", "secret-access-key")
 # One S3 credential per consumer: Alluxio, Loki, Flyte's control plane, and the task pods of each
 # Flyte project (s3-tasks-<project>).
-FixedRole = Literal["s3-alluxio", "s3-loki", "s3-flyte", "flyte-db", "grafana-admin", "alertmanager", "flyte-tls", "flyte-oidc"]
-TasksRole = Annotated[str, Field(pattern=r"^s3-tasks-[a-z0-9]([-a-z0-9]*[a-z0-9])?$")]
-RemoteRole = FixedRole | TasksRole
+FIXED_ROLES = ("s3-alluxio", "s3-loki", "s3-flyte", "flyte-db", "grafana-admin", "alertmanager", "flyte-tls", "flyte-oidc")
+_TASKS_ROLE = re.compile(r"^s3-tasks-[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def _remote_role(value: str) -> str:
+    # One check, so a bad key is one problem on its line (a union of a Literal and a pattern
+    # would report it once per member).
+    if value in FIXED_ROLES or _TASKS_ROLE.match(value):
+        return value
+    raise ValueError(f"{value!r} is not a role: expected one of {', '.join(FIXED_ROLES)} or s3-tasks-<project>")
+
+
+RemoteRole = Annotated[str, AfterValidator(_remote_role)]
 _DURATION = r"^[0-9]+(s|m|h)$"
 
 
