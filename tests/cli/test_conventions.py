@@ -111,7 +111,7 @@ def test_validate_one_cluster(repo_inputs: Path, kustomize, monkeypatch):
     assert 0 < a100 < whole
     assert all(u["item"].startswith("a100 / ") for u in json.loads(one.stdout)["unchecked"])
     bad = forge(repo_inputs, "validate", "--cluster", "x100")
-    assert bad.exit_code == 2 and "error: --cluster x100: no such cluster (clusters: a100, h200)" in bad.output
+    assert bad.exit_code == 2 and "error: --cluster x100: no such cluster (clusters: a100, h200, h200-burst)" in bad.output
     # The other cluster's stored result stays: the whole fleet again replays both.
     again = forge(repo_inputs, "validate", "-o", "json")
     assert json.loads(again.stdout)["objects"] == whole

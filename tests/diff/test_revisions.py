@@ -52,7 +52,7 @@ def test_node_added_changes_only_its_rule_on_h200(repo, kustomize):
     md = cli("diff", "--base", "HEAD", "--format", "markdown", "--root", str(repo))
     assert md.exit_code == 1
     assert "| h200 | node-feature-discovery | 1 | 0 | 0 |" in md.stdout
-    assert "No change on: `a100`." in md.stdout
+    assert "No change on: `a100`, `h200-burst`." in md.stdout
     assert not re.search(r"^\| a100 \|", md.stdout, re.M)
     assert "<details><summary><code>h200</code> · node-feature-discovery · added NodeFeatureRule forge-node-h200-gpu-19" in md.stdout
 
@@ -162,15 +162,15 @@ def test_chart_bump_is_flagged_on_every_cluster_that_installs_it(repo, kustomize
     commit(repo, "gpu-operator v26.8.0")
     report = diff_against(repo, "HEAD~1")
 
-    for cluster, gpu_nodes in (("a100", 10), ("h200", 18)):
+    for cluster in ("a100", "h200", "h200-burst"):
         assert changes_of(report, cluster) == [("argocd", "changed", f"Application argocd/{cluster}-gpu-operator (argoproj.io)")]
         assert fields_of(report, cluster, f"Application argocd/{cluster}-gpu-operator (argoproj.io)") == [
             ("spec.sources[0].targetRevision", "v26.7.0", "v26.8.0"),
         ]
     charts = flags_of(report, "chart")
     assert [(level, cluster, component) for level, cluster, component, _ in charts] == [
-        ("medium", "a100", "gpu-operator"), ("medium", "h200", "gpu-operator"),
-    ]
+        ("medium", "a100", "gpu-operator"), ("medium", "h200", "gpu-operator"), ("medium", "h200-burst", "gpu-operator"),
+    ], charts
     assert charts[1][3].startswith("chart gpu-operator v26.7.0 -> v26.8.0 (Application h200-gpu-operator): "
                                    "new templates and CRDs are applied on sync; its DaemonSets may roll on 18 GPU nodes")
 
@@ -191,9 +191,10 @@ def test_stale_generated_files_are_reported_but_not_touched(repo, kustomize):
     result = cli("diff", "--base", "HEAD", "--root", str(repo))
     assert result.exit_code == 1
     # the node's NodeFeatureRule, and what moving its 8 GPUs between pools does to the quotas:
-    # 4 ClusterQueues and the 12 ResourceQuotas (their ceilings), and overlays/h200/generated.sha256
-    # (the list of what generate wrote, forge.handedits)
-    assert "note: the working tree's generated files are out of step with its inventories (18 files)" in result.stdout
+    # 4 ClusterQueues and the 12 ResourceQuotas (their ceilings), the node's join file and its new
+    # DCGM node test (whole GPUs now), and overlays/h200/generated.sha256 (the list of what generate
+    # wrote, forge.handedits)
+    assert "note: the working tree's generated files are out of step with its inventories (20 files)" in result.stdout, result.stdout
     assert "all-1g -> all-disabled" in result.stdout
     assert git(repo, "status", "--porcelain") == " M clusters/h200/inventory.yaml\n"
 

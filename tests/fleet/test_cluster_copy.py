@@ -85,7 +85,7 @@ def test_cluster_new_copies_with_every_unique_name_renamed(repo_inputs: Path):
 def test_cluster_new_bad_input(repo_inputs: Path):
     result = forge(repo_inputs, "cluster", "new", "h300", "--from", "h900")
     assert result.exit_code == 2 and result.output.strip() == (
-        "error: --from h900: no clusters/h900/inventory.yaml (clusters: a100, h200)")
+        "error: --from h900: no clusters/h900/inventory.yaml (clusters: a100, h200, h200-burst)")
     result = forge(repo_inputs, "cluster", "new", "a100", "--from", "h200")
     assert result.exit_code == 2 and "clusters/a100/: already exists" in result.output
     result = forge(repo_inputs, "cluster", "new", "H_300", "--from", "h200")

@@ -28,7 +28,7 @@ def generate(root: Path):
 
 def test_the_shipped_fleet_has_one_plan_per_cluster():
     fleet = load_fleet(REPO)
-    assert [p.name for p in fleet] == ["a100", "h200"]
+    assert [p.name for p in fleet] == ["a100", "h200", "h200-burst"]
     for plan in fleet:
         assert plan.components == tuple(c for c in COMPONENTS if c.enabled(plan.cluster))
         assert components_of(plan.cluster) == plan.components

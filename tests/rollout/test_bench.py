@@ -11,7 +11,8 @@ def test_bench_times_the_application_sets_and_a_promotion_decision(tmp_path, cap
     synthesize_fleet(REPO, tmp_path, nodes=2, clusters=3)
     bench_rollout(tmp_path, "[t]")
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("[t] ApplicationSets: ") and "14 ApplicationSets, 3 cluster Secrets" in lines[0]
+    # One ApplicationSet per component the H200 template enables (JupyterHub's included): 15.
+    assert lines[0].startswith("[t] ApplicationSets: ") and "15 ApplicationSets, 3 cluster Secrets" in lines[0]
     assert lines[1].startswith("[t] promotion decision over 3 clusters: ") and lines[1].endswith("(15 API calls; passes)")
     rings = {p.parent.name: p.read_text().count("ring: canary") for p in tmp_path.glob("clusters/*/inventory.yaml")}
     assert rings == {"synth00": 1, "synth01": 0, "synth02": 0}

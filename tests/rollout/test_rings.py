@@ -64,9 +64,13 @@ def test_the_appproject_with_windows_validates_against_argo_cd_v3_4_4():
                 "      - {kind: deny, schedule: '0 0 * * 5', duration: 72h}\n")
     schemas = CrdSchemas()
     schemas.add_dir(upstream_data("argo-cd-crds-v3.4.4") / "crds")
-    project = bootstrap(text)["appproject.yaml"]
-    assert len(project["spec"]["syncWindows"]) == 2
-    assert schemas.validate(project) == []
+    # One AppProject per component (and the root's): a window naming no components is in every one,
+    # next to the brake, and each project validates.
+    projects = {n: o for n, o in bootstrap(text).items() if o.get("kind") == "AppProject"}
+    assert "appproject-bootstrap.yaml" in projects and "appproject-gpu-operator.yaml" in projects
+    for name, project in projects.items():
+        assert len(project["spec"]["syncWindows"]) == 2, name
+        assert schemas.validate(project) == [], name
 
 
 @pytest.mark.parametrize("new, needle, path, message", [
@@ -97,7 +101,7 @@ def test_a_bad_url_names_its_line(field):
     text = edit(inventory_text("a100"), f"{field}: https://{host}.a100.exa.internal", f"{field}: {host}.a100")
     found = problems(text, A100_FILE)
     assert any(p.startswith(f"{A100_FILE}:{line_of(text, f'{field}: {host}.a100')}: cluster.rollout.{field}: ")
-               and "a URL starting with http:// or https://" in p for p in found), found
+               and "is not a URL: expected http:// or https://" in p for p in found), found
 
 
 @pytest.fixture
