@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from forge.components.base import WAVE_WORKLOADS, Component, Expected
+from forge.components.base import WAVE_WORKLOADS, WORKLOAD_KINDS, Component, Expected, kinds
 from forge.tools import helm_command
 from tests.helpers import REPO, copy_repo_inputs, forge
 
@@ -44,6 +44,10 @@ class Widget(Component):
     # Its chart ships a CRD that values cannot annotate: never pruned automatically, like the real
     # operators (forge.validate.cluster_policies).
     prune = False
+    # What the widget chart renders (its templates, crds/ and the sidecar subchart), for its AppProject's
+    # whitelists (forge.argocd_projects): Argo CD would refuse any other kind.
+    cluster_kinds = kinds("apiextensions.k8s.io", "CustomResourceDefinition")
+    namespaced_kinds = (*WORKLOAD_KINDS, ("policy", "PodDisruptionBudget"), ("example.com", "Widget"))
     VALUES: dict[str, Any] = GOOD_VALUES
 
     def enabled(self, cluster) -> bool:
