@@ -177,10 +177,13 @@ def test_a100_checkpoints_and_flyte_metadata_write_synchronously_datasets_asynch
     assert props["alluxio.user.file.replication.durable"] == "2"  # datasets still write asynchronously
     script = mount_script("a100")
     conf = "/opt/alluxio/bin/alluxio fsadmin pathConf add --property alluxio.user.file.writetype.default="
-    for bucket, policy in (("exa-ml-checkpoints-a100", "CACHE_THROUGH"), ("exa-flyte-a100", "CACHE_THROUGH"),
-                           ("exa-ml-datasets", "ASYNC_THROUGH")):
+    for bucket, policy in (("exa-ml-checkpoints-a100", "CACHE_THROUGH"), ("exa-flyte-a100", "CACHE_THROUGH")):
         assert f"{conf}{policy} /{bucket}\n" in script
         assert script.index(f"s3://{bucket}/") < script.index(f"{conf}{policy} /{bucket}")  # after its mount
+    # issue 21 (frontdoor, docs/security.md): the training data is mounted read-only, so nothing writes
+    # to it through Alluxio and the mount Job sets no write type for it.
+    assert "/opt/alluxio/bin/alluxio fs mount --readonly /exa-ml-datasets s3://exa-ml-datasets/" in script
+    assert not any(line.startswith(conf) and line.endswith(" /exa-ml-datasets") for line in script.splitlines())
     assert model("a100").settings.s3.durable == ["checkpoints", "flyte"]
 
 

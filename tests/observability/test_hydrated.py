@@ -18,7 +18,7 @@ from forge import argocd
 from forge.argocd_projects import component_project
 from forge.versions import chart_pins
 from forge.components.base import Expected
-from forge.components.loki import CONFIG_OBJECT, WORKLOADS, Loki
+from forge.components.loki import CACHES, CONFIG_OBJECT, WORKLOADS, Loki
 from forge.components.prometheus import (ALERTMANAGER_CR, GRAFANA_DATASOURCES, GRAFANA_DEPLOYMENT, NODE_EXPORTER_MONITOR,
                                          PROMETHEUS_CR, Prometheus)
 from forge.components.loki import GATEWAY_URL as LOKI_URL
@@ -192,7 +192,10 @@ def test_new_prometheus_values_are_chart_keys(name, clusters, upstream):
 def loki_render(values: dict[str, Any]) -> list[dict[str, Any]]:
     """STAND-IN for loki 7.3.0 rendering release `loki` with our values: the ConfigMap `loki`
     whose config.yaml the chart builds with `tpl .Values.loki.config .`, and one workload per
-    target with replicas > 0, with only the fields the expectations look at."""
+    target with replicas > 0, with only the fields the expectations look at. The memcached caches
+    (StatefulSets loki-chunks-cache and loki-results-cache) render in every deployment mode while
+    chunksCache/resultsCache and memcached are enabled (their defaults in 7.3.0), with their own
+    priorityClassName only: they ignore global.priorityClassName."""
     loki, s3 = values["loki"], values["loki"]["storage"]["s3"]
     s3_config = {"access_key_id": s3["accessKeyId"], "bucketnames": loki["storage"]["bucketNames"]["chunks"],
                  "endpoint": s3["endpoint"], "insecure": False, "region": s3["region"], "s3forcepathstyle": False,
@@ -213,6 +216,14 @@ def loki_render(values: dict[str, Any]) -> list[dict[str, Any]]:
                    "containers": [{"name": "loki", "envFrom": values["global"]["extraEnvFrom"]}]}
             out.append({"kind": kind, "metadata": {"name": name},
                         "spec": {"replicas": values[target]["replicas"], "template": {"spec": pod}}})
+    for section, name in (("chunksCache", CACHES[0]), ("resultsCache", CACHES[1])):
+        cache = values.get(section, {})
+        if cache.get("enabled", True) and values.get("memcached", {}).get("enabled", True):
+            pod = {"nodeSelector": cache.get("nodeSelector", {}), "containers": [{"name": "memcached"}]}
+            if "priorityClassName" in cache:
+                pod["priorityClassName"] = cache["priorityClassName"]
+            out.append({"kind": "StatefulSet", "metadata": {"name": name},
+                        "spec": {"replicas": cache.get("replicas", 1), "template": {"spec": pod}}})
     return out
 
 
@@ -229,6 +240,8 @@ def test_loki_expectations_hold_for_what_the_chart_renders(daily_gb, mode, clust
     assert config[("common", "storage", "s3", "bucketnames")] == cluster.settings.s3.buckets["loki"]
     assert config[("common", "storage", "s3", "endpoint")] == cluster.settings.s3.endpoint
     assert config[("limits_config", "retention_period")] == "720h"
+    priority = {e.name: e.value for e in expected if e.path == "spec.template.spec.priorityClassName"}
+    assert priority == {name: "system-cluster-critical" for name in CACHES}  # in every mode
 
 
 def test_loki_expectations_catch_what_the_chart_could_drop(clusters):
@@ -241,10 +254,13 @@ def test_loki_expectations_catch_what_the_chart_could_drop(clusters):
     write = next(o for o in rendered if o["metadata"]["name"] == "loki-write")
     write["spec"]["replicas"] = 1
     write["spec"]["template"]["spec"]["containers"][0]["envFrom"] = []
+    # The caches at the global default priority (their class value dropped): pre-emptible by workloads.
+    del next(o for o in rendered if o["metadata"]["name"] == "loki-chunks-cache")["spec"]["template"]["spec"]["priorityClassName"]
     found = problems(rendered, Loki().expected_in_hydrated(cluster))
     assert found == [
         ("ConfigMap", "data.config.yaml.common.storage.s3.bucketnames", 'is "chunks", the inventory asks for "exa-loki-a100"'),
         ("ConfigMap", "data.config.yaml.limits_config.retention_period", 'missing: the inventory asks for "720h"'),
+        ("StatefulSet", "spec.template.spec.priorityClassName", 'missing: the inventory asks for "system-cluster-critical"'),
         ("StatefulSet", "spec.replicas", "is 1, the inventory asks for 3"),
         ("StatefulSet", "spec.template.spec.containers.name=loki.envFrom",
          'is [], the inventory asks for [{"secretRef": {"name": "s3-credentials"}}]'),

@@ -388,8 +388,13 @@ def test_every_gpu_alert_stays_quiet_on_a_node_in_a_driver_upgrade(clusters):
         assert record == [{"record": "forge:node_gpu_driver_upgrading", "expr": (
             'max by (node) (kube_node_labels{label_nvidia_com_gpu_driver_upgrade_state=~"cordon-required|drain-required|'
             'pod-deletion-required|pod-restart-required|uncordon-required|validation-required|wait-for-jobs-required"})')}]
-    ksm = generated_values("h200")["kube-state-metrics"]
-    assert ksm["metricLabelsAllowlist"] == ["nodes=[nvidia.com/gpu-driver-upgrade-state]"]
+    # kube-state-metrics exports the upgrade-state label of each driver the cluster runs: the GPU
+    # driver everywhere, the DOCA/OFED driver where the Network Operator runs it (the H200 fleet).
+    assert not clusters["a100"].ofed_driver and clusters["h200"].ofed_driver
+    assert generated_values("a100")["kube-state-metrics"]["metricLabelsAllowlist"] == [
+        "nodes=[nvidia.com/gpu-driver-upgrade-state]"]
+    assert generated_values("h200")["kube-state-metrics"]["metricLabelsAllowlist"] == [
+        "nodes=[nvidia.com/gpu-driver-upgrade-state,nvidia.com/ofed-driver-upgrade-state]"]
 
 
 def test_xid_alerts_read_the_per_xid_count_which_the_exporter_is_told_to_export(clusters):
@@ -419,12 +424,18 @@ def test_the_issue_asks_for_these_alerts_on_both_fleets(clusters):
               "GpuTemperatureCritical", "GpuPowerOverLimit", "GpuFellOffBus", "GpuNvlinkErrors", "NicPortDown",
               "NicErrorCountersRising", "NvmeCacheFilesystemAlmostFull", "AlluxioWorkerDown",
               "AlluxioCacheHitRateCollapsed", "FlytePropellerSystemErrors"}
-    for cluster in clusters.values():
+    fleets = [clusters["a100"], clusters["h200"]]  # the two on-premises fleets the issue names
+    for cluster in fleets:
         assert wanted <= {r["alert"] for r in alert_rules(cluster)}, cluster.name
+    # The cloud burst cluster (h200-burst) has no inventory NICs or NVMe caches to watch (EFA, no
+    # Alluxio: docs/burst.md), but its GPUs get every GPU alert.
+    burst = {r["alert"] for r in alert_rules(clusters["h200-burst"])}
+    assert {a for a in wanted if a.startswith("Gpu")} | {"FlytePropellerSystemErrors"} <= burst
+    assert not {"NicPortDown", "NicErrorCountersRising", "NvmeCacheFilesystemAlmostFull"} & burst
     # HBM temperature on both: against the catalogue's limit where NVIDIA publishes one (the A100-80GB),
     # else against the limit the GPU reports (the H200).
     assert GPU_MODELS["A100-80GB"].max_memory_temp_c is not None and GPU_MODELS["H200-141GB"].max_memory_temp_c is None
-    for cluster in clusters.values():
+    for cluster in [*fleets, clusters["h200-burst"]]:
         hbm = [r for r in alert_rules(cluster) if r["alert"].startswith("GpuMemoryTemperature")]
         assert {r["alert"] for r in hbm} == {"GpuMemoryTemperatureHigh", "GpuMemoryTemperatureCritical"}, cluster.name
     reported = [r["expr"] for r in alert_rules(clusters["h200"]) if r["alert"].startswith("GpuMemoryTemperature")]

@@ -14,10 +14,10 @@ def test_a_chart_bump_reaches_the_canary_first_then_the_fleet(repo, kustomize):
     regenerate(repo)
     commit(repo, "gpu-operator v26.8.0")
     report = diff_against(repo, "HEAD~1")
-    # h200-burst names no ring: it follows git.revision and gets the change on merge, before any ring.
-    assert report.reach == [(NO_RING, ["h200-burst"]), ("canary", ["a100"]), ("fleet", ["h200"])]
-    assert f"\nreaches first: {NO_RING} (h200-burst), then canary (a100), then fleet (h200)\n" in text(report)
-    assert f"Rollout: reaches first: {NO_RING} (h200-burst), then canary (a100), then fleet (h200)." in markdown(report)
+    # h200-burst, the h200 fleet's cloud burst cluster, is in the fleet ring with it.
+    assert report.reach == [("canary", ["a100"]), ("fleet", ["h200", "h200-burst"])]
+    assert "\nreaches first: canary (a100), then fleet (h200, h200-burst)\n" in text(report)
+    assert "Rollout: reaches first: canary (a100), then fleet (h200, h200-burst)." in markdown(report)
 
 
 def test_a_cluster_without_a_ring_is_reached_on_merge_before_any_ring(repo):
