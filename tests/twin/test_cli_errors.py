@@ -38,7 +38,7 @@ def test_a_bad_scenario_file_is_named_by_file_line_and_field(repo, upstream, old
 
 @pytest.mark.parametrize("args, message", [
     (("run", "h200", "pretrain-whole-pol"), "clusters/h200/scenarios.yaml: no scenario named pretrain-whole-pol (have: pretrain-whole-pool,"),
-    (("run", "h300"), "no cluster 'h300' (have: a100, h200)"),
+    (("run", "h300"), "no cluster 'h300' (have: a100, h200, h200-burst)"),
     (("apply", "h200", "--upstream", "/nonexistent"), "--upstream /nonexistent: no such folder"),
 ])
 def test_bad_arguments_say_what_to_change(repo, upstream, args, message):
