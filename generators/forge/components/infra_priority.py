@@ -20,8 +20,9 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from forge.components.admission import mutating_binding, mutating_policy
+
 POLICY = "forge-infrastructure-priority"
-API_VERSION = "admissionregistration.k8s.io/v1beta1"
 KINDS = (("admissionregistration.k8s.io", "MutatingAdmissionPolicy"),
          ("admissionregistration.k8s.io", "MutatingAdmissionPolicyBinding"))
 NODE_CLASS, NODE_VALUE = "system-node-critical", 2_000_001_000
@@ -42,33 +43,13 @@ def policy(global_default: str | None) -> dict[str, Any]:
              f"priorityClassName: variables.nodeAgent ? '{NODE_CLASS}' : '{CLUSTER_CLASS}', "
              f"priority: variables.nodeAgent ? {NODE_VALUE} : {CLUSTER_VALUE}, "
              "preemptionPolicy: 'PreemptLowerPriority'}}")
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "MutatingAdmissionPolicy",
-        "metadata": {"name": POLICY},
-        "spec": {
-            "failurePolicy": "Fail",
-            "reinvocationPolicy": "Never",
-            "matchConstraints": {"resourceRules": [
-                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}]},
-            "matchConditions": [{"name": "no-infrastructure-class", "expression": match_condition(global_default)}],
-            "variables": [{"name": "nodeAgent", "expression": node_agent}],
-            "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression": apply}}],
-        },
-    }
+    return mutating_policy(POLICY, [{"name": "no-infrastructure-class", "expression": match_condition(global_default)}],
+                           [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression": apply}}],
+                           variables=[{"name": "nodeAgent", "expression": node_agent}])
 
 
 def binding(namespaces: Sequence[str]) -> dict[str, Any]:
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "MutatingAdmissionPolicyBinding",
-        "metadata": {"name": POLICY},
-        "spec": {
-            "policyName": POLICY,
-            "matchResources": {"namespaceSelector": {"matchExpressions": [
-                {"key": NAMESPACE_LABEL, "operator": "In", "values": sorted(namespaces)}]}},
-        },
-    }
+    return mutating_binding(POLICY, {"matchExpressions": [{"key": NAMESPACE_LABEL, "operator": "In", "values": sorted(namespaces)}]})
 
 
 def objects(namespaces: Sequence[str], global_default: str | None) -> list[dict[str, Any]]:

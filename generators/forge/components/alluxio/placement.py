@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from forge.components.admission import mutating_binding, mutating_policy
+
 POLICY = "forge-alluxio-master-spread"
-API_VERSION = "admissionregistration.k8s.io/v1beta1"
 KINDS = (("admissionregistration.k8s.io", "MutatingAdmissionPolicy"),
          ("admissionregistration.k8s.io", "MutatingAdmissionPolicyBinding"))
 HOSTNAME = "kubernetes.io/hostname"
@@ -35,30 +36,12 @@ def policy(master_labels: dict[str, str]) -> dict[str, Any]:
     patch = f"[JSONPatch{{op: 'add', path: '/spec/affinity', value: {value}}}]"
     selects = " && ".join(f"object.metadata.labels['{k}'] == '{v}'" for k, v in sorted(master_labels.items()))
     has_labels = " && ".join(f"'{k}' in object.metadata.labels" for k in sorted(master_labels))
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "MutatingAdmissionPolicy",
-        "metadata": {"name": POLICY},
-        "spec": {
-            "failurePolicy": "Fail",
-            "reinvocationPolicy": "Never",
-            "matchConstraints": {"resourceRules": [
-                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}]},
-            "matchConditions": [{"name": "alluxio-master",
-                                 "expression": f"has(object.metadata.labels) && {has_labels} && {selects}"}],
-            "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": patch}}],
-        },
-    }
+    return mutating_policy(POLICY, [{"name": "alluxio-master", "expression": f"has(object.metadata.labels) && {has_labels} && {selects}"}],
+                           [{"patchType": "JSONPatch", "jsonPatch": {"expression": patch}}])
 
 
 def binding(namespace: str) -> dict[str, Any]:
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "MutatingAdmissionPolicyBinding",
-        "metadata": {"name": POLICY},
-        "spec": {"policyName": POLICY, "matchResources": {"namespaceSelector": {"matchExpressions": [
-            {"key": "kubernetes.io/metadata.name", "operator": "In", "values": [namespace]}]}}},
-    }
+    return mutating_binding(POLICY, {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": [namespace]}]})
 
 
 def objects(namespace: str, master_labels: dict[str, str]) -> list[dict[str, Any]]:

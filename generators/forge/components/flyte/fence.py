@@ -22,10 +22,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from forge.components.admission import POD_CREATE, deny_binding, validating_policy
+
 POLICY = "forge-baseline-ipc-lock"
 POLICY_LABEL = "forge.exa.ai/pod-security"
 POLICY_VALUE = "baseline-ipc-lock"
-API_VERSION = "admissionregistration.k8s.io/v1"
 ALLOWED_CAPABILITIES = ("AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD", "NET_BIND_SERVICE",
                         "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT", "IPC_LOCK")
 SAFE_SYSCTLS = ("kernel.shm_rmid_forced", "net.ipv4.ip_local_port_range", "net.ipv4.ip_unprivileged_port_start",
@@ -102,34 +103,13 @@ def validations() -> list[dict[str, str]]:
 
 
 def policy() -> dict[str, Any]:
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "ValidatingAdmissionPolicy",
-        "metadata": {"name": POLICY},
-        "spec": {
-            "failurePolicy": "Fail",
-            # Pods as created; ephemeral containers as added to a running pod (Pod Security checks both).
-            "matchConstraints": {"resourceRules": [
-                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]},
-                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["pods/ephemeralcontainers"]},
-            ]},
-            "variables": _variables(),
-            "validations": validations(),
-        },
-    }
+    # Pods as created; ephemeral containers as added to a running pod (Pod Security checks both).
+    rules = [POD_CREATE, {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["pods/ephemeralcontainers"]}]
+    return validating_policy(POLICY, rules, _variables(), validations())
 
 
 def binding() -> dict[str, Any]:
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "ValidatingAdmissionPolicyBinding",
-        "metadata": {"name": POLICY},
-        "spec": {
-            "policyName": POLICY,
-            "validationActions": ["Deny"],
-            "matchResources": {"namespaceSelector": {"matchLabels": {POLICY_LABEL: POLICY_VALUE}}},
-        },
-    }
+    return deny_binding(POLICY, {"matchLabels": {POLICY_LABEL: POLICY_VALUE}})
 
 
 def objects() -> list[dict[str, Any]]:

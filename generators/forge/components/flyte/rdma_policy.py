@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from forge.components.admission import deny_binding, validating_policy
+
 POLICY = "forge-multinode-pytorch-rdma"
-API_VERSION = "admissionregistration.k8s.io/v1"
 OPT_OUT_LABEL = "forge.exa.ai/fabric"
 FLYTE_PROJECT_LABEL = "forge.exa.ai/flyte-project"  # forge.queues.FLYTE_PROJECT_LABEL
 
@@ -34,42 +35,24 @@ def policy(resource: str, template: str) -> dict[str, Any]:
                      f"{specs}[k].template.spec.containers.exists(c, {_requests(resource)}))")
     opted_out = (f"has(object.metadata.labels) && '{OPT_OUT_LABEL}' in object.metadata.labels && "
                  f"object.metadata.labels['{OPT_OUT_LABEL}'] == 'none'")
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "ValidatingAdmissionPolicy",
-        "metadata": {"name": POLICY},
-        "spec": {
-            "failurePolicy": "Fail",
-            "matchConstraints": {"resourceRules": [{"apiGroups": ["kubeflow.org"], "apiVersions": ["v1"],
-                                                    "operations": ["CREATE"], "resources": ["pytorchjobs"]}]},
-            "variables": [
-                {"name": "specs", "expression": "has(object.spec.pytorchReplicaSpecs) ? object.spec.pytorchReplicaSpecs : {}"},
-                {"name": "multiNode", "expression": multi_node},
-                {"name": "optedOut", "expression": opted_out},
-                {"name": "fabric", "expression": every_replica},
-            ],
-            "validations": [{
-                "expression": "!variables.multiNode || variables.optedOut || variables.fabric",
-                "reason": "Invalid",
-                "message": (f"a multi-node PyTorch task must run over the compute fabric: give the task "
-                            f"pod_template_name=\"{template}\" (its pods then request {resource}), or label the job "
-                            f"{OPT_OUT_LABEL}=none to run NCCL over TCP on purpose"),
-            }],
-        },
-    }
+    rules = [{"apiGroups": ["kubeflow.org"], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pytorchjobs"]}]
+    variables = [
+        {"name": "specs", "expression": "has(object.spec.pytorchReplicaSpecs) ? object.spec.pytorchReplicaSpecs : {}"},
+        {"name": "multiNode", "expression": multi_node},
+        {"name": "optedOut", "expression": opted_out},
+        {"name": "fabric", "expression": every_replica},
+    ]
+    return validating_policy(POLICY, rules, variables, [{
+        "expression": "!variables.multiNode || variables.optedOut || variables.fabric",
+        "reason": "Invalid",
+        "message": (f"a multi-node PyTorch task must run over the compute fabric: give the task "
+                    f"pod_template_name=\"{template}\" (its pods then request {resource}), or label the job "
+                    f"{OPT_OUT_LABEL}=none to run NCCL over TCP on purpose"),
+    }])
 
 
 def binding() -> dict[str, Any]:
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "ValidatingAdmissionPolicyBinding",
-        "metadata": {"name": POLICY},
-        "spec": {
-            "policyName": POLICY,
-            "validationActions": ["Deny"],
-            "matchResources": {"namespaceSelector": {"matchExpressions": [{"key": FLYTE_PROJECT_LABEL, "operator": "Exists"}]}},
-        },
-    }
+    return deny_binding(POLICY, {"matchExpressions": [{"key": FLYTE_PROJECT_LABEL, "operator": "Exists"}]})
 
 
 def objects(resource: str, template: str) -> list[dict[str, Any]]:
