@@ -79,7 +79,7 @@ def _job(cluster: ClusterModel) -> dict[str, Any]:
     container = {
         "name": "check", "image": versions.image("prerequisites-check").ref,
         "command": ["python3", "/etc/forge/check.py", "/etc/forge/prerequisites.json"],
-        "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "64Mi"}},
+        "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"cpu": "200m", "memory": "64Mi"}},
         "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
                             "capabilities": {"drop": ["ALL"]}},
         "volumeMounts": [{"name": "check", "mountPath": "/etc/forge", "readOnly": True}],

@@ -456,3 +456,28 @@ def test_the_probe_runs_a_real_shell_against_real_mount_points(tmp_path):
         script = script.replace("/etc/kubernetes/node-feature-discovery/features.d", str(features)).replace("sleep 30", ":")
         subprocess.run(["bash", "-c", script], check=True, timeout=30)
         assert (features / "forge-nvme").read_text() == f"# +no-label\nforge-nvme-mounted={want}\n"
+
+
+def test_the_probe_is_live_while_it_rewrites_the_feature_file_and_dead_once_it_stopped(tmp_path):
+    """The generated liveness and readiness commands under bash: a feature file written just now is
+    live and ready; one last written ten minutes ago (a loop hung on a dead mount) is not live."""
+    import os
+    import subprocess
+    import time
+
+    from forge.components.alluxio.nvme_probe import FEATURE_FILE, FEATURES_DIR, HOST
+    daemonset = next(o for o in Alluxio().manifests(model("h200")) if o["kind"] == "DaemonSet")
+    container = daemonset["spec"]["template"]["spec"]["containers"][0]
+    folder = tmp_path / "features.d"
+    folder.mkdir()
+
+    def run(probe: str) -> int:
+        command = [c.replace(f"{HOST}{FEATURES_DIR}", str(folder)) for c in container[probe]["exec"]["command"]]
+        return subprocess.run(command, timeout=30).returncode
+
+    assert run("readinessProbe") != 0  # nothing written yet: not ready
+    (folder / FEATURE_FILE).write_text("# +no-label\nforge-nvme-mounted=true\n")
+    assert run("livenessProbe") == 0 and run("readinessProbe") == 0
+    stale = time.time() - 600
+    os.utime(folder / FEATURE_FILE, (stale, stale))
+    assert run("livenessProbe") != 0

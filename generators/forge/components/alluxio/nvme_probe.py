@@ -110,6 +110,13 @@ def probe(cluster: ClusterModel, namespace: str, image_name: str, profile: str, 
                         "name": "probe",
                         "image": versions.image(image_name).ref,  # util-linux's mountpoint; already on these nodes
                         "command": ["/bin/bash", "-c", probe_script(mounts)],
+                        # Live while the loop still rewrites the feature file (a hung mountpoint
+                        # would leave it stale); ready once it wrote it at least once.
+                        "livenessProbe": {"exec": {"command": ["/bin/bash", "-c", (
+                            f"test $(( $(date +%s) - $(stat -c %Y {HOST}{FEATURES_DIR}/{FEATURE_FILE}) )) -lt {4 * PROBE_SECONDS}")]},
+                                          "initialDelaySeconds": 2 * PROBE_SECONDS, "periodSeconds": PROBE_SECONDS},
+                        "readinessProbe": {"exec": {"command": ["test", "-s", f"{HOST}{FEATURES_DIR}/{FEATURE_FILE}"]},
+                                           "periodSeconds": PROBE_SECONDS},
                         "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"cpu": "100m", "memory": "64Mi"}},
                         "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
                                             "capabilities": {"drop": ["ALL"]}},
