@@ -16,6 +16,8 @@ from pathlib import Path
 
 import click
 
+from forge.progress import stop_all
+
 from forge.errors import ForgeError
 
 EXIT_OK = 0
@@ -105,6 +107,8 @@ def user_errors(func):
             where = f"{exc.filename}: " if exc.filename else ""
             click.echo(f"error: {where}{exc.strerror or exc} (the tree is whole: each write is staged, then swapped in)", err=True)
             sys.exit(EXIT_ERROR)
+        finally:
+            stop_all()  # a stage the command left unfinished beats no more
 
     return wrapper
 

@@ -12,6 +12,14 @@ from typing import TextIO
 
 # In CI (CI set, as GitHub Actions and most runners set it) or when asked (FORGE_HEARTBEAT_S).
 HEARTBEAT_S = float(os.environ.get("FORGE_HEARTBEAT_S") or ("10" if os.environ.get("CI") else "0"))
+# Stages whose heartbeat still runs: a command that fails before its stage finished stops them on
+# its way out (stop_all, from cli_common.user_errors), so no beat outlives the command that started it.
+_RUNNING: set["Progress"] = set()
+
+
+def stop_all() -> None:
+    for progress in list(_RUNNING):
+        progress.stop()
 
 
 class Progress:
@@ -24,7 +32,13 @@ class Progress:
         self._shown = 0.0
         self._stop = threading.Event()
         if not self.live and HEARTBEAT_S > 0:
+            _RUNNING.add(self)
             threading.Thread(target=self._beat, name=f"progress-{stage}", daemon=True).start()
+
+    def stop(self) -> None:
+        """End the heartbeat, say nothing (the command's own error says what happened)."""
+        self._stop.set()
+        _RUNNING.discard(self)
 
     def _beat(self) -> None:
         while not self._stop.wait(HEARTBEAT_S):
@@ -43,7 +57,7 @@ class Progress:
             self.stream.flush()
 
     def finish(self, note: str = "") -> None:
-        self._stop.set()
+        self.stop()
         seconds = time.perf_counter() - self.started
         line = f"{self.stage}: {self.done}/{self.total} {self.unit} in {seconds:.2f}s{f' ({note})' if note else ''}"
         self.stream.write(("\r" + line + "\033[K\n") if self.live else line + "\n")

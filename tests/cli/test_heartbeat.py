@@ -43,3 +43,28 @@ def test_the_interval_is_ten_seconds_in_ci(monkeypatch):
         assert importlib.reload(progress).HEARTBEAT_S == 0
     finally:
         importlib.reload(progress)
+
+
+def test_a_command_that_fails_mid_stage_leaves_no_heartbeat_running(monkeypatch):
+    """A stage whose command fails never reaches finish(): its beat must still stop with the
+    command (leaked beats into a test runner's captured output slowed a CI run to a crawl)."""
+    import threading
+
+    import click
+    from click.testing import CliRunner
+
+    from forge import progress
+    from forge.cli_common import user_errors
+    from forge.errors import ForgeError
+    monkeypatch.setattr(progress, "HEARTBEAT_S", 0.05)
+
+    @click.command()
+    @user_errors
+    def fails() -> None:
+        progress.Progress("generate", live=False)
+        raise ForgeError("no")
+
+    assert CliRunner().invoke(fails).exit_code == 2
+    assert not progress._RUNNING
+    threading.Event().wait(0.2)
+    assert not [t for t in threading.enumerate() if t.name == "progress-generate" and t.is_alive()]
