@@ -25,7 +25,7 @@ from forge.model import ClusterModel
 from forge.observability import metrics as m
 from forge.observability.promql import alert
 
-KUBE_NODE_LABELS = "kube_node_labels"
+KUBE_NODE_LABELS = m.KSM_NODE_LABELS  # one home: forge.observability.metrics
 # driver name in the controllers' label -> whether the cluster runs that driver container
 UPGRADE_STATE_LABEL = "nvidia.com/{driver}-driver-upgrade-state"
 DRIVERS = ("gpu", "ofed")
