@@ -140,7 +140,8 @@ GPU_UPGRADES = {state: f"gpu_operator_nodes_upgrades_{state}"
 
 # ---- kube-state-metrics: node labels it exports (kube-state-metrics.metricLabelsAllowlist) -------
 KSM_NODE_LABELS = "kube_node_labels"
-# The GPU Operator's upgrade library writes each node's driver-upgrade state as this node label.
+# The GPU Operator's upgrade library writes each node's driver-upgrade state as the node label
+# nvidia.com/gpu-driver-upgrade-state (forge.observability.lifecycle.UPGRADE_STATE_LABEL); on kube_node_labels:
 KSM_GPU_UPGRADE_STATE = "label_nvidia_com_gpu_driver_upgrade_state"  # as kube-state-metrics names it
 # The states in which the driver is (about to be) unloaded, reloaded or validated: GPUs vanish and
 # exporters restart on purpose. Not upgrade-required (still serving), upgrade-done, upgrade-failed
