@@ -74,6 +74,21 @@ def lock(root: Path) -> str:
     return done.stderr
 
 
+def upstream_data(root: Path) -> str:
+    from forge.errors import ForgeError
+    from forge.validate.upstream_data import crd_documents
+
+    source = os.environ.get("FORGE_UPSTREAM") or str(REPO.parent / "shared" / "upstream")
+    crd = Path(source) / "kueue-0.19.2/crds/clusterqueues.kueue.x-k8s.io.yaml"
+    if not crd.is_file():
+        pytest.skip("needs the upstream chart data (FORGE_UPSTREAM)")
+    cut = root / "clusterqueues.yaml"
+    cut.write_text(crd.read_text(encoding="utf-8")[:3000], encoding="utf-8")  # a copy that stopped early
+    with pytest.raises(ForgeError) as caught:
+        crd_documents(cut)
+    return str(caught.value)
+
+
 def disk(root: Path) -> str:
     (root / ".cache").write_text("")
     return generate(root)
@@ -103,6 +118,7 @@ PROBES = {
     "labels": lambda _: inventory(GPU_18, "".join(f"      exa.ai/l{i}: v\n" for i in range(101)) + GPU_18),
     "mig-label": lambda _: inventory(GPU_18, "      nvidia.com/mig.config: all-disabled\n" + GPU_18),
     "mount": lambda _: inventory("mount: /mnt/nvme3}", "mount: /mnt/../etc}"),
+    "upstream-data": upstream_data,
 }
 
 

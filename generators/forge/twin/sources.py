@@ -24,7 +24,7 @@ from forge.errors import ForgeError
 from forge.fleet import ClusterPlan
 from forge.paths import RENDERED_DIR
 from forge.upstream.hydrate import HYDRATED_DIR, load_hydrated
-from forge.validate.objects import load_yaml_stream
+from forge.validate.upstream_data import crd_documents, read_text
 from forge.versions import chart_pins
 
 ARGOCD_APP = "argocd"  # the pseudo-Application of Argo CD's own objects, applied first
@@ -69,7 +69,7 @@ def _crd_files(folder: Path, groups: set[str] | None, skip: set[str]) -> list[Pa
     """The CRD files of `folder` whose group is in `groups` (None: any) and not in `skip`."""
     out = []
     for path in sorted(folder.glob("*.y*ml")):
-        found = _CRD_GROUP.search(path.read_text(encoding="utf-8")[:4096])
+        found = _CRD_GROUP.search(read_text(path)[:4096])
         group = found[1] if found else None
         if group and group not in skip and (groups is None or group in groups):
             out.append(path)
@@ -96,7 +96,7 @@ def chart_crds(root: Path, component: Component, upstream: Path, plan: ClusterPl
     groups = set(component.crd_groups) or None
     items = []
     for path in _crd_files(folder, groups, owned_elsewhere) if folder else []:
-        items += [Item(obj, str(path), 1) for obj in load_yaml_stream(path.read_text(encoding="utf-8"))]
+        items += [Item(obj, str(path), 1) for obj in crd_documents(path)]
     return items + runtime_crds(upstream, component)
 
 
@@ -106,7 +106,7 @@ def runtime_crds(upstream: Path, component: Component) -> list[Item]:
     items = []
     for runtime in component.runtime_crd_data():
         for path in _crd_files(upstream / runtime.data_dir / "crds", {runtime.group}, set()):
-            items += [Item(obj, str(path), 1) for obj in load_yaml_stream(path.read_text(encoding="utf-8"))]
+            items += [Item(obj, str(path), 1) for obj in crd_documents(path)]
     return items
 
 
@@ -119,7 +119,7 @@ def applications(root: Path, plan: ClusterPlan, upstream: Path | None, argocd_cr
     argo = Application(ARGOCD_APP, ARGOCD_APP, -1000, False)
     if argocd_crds is not None:
         for path in sorted(argocd_crds.glob("*.y*ml")):
-            argo.items += [Item(obj, str(path), 1) for obj in load_yaml_stream(path.read_text(encoding="utf-8"))]
+            argo.items += [Item(obj, str(path), 1) for obj in crd_documents(path)]
     argo.items.append(Item({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ARGOCD_NAMESPACE}},
                            "(the Argo CD installation)", 0))
     # Argo CD runs hooks (the root's PreSync prerequisites check), it does not keep them as objects:

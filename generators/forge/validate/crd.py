@@ -28,7 +28,7 @@ from typing import Any, Iterable
 import jsonschema_rs
 
 from forge.validate._schema import check
-from forge.validate.objects import load_yaml_stream
+from forge.validate.upstream_data import crd_documents
 
 _STR = {"type": "string"}
 _STR_MAP = {"type": "object", "additionalProperties": _STR}
@@ -155,7 +155,7 @@ class CrdSchemas:
     def add_dir(self, path: str | Path) -> int:
         """Add every CRD in the *.yaml / *.yml files below path (recursively). Returns how many."""
         files = sorted(p for p in Path(path).rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
-        return sum(self.add_objects(load_yaml_stream(f.read_text(encoding="utf-8"))) for f in files)
+        return sum(self.add_objects(crd_documents(f)) for f in files)
 
     def _lookup(self, api_version: str, kind: str) -> _Crd | None:
         return self._crds.get((api_version.rpartition("/")[0], kind))

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from forge.validate.crd import CrdSchemas
-from forge.validate.objects import load_yaml_stream
+from forge.validate.upstream_data import crd_documents, read_text
 
 _GROUP = re.compile(r"^  group:\s*['\"]?([A-Za-z0-9.-]+)", re.M)
 _KIND = re.compile(r"^    kind:\s*['\"]?([A-Za-z0-9]+)", re.M)
@@ -33,7 +33,7 @@ class LazyCrdFolder:
         owners = owners or {}
         for folder in folders:
             for path in sorted(p for p in folder.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file()):
-                text = path.read_text(encoding="utf-8")
+                text = read_text(path)
                 head = text[:_HEAD]  # spec.group and spec.names come before the (large) versions
                 groups, kinds = _GROUP.findall(head), _KIND.findall(head)
                 if len(_CRD.findall(text)) == 1 and len(groups) == 1 and len(kinds) == 1:
@@ -42,11 +42,11 @@ class LazyCrdFolder:
                     if key not in self._files or owner is None or path.is_relative_to(owner):
                         self._files[key] = path
                 else:
-                    self._schemas.add_objects(load_yaml_stream(text))
+                    self._schemas.add_objects(crd_documents(path, text))
 
     def validate(self, obj: dict[str, Any]) -> list[tuple[str, str]] | None:
         api_version, kind = str(obj.get("apiVersion", "")), str(obj.get("kind", ""))
         path = self._files.pop((api_version.rpartition("/")[0], kind), None)
         if path is not None:  # first use: parse and compile it
-            self._schemas.add_objects(load_yaml_stream(path.read_text(encoding="utf-8")))
+            self._schemas.add_objects(crd_documents(path))
         return self._schemas.validate(obj)

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 import jsonschema_rs
 
 from forge.validate._schema import check, dotted
-from forge.validate.objects import load_yaml_stream
+from forge.validate.upstream_data import read_text, yaml_documents
 
 _SHOWN = 8  # sibling keys listed in an "unknown key" reason
 
@@ -29,7 +29,7 @@ def _defaults(path: Path) -> dict[str, Any]:
     Callers must not mutate the result."""
     if not path.is_file():
         return {}
-    docs = load_yaml_stream(path.read_text(encoding="utf-8"))
+    docs = yaml_documents(path)
     return docs[0] if docs else {}
 
 
@@ -39,7 +39,7 @@ def _schema(path: Path) -> jsonschema_rs.Validator | str | None:
     if not path.is_file():
         return None
     try:
-        return jsonschema_rs.validator_for(json.loads(path.read_text(encoding="utf-8")), offline=True)
+        return jsonschema_rs.validator_for(json.loads(read_text(path)), offline=True)
     except (ValueError, jsonschema_rs.ReferencingError) as exc:
         return f"{path.name} cannot be compiled: {str(exc).splitlines()[0]}"
 
