@@ -66,6 +66,10 @@ CASES = [
          line_of(b"region: us-w"), ("byte 0xe9 at offset", "is not UTF-8", "re-save the file as UTF-8")),
     Case("NUL character", replace("region: us-west-2", "region: us-\0west-2"), line_of("region: us-"),
          ("U+0000 (NUL)", "printable characters, tabs and line breaks only")),
+    # YAML counts a lone CR as a line break, editors and git do not: every later line number
+    # would be off by one (found by `make fuzz`: `#\r key:` reported at line 2 of a 1-line file).
+    Case("carriage return without a line feed", replace("region: us-west-2\n", "region: us-west-2\r"), line_of("region: us-west-2"),
+         ("U+000D (CARRIAGE RETURN without a line feed)", "save the file with LF (or CRLF) line endings")),
     Case("escape character", replace("project: forge-h200", "project: forge-\x1b[1mh200"), line_of("project: forge-"),
          ("U+001B", "is not allowed")),
     # Each level multiplies by 9: level 3 passes the 1,000 alias uses (guards.MAX_ALIASES).

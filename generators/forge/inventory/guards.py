@@ -26,6 +26,9 @@ MAX_ALIAS_EXPANSION = 100_000  # values built through aliases, beyond those writ
 # What YAML 1.1 allows in a stream (PyYAML's reader): tab, line breaks, printable Unicode.
 _NOT_PRINTABLE = re.compile("[^\t\n\r\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 _SHOWN = 5  # at most this many bad characters are listed; the first one is enough to fix
+# Line breaks YAML reads but editors, git and forge's own line numbers do not count: a carriage
+# return not followed by a line feed (old Mac endings), NEL, LINE and PARAGRAPH SEPARATOR.
+_ODD_BREAK = re.compile("\r(?!\n)|[\x85\u2028\u2029]")
 
 
 def check_size(size: int, file: str) -> None:
@@ -51,7 +54,21 @@ def decode(data: bytes, file: str) -> str:
             f"byte 0x{data[exc.start]:02x} at offset {exc.start} (column {column}) is not UTF-8: "
             f"inventories are UTF-8 text; {hint}")]) from None
     check_printable(text, file)
+    check_line_breaks(text, file)
     return text
+
+
+def check_line_breaks(text: str, file: str) -> None:
+    """A break YAML counts and an editor does not would make every later line number wrong."""
+    match = _ODD_BREAK.search(text)
+    if match:
+        line = text.count("\n", 0, match.start()) + 1
+        column = match.start() - (text.rfind("\n", 0, match.start()) + 1) + 1
+        name = "CARRIAGE RETURN without a line feed" if match.group() == "\r" else unicodedata.name(match.group())
+        raise InventoryError([Problem(
+            file, line, "",
+            f"character U+{ord(match.group()):04X} ({name}) at column {column} is a line break only YAML counts: "
+            "save the file with LF (or CRLF) line endings")])
 
 
 def check_printable(text: str, file: str) -> None:
