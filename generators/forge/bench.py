@@ -169,7 +169,29 @@ def _git(root: Path, *args: str) -> None:
     subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True)
 
 
-def bench_shipped(root: Path, tmp: Path, upstream: Path | None, jobs: int | None) -> float:
+@dataclass(frozen=True)
+class Row:
+    """One benchmark of the table: forge's seconds against bare kustomize's on the same fleet."""
+
+    benchmark: str
+    seconds: float
+    baseline: float  # bare `kustomize build` of the same overlays, one after another
+
+    @property
+    def ratio(self) -> float:
+        return self.seconds / self.baseline if self.baseline else 0.0
+
+
+@dataclass
+class Result:
+    """What `forge bench` measured, as rows (`forge bench --svg` draws them: forge.bench_chart)."""
+
+    rows: list[Row]
+    ratio: float = 0.0  # the headline: the shipped fleet's render+validate over bare kustomize
+    title: str = "forge bench"
+
+
+def bench_shipped(root: Path, tmp: Path, upstream: Path | None, jobs: int | None, result: Result) -> float:
     shipped = tmp / "shipped"
     copy_inputs(root, shipped)
     cold = run_stages(shipped, upstream, jobs)
@@ -177,6 +199,7 @@ def bench_shipped(root: Path, tmp: Path, upstream: Path | None, jobs: int | None
     ratio = (cold.render + cold.validate) / bare
     click.echo(f"[shipped] objects={cold.objects} {cold.line()} ({cold.objects / cold.validate:,.0f} objects/s, "
                f"{cold.failures} failures) bare-kustomize-sequential={bare:.2f}s ratio(render+validate)={ratio:.2f}")
+    result.rows.append(Row("shipped: render+validate", cold.render + cold.validate, bare))
     return ratio
 
 
@@ -184,7 +207,7 @@ Extra = Callable[[Path, str], None]  # more lines over the synthetic fleet (the 
 
 
 def bench_synthetic(root: Path, tmp: Path, nodes: int, clusters: int, upstream: Path | None, jobs: int | None,
-                    extra: Extra | None = None) -> None:
+                    extra: Extra | None = None, result: Result | None = None) -> None:
     synth = tmp / "synthetic"
     synthesize_fleet(root, synth, nodes, clusters)
     label = f"[synthetic {clusters} clusters x {nodes} GPU nodes]"
@@ -208,15 +231,24 @@ def bench_synthetic(root: Path, tmp: Path, nodes: int, clusters: int, upstream: 
     click.echo(f"{label} one-node change ({what}): {one.line()}")
     t_diff, report = _timed(lambda: diff_against(synth, "HEAD"))
     click.echo(f"{label} forge diff --base HEAD: {t_diff:.2f}s ({len(report.changes)} changes)")
+    if result is not None:
+        short = f"synthetic {clusters}x{nodes}"
+        result.rows += [Row(f"{short}: cold generate+render+validate", cold.total, bare),
+                        Row(f"{short}: warm, nothing changed", warm.total, bare),
+                        Row(f"{short}: one-node change", one.total, bare),
+                        Row(f"{short}: forge diff of it", t_diff, bare)]
     if extra is not None:
         extra(synth, label)
 
 
 def bench(root: Path, nodes: int, clusters: int, upstream: Path | None, jobs: int | None = None,
-          extra: Extra | None = None) -> float:
+          extra: Extra | None = None, result: Result | None = None) -> float:
+    """Run every benchmark, printing the table; `result` (when given) receives its rows."""
+    result = result if result is not None else Result([])
     with tempfile.TemporaryDirectory(prefix="forge-bench-") as tmp:
-        ratio = bench_shipped(root, Path(tmp), upstream, jobs)
-        bench_synthetic(root, Path(tmp), nodes, clusters, upstream, jobs, extra)
+        ratio = bench_shipped(root, Path(tmp), upstream, jobs, result)
+        bench_synthetic(root, Path(tmp), nodes, clusters, upstream, jobs, extra, result)
+    result.ratio = ratio
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     workers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     click.echo(f"peak memory: {own:.0f} MiB (forge), {workers:.0f} MiB (largest worker or kustomize)")

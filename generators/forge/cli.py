@@ -163,15 +163,26 @@ def validate(root: Path, upstream: Path | None, hydrated: bool, components: tupl
 @click.option("--clusters", type=click.IntRange(1, 1000), default=10, show_default=True, help="Synthetic clusters.")
 @click.option("--upstream", type=click.Path(file_okay=False, path_type=Path), envvar="FORGE_UPSTREAM",
               help="Upstream chart data, as for validate. [env: FORGE_UPSTREAM]")
+@click.option("--svg", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE",
+              help="Also write the table as a bar chart (SVG): each benchmark, forge's and bare kustomize's times, their ratio.")
 @jobs_option
 @user_errors
-def bench(root: Path, nodes: int, clusters: int, upstream: Path | None, jobs: int | None) -> None:
+def bench(root: Path, nodes: int, clusters: int, upstream: Path | None, svg: Path | None, jobs: int | None) -> None:
     """Time generate, render and validate (cold, warm, one-node change) and forge diff; print
     objects/s, peak memory and the ratios against bare kustomize."""
-    from forge.bench import bench as run_bench
+    from forge.bench import Result, bench as run_bench
     from forge.rollout.bench import bench_rollout
 
-    run_bench(root, nodes, clusters, upstream or None, jobs, extra=bench_rollout)
+    if svg is not None and not svg.parent.is_dir():  # before minutes of measuring, not after
+        raise click.BadParameter(f"{svg.parent} is not a folder: give --svg a path in an existing folder", param_hint="--svg")
+    result = Result([])
+    run_bench(root, nodes, clusters, upstream or None, jobs, extra=bench_rollout, result=result)
+    if svg is not None:
+        from forge.bench_chart import bench_svg
+        from forge.draw import write_svg
+
+        write_svg(svg, bench_svg(result), "--svg")
+        click.echo(f"wrote {svg}")
 
 
 @main.command()
@@ -221,8 +232,9 @@ from forge.upstream.cli import charts, hydrate  # noqa: E402  (chart cache and h
 from forge.twin.cli import twin  # noqa: E402  (forge twin: the fleet in a box)
 from forge.draw import draw_command  # noqa: E402  (forge draw: the cluster as a picture)
 from forge.rollout.cli import appsets, promote, rings  # noqa: E402  (forge promote: rings and gates)
+from forge.inventory_migrate import inventory  # noqa: E402  (forge inventory migrate: format versions)
 
-for _command in (charts, hydrate, diff, node, queues, twin, draw_command, promote, rings, appsets):
+for _command in (charts, hydrate, diff, node, queues, twin, draw_command, promote, rings, appsets, inventory):
     main.add_command(_command)
 
 if __name__ == "__main__":  # pragma: no cover

@@ -167,11 +167,17 @@ def draw_command(cluster: str, output: Path | None, root: Path) -> None:
         click.echo(svg, nl=False)
         return
     target = output or root / "build" / "draw" / f"{cluster}.svg"
+    write_svg(target, svg, "-o")
+    click.echo(f"wrote {target}")
+
+
+def write_svg(target: Path, svg: str, option: str) -> None:
+    """Write the picture whole or not at all (a partial file renamed over it); `option` is the
+    flag that names the path, for the error."""
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         partial = target.with_name(f".{target.name}.partial")
         partial.write_text(svg, encoding="utf-8")
         partial.replace(target)
     except OSError as exc:
-        raise ForgeError(f"cannot write {target}: {exc.strerror or exc}: give -o a writable path") from None
-    click.echo(f"wrote {target}")
+        raise ForgeError(f"cannot write {target}: {exc.strerror or exc}: give {option} a writable path") from None

@@ -18,9 +18,9 @@ from forge.hardware import GPU_MODELS
 from forge.model import ClusterModel
 from forge.observability import metrics as m
 from forge.observability.rules import rule_groups
-from tests.helpers import fixture_model
+from tests.helpers import fixture_model, generated
 
-CLUSTERS = ["a100", "h200", "ib-small"]  # ib-small: the InfiniBand fixture (tests/fixtures)
+CLUSTERS = ["a100", "h200", "h200-burst", "ib-small"]  # ib-small: the InfiniBand fixture (tests/fixtures)
 DCGM_JOB = {"job": "nvidia-dcgm-exporter", "namespace": "gpu-operator", "pod": "nvidia-dcgm-exporter-x1"}
 NODE_JOB = {"job": "node-exporter", "instance": "10.0.0.9:9100"}
 
@@ -250,7 +250,14 @@ def storage_cases(cluster: ClusterModel) -> list[Case]:
     return cases
 
 
-def service_cases() -> list[Case]:
+def service_cases(cluster: ClusterModel) -> list[Case]:
+    """The Alluxio and Flyte alerts' cases, for the components the cluster enables (only those
+    get their rule groups: forge.observability.rules.COMPONENT_GROUPS)."""
+    enabled = cluster.component_settings
+    return [c for c in _service_cases() if ("alluxio" if c.alert.startswith("Alluxio") else "flyte") in enabled]
+
+
+def _service_cases() -> list[Case]:
     worker = {"namespace": "alluxio", "pod": "alluxio-worker-3", "job": "forge-alluxio-worker", "instance": "10.1.0.3:30000"}
     ksm = {"namespace": "alluxio", "pod": "alluxio-worker-4", "condition": "true", "job": "kube-state-metrics"}
     master = {"namespace": "alluxio", "pod": "alluxio-master-0", "job": "forge-alluxio-master"}
@@ -308,7 +315,7 @@ def platform_cases(cluster: ClusterModel) -> list[Case]:
 
 def cases_for(cluster: ClusterModel) -> list[Case]:
     from tests.observability.lifecycle_cases import lifecycle_cases  # it builds on this module's Case
-    return (gpu_cases(cluster) + network_cases(cluster) + storage_cases(cluster) + service_cases() + platform_cases(cluster)
+    return (gpu_cases(cluster) + network_cases(cluster) + storage_cases(cluster) + service_cases(cluster) + platform_cases(cluster)
             + lifecycle_cases(cluster))
 
 
@@ -497,3 +504,34 @@ def test_promtool_fails_a_wrong_expectation(clusters, promtool, tmp_path):
                                     "tests": promtool_tests(cluster, [wrong])[:1]}))
     r = subprocess.run([promtool, "test", "rules", str(path)], capture_output=True, text=True)
     assert r.returncode != 0 and "GpuXidCriticalError" in r.stdout + r.stderr
+
+
+def test_component_rule_groups_follow_the_enabled_components(fleets, clusters):
+    """h200-burst runs no Alluxio (docs/burst.md): it gets no Alluxio rules, which would watch pods
+    that never exist; a100 and h200 run it and get them. Flyte's follow Flyte the same way."""
+    def groups(cluster: ClusterModel) -> set[str]:
+        return {g["name"] for g in rule_groups(cluster)}
+
+    burst = clusters["h200-burst"]
+    assert "alluxio" not in burst.component_settings and "flyte" in burst.component_settings
+    assert "forge-alluxio" not in groups(burst) and "forge-flyte" in groups(burst)
+    assert not {r.get("alert", r.get("record")) for r in alert_rules(burst)} & {"AlluxioWorkerDown", "AlluxioCacheHitRateCollapsed"}
+    for name in ("a100", "h200"):
+        assert {"forge-alluxio", "forge-flyte"} <= groups(clusters[name]), name
+    bare = fixture_model("no-fabric")  # a fixture fleet without Alluxio and Flyte
+    assert not {"alluxio", "flyte"} & set(bare.component_settings)
+    assert not {"forge-alluxio", "forge-flyte"} & groups(bare)
+    shipped = generated("overlays/h200-burst/prometheus/prometheusrule-forge-fleet.yaml")
+    assert "forge-alluxio" not in {g["name"] for g in shipped["spec"]["groups"]}
+    assert "forge-alluxio" in {g["name"] for g in generated("overlays/a100/prometheus/prometheusrule-forge-fleet.yaml")["spec"]["groups"]}
+
+
+def test_pod_monitors_follow_the_enabled_components_too():
+    """Prometheus scrapes Alluxio only where Alluxio runs: no PodMonitor for pods that never exist."""
+    from tests.helpers import REPO
+
+    def monitors(cluster: str) -> set[str]:
+        return {p.name for p in (REPO / f"overlays/{cluster}/prometheus").glob("podmonitor-*.yaml")}
+
+    assert monitors("h200-burst") == {"podmonitor-forge-flyte-propeller.yaml", "podmonitor-forge-external-secrets.yaml"}
+    assert {"podmonitor-forge-alluxio-master.yaml", "podmonitor-forge-alluxio-worker.yaml"} <= monitors("a100")

@@ -316,7 +316,7 @@ class Prometheus(Component):
             rule["spec"]["groups"] = with_runbook_links(rule["spec"]["groups"], alerting.runbook_base_url)
         return [
             custom_resource(rule),
-            *(custom_resource(pm) for pm in pod_monitors()),
+            *(custom_resource(pm) for pm in pod_monitors(cluster)),
             *(dashboard_configmap(name, NAMESPACE, board) for name, board in dashboards(cluster).items()),
         ]
 
@@ -328,8 +328,9 @@ def control_plane_values(control_plane: str) -> dict[str, Any]:
             "defaultRules": {"rules": {key: scraped for key in CONTROL_PLANE_RULES}}}
 
 
-def pod_monitors() -> list[dict[str, Any]]:
-    """Scrape objects for components whose charts ship none (assumptions in forge.observability.metrics).
+def pod_monitors(cluster: ClusterModel) -> list[dict[str, Any]]:
+    """Scrape objects for components whose charts ship none (assumptions in forge.observability.metrics),
+    for those the cluster enables (no Alluxio monitors on a cluster without Alluxio, as its rules).
 
     The pods name no port, so endpoints give the number as `targetPort`: deprecated in favour of
     `portNumber` but still honoured by operator v0.93, and known to every PodMonitor CRD version
@@ -344,7 +345,9 @@ def pod_monitors() -> list[dict[str, Any]]:
             "spec": {"namespaceSelector": namespaces, "selector": labels, "podMetricsEndpoints": endpoints},
         }
 
-    scrapes = [*alluxio.SCRAPES, *flyte.SCRAPES, *external_secrets.SCRAPES]  # declared by the components that run the pods
+    # Declared by the components that run the pods.
+    by_component = {"alluxio": alluxio.SCRAPES, "flyte": flyte.SCRAPES, "external-secrets": external_secrets.SCRAPES}
+    scrapes = [s for name, declared in by_component.items() if name in cluster.component_settings for s in declared]
     return [
         *(monitor(s.name, {"matchNames": [s.namespace]}, s.selector, [{"targetPort": s.port, "path": s.path}]) for s in scrapes),
         # No monitor for the DOCA Telemetry Service: forge does not deploy it (NicClusterPolicy

@@ -19,7 +19,7 @@ import yaml
 from forge.datafile import data_path
 from forge.errors import InventoryError, Problem
 from forge.folders import read_regular
-from forge.inventory import credentials, guards
+from forge.inventory import credentials, formats, guards
 from forge.inventory.checks import check_inventory, check_raw  # rules that span fields
 from forge.inventory.located import LoadedInventory, Path_, format_path, line_for
 from forge.inventory.schema import PATTERN_WORDS, Inventory
@@ -218,6 +218,7 @@ def load_inventory_text(text: str, file: str, rules: Rules | None = None) -> Loa
     if not isinstance(data, dict):
         raise InventoryError([Problem(file, 1, "", "expected a mapping with cluster, profiles, nodes")])
     _refuse_credentials(text, data, lines, file)
+    formats.check_format(data, lines, file)  # alone: an older format's problems are migrate's
     problems = check_raw(file, data, lines)
     try:
         inventory = Inventory.model_validate(data)

@@ -16,6 +16,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from forge import hardware
 from forge.hardware import GPU_MODELS, INSTANCE_TYPES, NIC_MODELS, SERVER_MODELS, unknown_model
+from forge.inventory.formats import CURRENT
 from forge.inventory.strings import GitUrl, HttpsUrl, HttpUrl, Region, mount_path
 
 _DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
@@ -367,6 +368,10 @@ class NodePool(Strict):
 
 
 class Inventory(Strict):
+    # The inventory's format version (forge.inventory.formats): the loader refuses any other, an
+    # older one with the hint to run `forge inventory migrate`.
+    format: Literal[CURRENT] = Field(description=f"The inventory's format version: {CURRENT}. An older inventory is "
+                                                 "rewritten by `forge inventory migrate`.")  # type: ignore[valid-type]
     cluster: ClusterSettings
     profiles: dict[Name, Profile] = {}
     # On premises: every node. A cloud cluster (cluster.cloud) lists node_pools instead.

@@ -325,7 +325,13 @@ def flyte_rules() -> list[dict[str, Any]]:
     ]
 
 
+# Groups that watch a component forge deploys, by the component: a cluster that does not enable it
+# (h200-burst runs no Alluxio) gets none of its rules, which would watch pods that never exist.
+COMPONENT_GROUPS = {"forge-alluxio": "alluxio", "forge-flyte": "flyte"}
+
+
 def rule_groups(cluster: ClusterModel) -> list[dict[str, Any]]:
+    enabled = cluster.component_settings
     groups = [
         ("forge-inventory", inventory_rules(cluster)),
         ("forge-gpu", gpu_rules(cluster)),
@@ -337,7 +343,8 @@ def rule_groups(cluster: ClusterModel) -> list[dict[str, Any]]:
         ("forge-node-lifecycle", upgrade_rules(cluster) + node_test_rules(cluster)),
         *platform_rule_groups(cluster),
     ]
-    return [{"name": name, "rules": rules} for name, rules in groups if rules]
+    return [{"name": name, "rules": rules} for name, rules in groups
+            if rules and (name not in COMPONENT_GROUPS or COMPONENT_GROUPS[name] in enabled)]
 
 
 def prometheus_rule(cluster: ClusterModel, namespace: str) -> dict[str, Any]:
