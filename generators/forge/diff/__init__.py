@@ -50,13 +50,14 @@ def compare_sides(ref: str, base: Side, head: Side) -> Report:
     return Report(ref, base.label, head.label, clusters, changes, all_flags(changes, base, head), head.stale)
 
 
-def diff_against(root: Path, ref: str) -> Report:
-    """Only clusters whose render inputs differ are rendered (forge.diff.sides). What a real API
-    server refused of the same change, where `forge twin upgrade` recorded it, joins the risks."""
+def diff_against(root: Path, ref: str, only: tuple[str, ...] = ()) -> Report:
+    """Only clusters whose render inputs differ are rendered (forge.diff.sides); `only`: of these
+    clusters (repo-wide risks, cluster "*", stay). What a real API server refused of the same
+    change, where `forge twin upgrade` recorded it, joins the risks."""
     with tempfile.TemporaryDirectory(prefix="forge-diff-") as tmp:
-        base, head = render_changed(root, ref, Path(tmp))
+        base, head = render_changed(root, ref, Path(tmp), only)
     report = compare_sides(ref, base, head)
     extra = refusal_flags(root, resolve(root, ref), report.clusters)
-    report.flags = sorted(set(report.flags + extra), key=lambda f: f.sort_key)
+    report.flags = sorted({f for f in report.flags + extra if not only or f.cluster in (*only, "*")}, key=lambda f: f.sort_key)
     report.reach = reach(root, sorted({c.cluster for c in report.changes}))
     return report
