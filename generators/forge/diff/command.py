@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from forge.errors import ForgeError
 from forge.cli_common import EXIT_FOUND, cluster_option, root_option, user_errors
 
 
@@ -15,9 +16,11 @@ from forge.cli_common import EXIT_FOUND, cluster_option, root_option, user_error
               help="The revision to compare the working tree with, e.g. origin/main or HEAD.")
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown"]), default="text", show_default=True,
               help="markdown: a pull-request comment (summary table, collapsible per-object diffs).")
+@click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="json: one JSON document on stdout (kind forge.diff, version 1; docs/cli.md has its shape).")
 @cluster_option
 @user_errors
-def diff(root: Path, ref: str, fmt: str, only: tuple[str, ...]) -> None:
+def diff(root: Path, ref: str, fmt: str, output: str, only: tuple[str, ...]) -> None:
     """Show what changes on each cluster between GIT-REF and the working tree, risks first.
 
     Renders both in temporary folders (the base through a temporary git worktree); nothing in
@@ -26,6 +29,13 @@ def diff(root: Path, ref: str, fmt: str, only: tuple[str, ...]) -> None:
     from forge.diff import diff_against
     from forge.diff.report import markdown, text
 
+    if output == "json" and fmt != "text":
+        raise ForgeError(f"-o json: goes without --format {fmt} (the JSON document is the whole output)")
     report = diff_against(root, ref, only)
-    click.echo(markdown(report) if fmt == "markdown" else text(report), nl=False)
+    if output == "json":
+        from forge.diff.json_report import dumps
+
+        click.echo(dumps(report), nl=False)
+    else:
+        click.echo(markdown(report) if fmt == "markdown" else text(report), nl=False)
     sys.exit(EXIT_FOUND if report.changed else 0)
