@@ -50,6 +50,9 @@ def document(report: Report) -> dict[str, Any]:
         "kind": KIND, "version": JSON_VERSION, "changed": report.changed,
         "base": {"ref": report.ref, "label": report.base_label}, "head": {"label": report.head_label},
         "stale": list(report.stale),
+        # --component / --kind: what was asked for, and what it left out (counted)
+        "filters": {"components": report.filters.get("components", []), "kinds": report.filters.get("kinds", []),
+                    "hidden_objects": report.hidden_objects, "hidden_risks": report.hidden_risks},
         "totals": _tally(report.changes),
         "risks": [_risk(f) for f in report.flags],
         "reach": [{"ring": ring, "clusters": clusters} for ring, clusters in report.reach],
