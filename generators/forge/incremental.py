@@ -250,7 +250,7 @@ def _generate(root: Path, jobs: int | None, progress: Progress | None, discard_e
     names, problem = fleet_claims(root, entries, keys, results, left)
     _check_fleet(problem, names, root)
     built = {name: files for name, files, _, _ in results}
-    written = write_clusters(root, built, set(keys), retire=not only)
+    written = write_clusters(root, built, set(keys), not only)  # positional: tests wrap it as write_clusters(*args)
     displays = {p.parent.name: p.relative_to(root).as_posix() for p in paths}
     for name, files, nodes, kept in results:
         entries[name] = {"name": name, "key": keys[name], "nodes": nodes, "files": {rel: signature(root / rel) for rel in files}}
