@@ -97,3 +97,19 @@ def test_diff_one_cluster(repo, kustomize):
     assert "on 1 cluster\n" in result.stdout
     quiet = forge(repo, "diff", "--base", "HEAD", "--cluster", "h200-burst")
     assert quiet.exit_code == 0 and "h200-burst: no changes" in quiet.stdout and "a100" not in quiet.stdout
+
+
+def test_generate_one_cluster_meets_the_fleet_rules_with_the_others_inventories_as_they_are(repo_inputs):
+    """A node name moved from h200 (not generated again) to a100: the fleet-wide rules read h200's
+    inventory as it is now, not the names its last generate recorded."""
+    assert forge(repo_inputs, "generate").exit_code == 0
+    h200 = repo_inputs / "clusters/h200/inventory.yaml"
+    h200.write_text(h200.read_text().replace("name: h200-gpu-18\n", "name: h200-gpu-28\n"))
+    add_node(repo_inputs, "a100", "h200-gpu-18", "a100-gpu-10", "a100-r04", "as-4124go-a100")
+    result = forge(repo_inputs, "generate", "--cluster", "a100")
+    assert result.exit_code == 0, result.output
+    assert (repo_inputs / "overlays/a100/node-feature-discovery/nodefeaturerule-forge-node-h200-gpu-18.yaml").is_file()
+    # ... and a name two clusters really share is refused as a whole generate refuses it.
+    h200.write_text(h200.read_text().replace("name: h200-gpu-28\n", "name: h200-gpu-18\n"))
+    clash = forge(repo_inputs, "generate", "--cluster", "a100")
+    assert clash.exit_code == 2 and "h200-gpu-18" in clash.stderr and "internal" not in clash.stderr, clash.output
