@@ -142,8 +142,17 @@ root_option = click.option(
 
 # --cluster, the same on generate, render, validate and diff (docs/cli.md: what each does with
 # the other clusters and with what the fleet shares).
+def _complete_clusters(ctx: click.Context, param: click.Parameter, incomplete: str):
+    """Shell completion of --cluster: the clusters of the repository the shell is in."""
+    from click.shell_completion import CompletionItem
+
+    root = find_root(Path.cwd())
+    names = sorted(p.parent.name for p in (root / "clusters").glob("*/inventory.yaml"))
+    return [CompletionItem(n) for n in names if n.startswith(incomplete)]
+
+
 cluster_option = click.option(
-    "--cluster", "only", multiple=True, metavar="NAME",
+    "--cluster", "only", multiple=True, metavar="NAME", shell_complete=_complete_clusters,
     help="Only this cluster (repeatable); the other clusters' files are left as they are.")
 
 

@@ -113,3 +113,16 @@ def test_generate_one_cluster_meets_the_fleet_rules_with_the_others_inventories_
     h200.write_text(h200.read_text().replace("name: h200-gpu-28\n", "name: h200-gpu-18\n"))
     clash = forge(repo_inputs, "generate", "--cluster", "a100")
     assert clash.exit_code == 2 and "h200-gpu-18" in clash.stderr and "internal" not in clash.stderr, clash.output
+
+
+def test_bash_completes_cluster_names(repo_inputs):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p.endswith("generators")),
+           "COMP_WORDS": "forge render --cluster h2", "COMP_CWORD": "3", "_FORGE_COMPLETE": "bash_complete"}
+    env.pop("FORGE_ROOT", None)
+    proc = subprocess.run([sys.executable, "-m", "forge.cli"], capture_output=True, text=True, env=env, timeout=60,
+                          cwd=repo_inputs / "clusters")
+    assert proc.stdout.splitlines() == ["plain,h200", "plain,h200-burst"], proc.stderr
