@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from forge.cli_common import EXIT_FOUND, ForgeGroup, root_option, user_errors
+from forge.cli_common import EXIT_FOUND, ForgeGroup, cluster_option, root_option, user_errors
 
 
 @click.group(cls=ForgeGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -43,18 +43,21 @@ allow_stale_option = click.option("--allow-stale", is_flag=True,
 @click.option("--discard-edits", is_flag=True,
               help="Overwrite files changed by hand in overlays/ and clusters/*/argocd/ (and delete files dropped there) "
                    "instead of refusing: per-cluster changes belong in clusters/<cluster>/overrides/.")
+@cluster_option
 @user_errors
-def generate(root: Path, jobs: int | None, discard_edits: bool) -> None:
+def generate(root: Path, jobs: int | None, discard_edits: bool, only: tuple[str, ...]) -> None:
     """Write overlays/ and clusters/*/argocd/ from every inventory and its overrides (atomically,
     incrementally: only clusters whose inputs changed are built, only changed files are written).
-    A generated file edited by hand, or a file dropped there, is refused with where it belongs."""
+    A generated file edited by hand, or a file dropped there, is refused with where it belongs.
+    --cluster: only those clusters' files; every inventory is still read for the fleet-wide rules."""
     from forge.incremental import generate as run
     from forge.progress import Progress
 
     progress = Progress("generate")
-    outcome = run(root, jobs, progress, discard_edits)
+    outcome = run(root, jobs, progress, discard_edits, only)
     progress.finish(f"{len(outcome.built)} built, {outcome.written} files written")
-    click.echo(f"generated {outcome.files} files from {outcome.clusters} clusters")
+    of = f" (--cluster {', '.join(dict.fromkeys(only))}: the others as they were)" if only else ""
+    click.echo(f"generated {outcome.files} files from {outcome.clusters} clusters{of}")
 
 
 @main.command()
@@ -84,10 +87,12 @@ def _check_rings(root: Path, fleet) -> None:
 @root_option
 @jobs_option
 @allow_stale_option
+@cluster_option
 @user_errors
-def render(root: Path, jobs: int | None, allow_stale: bool) -> None:
+def render(root: Path, jobs: int | None, allow_stale: bool, only: tuple[str, ...]) -> None:
     """kustomize build every overlay and bootstrap into build/rendered/<cluster>/. Refused when
-    the overlays are not what generate makes of the inventories and overrides now."""
+    the overlays are not what generate makes of the inventories and overrides now. --cluster:
+    only those clusters (the others' build/rendered/ folders stay as they are)."""
     from forge.folders import refuse_symlinks
     from forge.lock import repo_lock
     from forge.paths import RENDERED_DIR
@@ -97,12 +102,12 @@ def render(root: Path, jobs: int | None, allow_stale: bool) -> None:
     if not allow_stale:
         from forge.current import require_generated
 
-        require_generated(root, "render")
+        require_generated(root, "render", only)
     started = time.perf_counter()
     progress = Progress("render")
     with repo_lock(root, "render"):
         refuse_symlinks(root, [RENDERED_DIR.as_posix()])  # build/ and build/rendered/ are render's own
-        counts = render_all(root, jobs=jobs, progress=progress)
+        counts = render_all(root, jobs=jobs, progress=progress, only=only)
     progress.finish()
     for cluster, count in sorted(counts.items()):
         click.echo(f"{cluster}: {count} objects")
@@ -119,7 +124,7 @@ def render(root: Path, jobs: int | None, allow_stale: bool) -> None:
                    "policies, values keys the chart ignores or sets to its default, what the charts' custom resources carry.")
 @click.option("--component", "components", multiple=True, metavar="NAME",
               help="With --hydrated: only this component (repeatable).")
-@click.option("--cluster", "only", multiple=True, metavar="NAME", help="Only this cluster (repeatable).")
+@cluster_option
 @jobs_option
 @allow_stale_option
 @output_options
@@ -145,8 +150,8 @@ def validate(root: Path, upstream: Path | None, hydrated: bool, components: tupl
     if not allow_stale:
         from forge.current import require_generated, require_rendered
 
-        require_generated(root, "render and validate")
-        require_rendered(root)
+        require_generated(root, "render and validate", only)
+        require_rendered(root, only)
     from forge.validate.output import show
 
     progress = Progress("validate")

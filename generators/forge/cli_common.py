@@ -138,3 +138,29 @@ root_option = click.option(
     envvar="FORGE_ROOT", help="The forge repository to work on [default: the one the current folder is in, "
                               "found upwards as git finds its repository].",
 )
+
+
+# --cluster, the same on generate, render, validate and diff (docs/cli.md: what each does with
+# the other clusters and with what the fleet shares).
+def _complete_clusters(ctx: click.Context, param: click.Parameter, incomplete: str):
+    """Shell completion of --cluster: the clusters of the repository the shell is in."""
+    from click.shell_completion import CompletionItem
+
+    root = find_root(Path.cwd())
+    names = sorted(p.parent.name for p in (root / "clusters").glob("*/inventory.yaml"))
+    return [CompletionItem(n) for n in names if n.startswith(incomplete)]
+
+
+cluster_option = click.option(
+    "--cluster", "only", multiple=True, metavar="NAME", shell_complete=_complete_clusters,
+    help="Only this cluster (repeatable); the other clusters' files are left as they are.")
+
+
+def check_clusters(only: tuple[str, ...] | list[str], known) -> None:
+    """Refuse --cluster names that are not clusters: one line naming every unknown one and the
+    clusters there are."""
+    unknown = [c for c in dict.fromkeys(only) if c not in set(known)]
+    if unknown:
+        many = len(unknown) > 1
+        raise ForgeError(f"--cluster {', '.join(unknown)}: no such cluster{'s' if many else ''} "
+                         f"(clusters: {', '.join(sorted(set(known))) or 'none'})")

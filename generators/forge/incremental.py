@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Callable
 
 from forge.cache import PACKAGE_DIR, GlobalInputs, State, digest, signature, tree_digest
+from forge.cli_common import check_clusters
 from forge.errors import ForgeError, InventoryError
 from forge.fleet import inventory_paths, load_fleet, rules
 from forge.fleet.unique import clash, tokens
@@ -81,9 +82,29 @@ def build_cluster(root: Path, path: Path, key: str | None = None) -> Built | Non
         return None
     tree = Tree()
     cluster_files(root, tree, plan.cluster, list(plan.components), chart_pins(root))
+    return plan.name, tree.files, claims_of(plan), kept
+
+
+def claims_of(plan) -> list[str]:
+    """The names a cluster claims fleet-wide (forge.fleet.unique)."""
     project = plan.cluster.settings.argocd.project
-    claims = tokens(plan.loaded) + [f"argocd-project:{p}" for p in (project, f"{project}-bootstrap")]
-    return plan.name, tree.files, claims, kept
+    return tokens(plan.loaded) + [f"argocd-project:{p}" for p in (project, f"{project}-bootstrap")]
+
+
+def fleet_claims(root: Path, entries: dict[str, dict], keys: dict[str, str], built: list, left: list[Path]) -> tuple[dict[str, list[str]], bool]:
+    """Every cluster's claims, for the fleet-wide rules: the built ones' from their build, the
+    clusters `--cluster` left out that are not current from their inventory (their recorded
+    claims may be out of date), the fresh ones' as recorded. And whether an inventory has problems."""
+    left_names = {p.parent.name for p in left}
+    names = {n: entries[n]["nodes"] for n in keys if n in entries and n not in left_names}
+    problem = False
+    for path in left:
+        try:
+            names[path.parent.name] = claims_of(load_plan_of(root, path, keys[path.parent.name])[0])
+        except InventoryError:
+            problem = True
+    names.update({r[0]: r[2] for r in built if r})
+    return names, problem or any(r is None for r in built)
 
 
 def _build_job(args: tuple[str, str, str | None]) -> Built | None:
@@ -138,9 +159,10 @@ def _retired(root: Path, names: set[str]) -> list[Path]:
     return out
 
 
-def write_clusters(root: Path, built: dict[str, dict[str, str]], names: set[str]) -> int:
-    """Swap in the folders of the built clusters whose files changed and drop retired ones, all in
-    one journaled swap. Returns the number of files written."""
+def write_clusters(root: Path, built: dict[str, dict[str, str]], names: set[str], retire: bool = True) -> int:
+    """Swap in the folders of the built clusters whose files changed and drop retired ones (not
+    with `retire` False: `--cluster` touches no other cluster's folders), all in one journaled
+    swap. Returns the number of files written."""
     staging = root / STAGING
     shutil.rmtree(staging, ignore_errors=True)
     new = staging / "new"
@@ -154,7 +176,7 @@ def write_clusters(root: Path, built: dict[str, dict[str, str]], names: set[str]
                 # A folder the cluster no longer fills (no component left) goes.
                 pairs += [(new / folder if (new / folder).is_dir() else None, root / folder)
                           for folder in cluster_folders(name) if (new / folder).is_dir() or (root / folder).exists()]
-        pairs += [(None, path) for path in _retired(root, names)]
+        pairs += [(None, path) for path in _retired(root, names)] if retire else []
         if pairs:
             swap(staging, pairs)
     except OSError as exc:
@@ -191,14 +213,17 @@ def cluster_keys(root: Path, paths: list[Path]) -> dict[str, str]:
             for p in paths}
 
 
-def generate(root: Path, jobs: int | None = None, progress: Progress | None = None, discard_edits: bool = False) -> Outcome:
+def generate(root: Path, jobs: int | None = None, progress: Progress | None = None, discard_edits: bool = False,
+             only: tuple[str, ...] = ()) -> Outcome:
     """Regenerate, one writer at a time (forge.lock); a file changed by hand in a cluster about to
-    be written is refused (forge.handedits) unless `discard_edits`."""
+    be written is refused (forge.handedits) unless `discard_edits`. `only`: these clusters alone
+    (--cluster); the others' folders, and folders of clusters that are gone, stay as they are,
+    while the fleet-wide rules still read every inventory."""
     with repo_lock(root, "generate"):
-        return _generate(root, jobs, progress, discard_edits)
+        return _generate(root, jobs, progress, discard_edits, only)
 
 
-def _generate(root: Path, jobs: int | None, progress: Progress | None, discard_edits: bool) -> Outcome:
+def _generate(root: Path, jobs: int | None, progress: Progress | None, discard_edits: bool, only: tuple[str, ...]) -> Outcome:
     from forge.handedits import refuse
 
     recover_interrupted(root)
@@ -209,9 +234,12 @@ def _generate(root: Path, jobs: int | None, progress: Progress | None, discard_e
     paths = inventory_paths(root)
     if not paths:
         load_fleet(root)  # says there is no inventory
+    check_clusters(only, [p.parent.name for p in paths])
     entries: dict[str, dict] = state.get("clusters", {})
     keys = cluster_keys(root, paths)
     stale = [p for p in paths if not _fresh(root, entries.get(p.parent.name), keys[p.parent.name])]
+    left = [p for p in stale if only and p.parent.name not in only]
+    stale = [p for p in stale if p not in left]
     fresh = len(paths) - len(stale)
     if not discard_edits:
         refuse(root, [p.parent.name for p in stale])
@@ -219,17 +247,16 @@ def _generate(root: Path, jobs: int | None, progress: Progress | None, discard_e
                              (lambda done, _: progress(fresh + done, len(paths))) if progress else None, keys)
     if progress and not stale:
         progress(fresh, len(paths))
-    names = {n: entries[n]["nodes"] for n in keys if n in entries and n not in {p.parent.name for p in stale}}
-    names.update({r[0]: r[2] for r in results if r})
-    _check_fleet(any(r is None for r in results), names, root)
+    names, problem = fleet_claims(root, entries, keys, results, left)
+    _check_fleet(problem, names, root)
     built = {name: files for name, files, _, _ in results}
-    written = write_clusters(root, built, set(keys))
+    written = write_clusters(root, built, set(keys), not only)  # positional: tests wrap it as write_clusters(*args)
     displays = {p.parent.name: p.relative_to(root).as_posix() for p in paths}
     for name, files, nodes, kept in results:
         entries[name] = {"name": name, "key": keys[name], "nodes": nodes, "files": {rel: signature(root / rel) for rel in files}}
         if kept is not None:
             store_plan(root, keys[name], displays[name], kept)
-    state_file.save({"clusters": {n: entries[n] for n in keys}})
+    state_file.save({"clusters": {n: entries[n] for n in keys if n in entries}})
     prune_plans(root, keys, displays)
-    total = sum(len(entries[n]["files"]) for n in keys)
+    total = sum(len(entries[n]["files"]) for n in keys if n in entries)
     return Outcome(len(keys), total, sorted(built), written)

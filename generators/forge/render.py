@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from forge.cache import CACHE_DIR, Digests, GlobalInputs, digest, signature, tree_digest
+from forge.cli_common import check_clusters
 from forge.errors import ForgeError
 from forge.folders import recover, swap
 from forge.paths import ARGOCD_DIR, CLUSTERS_DIR, OVERLAYS_DIR, RENDERED_DIR
@@ -80,16 +81,19 @@ def _fresh(out: Path, cluster: str, wanted: dict[Target, str], state: dict) -> b
 
 
 def render_all(root: Path, out: Path | None = None, jobs: int | None = None, progress: Progress | None = None,
-               store: Path | None = None, keep: bool = True) -> dict[str, int]:
+               store: Path | None = None, keep: bool = True, only: tuple[str, ...] = ()) -> dict[str, int]:
     """Render what changed; returns objects per cluster. Clusters whose render keys and files are
     as the last render left them are not touched; the others are rendered (from the content store
     .cache/forge/render/ when their key was rendered before, else by kustomize, a cluster per job)
     and swapped in together, with folders of clusters that are gone, in one journaled swap.
-    `keep` False: read the store, never add to it (forge diff, when the user has no cache)."""
+    `keep` False: read the store, never add to it (forge diff, when the user has no cache).
+    `only`: these clusters (--cluster); the others' folders and state stay as they are."""
     out = out or root / RENDERED_DIR
     store = store or root / CACHE_DIR / "render"
     command = kustomize_build_command(root)
     todo = targets(root)
+    check_clusters(only, {t.cluster for t in todo})
+    todo = [t for t in todo if not only or t.cluster in only]
     digests = Digests(root, "render-inputs")
     keys = _keys(root, todo, GlobalInputs(root), digests)
     by_cluster: dict[str, dict[Target, str]] = {}
@@ -100,12 +104,13 @@ def render_all(root: Path, out: Path | None = None, jobs: int | None = None, pro
     stale = [c for c, wanted in by_cluster.items() if not _fresh(out, c, wanted, state)]
     texts = _render_stale(root, {c: by_cluster[c] for c in stale}, command, store if keep else None, store, jobs,
                           _offset(progress, len(by_cluster) - len(stale), len(by_cluster)))
-    _swap_clusters(out, texts, set(by_cluster))
+    others = {p.name for p in out.glob("*")} - set(only) if only and out.is_dir() else set()
+    _swap_clusters(out, texts, set(by_cluster) | others)
     for cluster in stale:
         state[cluster] = {"keys": {t.component: k for t, k in by_cluster[cluster].items()},
                           "counts": {t.component: count_objects(texts[cluster][t]) for t in by_cluster[cluster]},
                           "files": {f"{t.component}.yaml": signature(out / cluster / f"{t.component}.yaml") for t in by_cluster[cluster]}}
-    state = {c: state[c] for c in by_cluster}
+    state = {c: state[c] for c in state if c in by_cluster or (only and c not in only)}
     _save(state_file, state)
     digests.save()
     return {c: sum(state[c]["counts"].values()) for c in sorted(by_cluster)}

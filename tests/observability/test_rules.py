@@ -65,6 +65,14 @@ def expand(template: str, labels: dict[str, str], value: str) -> str:
     return out.replace("{{ $value }}", value)
 
 
+STRANGER = "stranger-01"  # a node that is in no inventory: the profile rules' join on forge:node_info leaves it out
+
+
+def elsewhere(inputs: list[tuple[str, str]], node: str, other: str = STRANGER) -> list[tuple[str, str]]:
+    """The same series on another node (one of another profile, or in no inventory)."""
+    return [(s.replace(f'node="{node}"', f'node="{other}"'), v) for s, v in inputs]
+
+
 def upgrading(node: str, state: str) -> list[tuple[str, str]]:
     """kube-state-metrics' node label series of the GPU Operator's upgrade state."""
     return [(series(m.KSM_NODE_LABELS, job="kube-state-metrics", node=node, **{m.KSM_GPU_UPGRADE_STATE: state}), "1x20")]
@@ -170,27 +178,43 @@ def network_cases(cluster: ClusterModel) -> list[Case]:
                     for spec, _ in node.nics() for i in spec.interfaces]
             lo = [(series(m.NIC_INFO, node=node.name, device="lo", operstate="unknown", **NODE_JOB), "1x10")]
             gone = series(m.NIC_INFO, node=node.name, device=ifaces[0], operstate="up", **NODE_JOB)
+            down = [(series(m.NIC_UP, **port), "0x10")]
+            missing = [x for x in info if x[0] != gone] + lo
+            flapping = [(series(m.NIC_CARRIER_CHANGES, **port), "0+2x10")]
+            errors = [(series(m.NIC_RX_ERRORS, **port), "0+5x20")]
             cases += [
-                Case("NicPortDown", rl, [(series(m.NIC_UP, **port), "0x10")], [(series(m.NIC_UP, **port), "1x10")],
-                     [port], "5m", name=f"{role}"),
-                Case("NicPortMissing", rl, [x for x in info if x[0] != gone] + lo, info + lo, [{"node": node.name}], "8m", name=f"{role}",
+                # Quiet too: the same readings on a node of no inventory (the profile is a join, not a node list).
+                Case("NicPortDown", rl, down, [(series(m.NIC_UP, **port), "1x10")],
+                     [port], "5m", name=f"{role}", extra_quiet=[elsewhere(down, node.name)]),
+                Case("NicPortMissing", rl, missing, info + lo, [{"node": node.name}], "8m", name=f"{role}",
                      # a node whose exporter reports nothing is TargetDown's business, not this rule's
-                     extra_quiet=[[]]),
-                Case("NicPortFlapping", rl, [(series(m.NIC_CARRIER_CHANGES, **port), "0+2x10")],
-                     [(series(m.NIC_CARRIER_CHANGES, **port), "2x10")], [port], "6m", name=f"{role}"),
-                Case("NicErrorCountersRising", rl, [(series(m.NIC_RX_ERRORS, **port), "0+5x20")],
+                     extra_quiet=[[], elsewhere(missing, node.name)]),
+                Case("NicPortFlapping", rl, flapping,
+                     [(series(m.NIC_CARRIER_CHANGES, **port), "2x10")], [port], "6m", name=f"{role}",
+                     extra_quiet=[elsewhere(flapping, node.name)]),
+                Case("NicErrorCountersRising", rl, errors,
                      [(series(m.NIC_RX_ERRORS, **port), "7x20")], [port], "15m", name=f"{role}",
-                     extra_quiet=[[(series(m.NIC_TX_ERRORS, **port), "0x20")]]),
+                     extra_quiet=[[(series(m.NIC_TX_ERRORS, **port), "0x20")], elsewhere(errors, node.name)]),
+                Case("NicErrorCountersRising", rl, [(series(m.NIC_TX_ERRORS, **port), "0+5x20")],
+                     [(series(m.NIC_TX_ERRORS, **port), "7x20")], [port], "15m", name=f"{role} transmit"),
             ]
     if rdma_node:
         ib = sorted({h for spec, _ in rdma_node.nics() if spec.link_type == "infiniband" for h in spec.hcas})
         roce = next(f"mlx5_{i}" for i in range(64) if f"mlx5_{i}" not in ib)  # an Ethernet port's HCA
         hca = {"node": rdma_node.name, "device": roce, "port": "1", **NODE_JOB}
-        cases.append(Case("RdmaPortErrors", {}, [(series(m.IB_SYMBOL_ERRORS, **hca), "0+3x20")],
+        symbol = [(series(m.IB_SYMBOL_ERRORS, **hca), "0+3x20")]
+        cases.append(Case("RdmaPortErrors", {}, symbol,
                           [(series(m.IB_SYMBOL_ERRORS, **hca), "4x20")], [hca], "15m",
-                          # an InfiniBand HCA's errors are the InfiniBand rules' business
-                          extra_quiet=[[(series(m.IB_SYMBOL_ERRORS, **{**hca, "device": h}), "0+3x20")] for h in ib[:1]]))
+                          # an InfiniBand HCA's errors are the InfiniBand rules' business; a node of no
+                          # inventory, or of a profile without RoCE NICs, is not watched
+                          extra_quiet=[[(series(m.IB_SYMBOL_ERRORS, **{**hca, "device": h}), "0+3x20")] for h in ib[:1]]
+                          + [elsewhere(symbol, rdma_node.name)]
+                          + [elsewhere(symbol, rdma_node.name, n.name) for n in cluster.nodes[:1] if not _roce(n)]))
     return cases + infiniband_cases(cluster)
+
+
+def _roce(node) -> bool:
+    return any(model.rdma and spec.link_type == "ethernet" for spec, model in node.nics())
 
 
 def infiniband_cases(cluster: ClusterModel) -> list[Case]:
@@ -212,13 +236,18 @@ def infiniband_cases(cluster: ClusterModel) -> list[Case]:
             def one(metric: str, values: str) -> list[tuple[str, str]]:
                 return [(series(metric, **port), values)]
 
+            away = node.name
             cases += [
                 Case("InfinibandPortNotActive", rl, one(m.IB_STATE, "1x10"), one(m.IB_STATE, "4x10"), [port], "5m", "1",
-                     name=role, extra_quiet=[one(m.IB_STATE, "2 2 4x10")]),  # INIT for 2m while the SM configures it
-                Case("InfinibandPortMissing", rl, states[1:], states, [{"node": node.name}], "8m", name=role, extra_quiet=[[]]),
-                Case("InfinibandLinkDowned", rl, one(m.IB_LINK_DOWNED, "0 0 1x10"), one(m.IB_LINK_DOWNED, "1x20"), [port], "5m", name=role),
+                     name=role, extra_quiet=[one(m.IB_STATE, "2 2 4x10"),  # INIT for 2m while the SM configures it
+                                             elsewhere(one(m.IB_STATE, "1x10"), away)]),
+                Case("InfinibandPortMissing", rl, states[1:], states, [{"node": node.name}], "8m", name=role,
+                     extra_quiet=[[], elsewhere(states[1:], away)]),
+                Case("InfinibandLinkDowned", rl, one(m.IB_LINK_DOWNED, "0 0 1x10"), one(m.IB_LINK_DOWNED, "1x20"), [port], "5m", name=role,
+                     extra_quiet=[elsewhere(one(m.IB_LINK_DOWNED, "0 0 1x10"), away)]),
                 Case("InfinibandLinkErrors", rl, one(m.IB_SYMBOL_ERRORS, "0+3x20"), one(m.IB_SYMBOL_ERRORS, "4x20"), [port], "15m",
-                     name=f"{role} symbol", extra_quiet=[one(m.IB_LINK_ERROR_RECOVERY, "2x20") + one(m.IB_RX_ERRORS, "0x20")]),
+                     name=f"{role} symbol", extra_quiet=[one(m.IB_LINK_ERROR_RECOVERY, "2x20") + one(m.IB_RX_ERRORS, "0x20"),
+                                                         elsewhere(one(m.IB_SYMBOL_ERRORS, "0+3x20"), away)]),
                 Case("InfinibandLinkErrors", rl, one(m.IB_LINK_ERROR_RECOVERY, "0+1x20"), one(m.IB_LINK_ERROR_RECOVERY, "5x20"),
                      [port], "15m", name=f"{role} recovery"),
                 Case("InfinibandLinkErrors", rl, one(m.IB_RX_ERRORS, "0+1x20"), one(m.IB_RX_ERRORS, "5x20"),
@@ -243,9 +272,10 @@ def storage_cases(cluster: ClusterModel) -> list[Case]:
         sizes = [(series(m.FS_SIZE, node=node.name, mountpoint=p, **NODE_JOB), "100x25") for p in mounts]
         root = [(series(m.FS_SIZE, node=node.name, mountpoint="/", **NODE_JOB), "100x25")]
         cases += [
-            Case("NvmeCacheFilesystemAlmostFull", {}, disk(5), disk(20), [fs], "20m"),
-            Case("NvmeCacheFilesystemFull", {}, disk(2), disk(5), [fs], "10m"),
-            Case("NvmeCacheNotMounted", {}, sizes[:-1] + root, sizes + root, [{"node": node.name}], "20m"),
+            Case("NvmeCacheFilesystemAlmostFull", {}, disk(5), disk(20), [fs], "20m", extra_quiet=[elsewhere(disk(5), node.name)]),
+            Case("NvmeCacheFilesystemFull", {}, disk(2), disk(5), [fs], "10m", extra_quiet=[elsewhere(disk(2), node.name)]),
+            Case("NvmeCacheNotMounted", {}, sizes[:-1] + root, sizes + root, [{"node": node.name}], "20m",
+                 extra_quiet=[elsewhere(sizes[:-1] + root, node.name)]),
         ]
     return cases
 
@@ -535,3 +565,28 @@ def test_pod_monitors_follow_the_enabled_components_too():
 
     assert monitors("h200-burst") == {"podmonitor-forge-flyte-propeller.yaml", "podmonitor-forge-external-secrets.yaml"}
     assert {"podmonitor-forge-alluxio-master.yaml", "podmonitor-forge-alluxio-worker.yaml"} <= monitors("a100")
+
+
+def test_adding_a_node_changes_no_alert_only_that_node_s_records():
+    """Issue 24 wall 9: one added node gave ~40 changed lines of alert expressions that listed every
+    node of its profile; the profile is now a join on forge:node_info, so only the new node's own
+    recording rules appear."""
+    from tests.helpers import edit, inventory_text, model
+
+    text = inventory_text("h200")
+    start = text.index("  - name: h200-gpu-18\n")
+    block = text[start:text.index("\n\n", start) + 1]
+    grown = edit(text, block, block + block.replace("h200-gpu-18", "h200-gpu-19"))
+    before, after = rule_groups(model("h200")), rule_groups(model("h200", grown))
+    assert [g["name"] for g in before] == [g["name"] for g in after]
+
+    def alerts(groups):
+        return [(g["name"], r) for g in groups for r in g["rules"] if "alert" in r]
+
+    assert alerts(before) == alerts(after)
+    old = [r for g in before for r in g["rules"] if "record" in r]
+    new = [r for g in after for r in g["rules"] if "record" in r]
+    added = [r for r in new if r not in old]
+    assert [r for r in old if r not in new] == []
+    assert [(r["record"], r["labels"]["node"]) for r in added] == [(m.NODE_INFO, "h200-gpu-19"), (m.NODE_GPUS_EXPECTED, "h200-gpu-19")]
+    assert not any("h200-gpu-0" in r.get("expr", "") for g in after for r in g["rules"])

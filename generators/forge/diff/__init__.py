@@ -27,6 +27,10 @@ class Report:
     flags: list[Flag] = field(default_factory=list)
     stale: list[str] = field(default_factory=list)  # working tree's generated files out of step
     reach: list[tuple[str, list[str]]] = field(default_factory=list)  # (ring, changed clusters), first reached first
+    # --component / --kind (forge.diff.narrow): what they left out, counted
+    filters: dict[str, list[str]] = field(default_factory=dict)
+    hidden_objects: int = 0
+    hidden_risks: int = 0
 
     @property
     def changed(self) -> bool:
@@ -50,13 +54,21 @@ def compare_sides(ref: str, base: Side, head: Side) -> Report:
     return Report(ref, base.label, head.label, clusters, changes, all_flags(changes, base, head), head.stale)
 
 
-def diff_against(root: Path, ref: str) -> Report:
-    """Only clusters whose render inputs differ are rendered (forge.diff.sides). What a real API
-    server refused of the same change, where `forge twin upgrade` recorded it, joins the risks."""
+def diff_against(root: Path, ref: str, only: tuple[str, ...] = (), components: tuple[str, ...] = (),
+                 kinds: tuple[str, ...] = ()) -> Report:
+    """Only clusters whose render inputs differ are rendered (forge.diff.sides); `only`: of these
+    clusters (repo-wide risks, cluster "*", stay). What a real API server refused of the same
+    change, where `forge twin upgrade` recorded it, joins the risks. `components`, `kinds`:
+    the report narrowed to them (forge.diff.narrow)."""
+    from forge.diff.narrow import check_components, check_kinds, known_kinds, narrow
+
+    check_components(components)
     with tempfile.TemporaryDirectory(prefix="forge-diff-") as tmp:
-        base, head = render_changed(root, ref, Path(tmp))
+        base, head = render_changed(root, ref, Path(tmp), only)
+    check_kinds(kinds, known_kinds((base, head)))
     report = compare_sides(ref, base, head)
     extra = refusal_flags(root, resolve(root, ref), report.clusters)
-    report.flags = sorted(set(report.flags + extra), key=lambda f: f.sort_key)
+    report.flags = sorted({f for f in report.flags + extra if not only or f.cluster in (*only, "*")}, key=lambda f: f.sort_key)
+    narrow(report, components, kinds)
     report.reach = reach(root, sorted({c.cluster for c in report.changes}))
     return report

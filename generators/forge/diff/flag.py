@@ -13,7 +13,7 @@ class Flag:
     level: str  # high | medium | low
     cluster: str  # "*" for a repo-wide fact (charts/versions.yaml)
     component: str
-    kind: str  # drivers | prune | crd | restart | mig | quota | queue | chart | git | capacity
+    kind: str  # drivers | prune | crd | restart | mig | quota | queue | chart | git | capacity | twin (docs/cli.md: forge diff -o json)
     message: str
 
     @property

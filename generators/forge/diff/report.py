@@ -11,6 +11,7 @@ import difflib
 from collections import Counter
 from typing import Any
 
+import click
 import yaml
 
 from forge.diff import Report
@@ -114,13 +115,47 @@ def _totals(report: Report) -> str:
 
 # ---- text ---------------------------------------------------------------------------------------
 
-def text(report: Report) -> str:
+# --color: what is removed red, what is added green, headings and hunk markers cyan (text only).
+ACTION_COLOR = {"added": "green", "removed": "red", "changed": None}
+
+
+def _painter(color: bool):
+    def paint(line: str, fg: str | None) -> str:
+        return click.style(line, fg=fg) if color and fg else line
+    return paint
+
+
+def _line_color(line: str) -> str | None:
+    """The colour of one line of a field's text: a diff line by its sign, `added`/`removed` by its word."""
+    body = line.lstrip()
+    if body.startswith("@@"):
+        return "cyan"
+    if body.startswith("-") or ": removed (was " in body:
+        return "red"
+    if body.startswith("+") or ": added " in body:
+        return "green"
+    return None
+
+
+def _filter_note(report: Report) -> str | None:
+    if not report.filters:
+        return None
+    said = [f"--{key[:-1]} {', '.join(v)}" for key, v in sorted(report.filters.items()) if v]
+    hidden = [f"{n} {what}{'s' if n != 1 else ''}" for n, what in ((report.hidden_objects, "object"), (report.hidden_risks, "risk")) if n]
+    return f"only {'; '.join(said)}" + (f": {' and '.join(hidden)} of others not shown" if hidden else "")
+
+
+def text(report: Report, color: bool = False) -> str:
+    paint = _painter(color)
     out = [f"forge diff: {report.base_label} -> {report.head_label}"]
     if note := _stale_note(report):
         out.append(f"note: {note}")
+    if note := _filter_note(report):
+        out.append(f"note: {note}")
     if report.flags:
         out += ["", f"risks ({len(report.flags)}):"]
-        out += [f"  {LEVEL_TAG[f.level]:<6} {f.cluster}/{f.component} [{f.kind}] {f.message}" for f in report.flags]
+        out += [paint(f"  {LEVEL_TAG[f.level]:<6} {f.cluster}/{f.component} [{f.kind}] {f.message}", "red" if f.level == "high" else None)
+                for f in report.flags]
     out.append("")
     out.append(_totals(report) if report.changed else "no changes")
     if line := reach_line(report.reach):
@@ -128,18 +163,18 @@ def text(report: Report) -> str:
     for cluster in report.clusters:
         changes = report.for_cluster(cluster)
         if not changes:
-            out.append(f"\n{cluster}: no changes")
+            out.append("\n" + paint(f"{cluster}: no changes", "cyan"))
             continue
         tally = Counter(c.action for c in changes)
-        out.append(f"\n{cluster}: {tally['added']} added, {tally['changed']} changed, {tally['removed']} removed")
+        out.append("\n" + paint(f"{cluster}: {tally['added']} added, {tally['changed']} changed, {tally['removed']} removed", "cyan"))
         component = None
         for c in changes:
             if c.component != component:
                 component = c.component
-                out.append(f"  {component}")
-            out.append(f"    {ACTION_SIGN[c.action]} {c.ident}")
+                out.append(paint(f"  {component}", "cyan"))
+            out.append(paint(f"    {ACTION_SIGN[c.action]} {c.ident}", ACTION_COLOR[c.action]))
             for f in c.fields:
-                out += [f"        {line}" for line in field_text(f)]
+                out += [paint(f"        {line}", _line_color(line)) for line in field_text(f)]
     return "\n".join(out) + "\n"
 
 
@@ -169,6 +204,8 @@ def markdown(report: Report) -> str:
     out = [COMMENT_MARKER, f"### forge diff: `{report.ref}` → {report.head_label}", ""]
     if note := _stale_note(report):
         out += [f"> [!WARNING]\n> {note}", ""]
+    if note := _filter_note(report):
+        out += [f"> [!NOTE]\n> {note}", ""]
     if not report.changed:
         out.append(f"No Kubernetes object or Helm values change on any cluster ({', '.join(report.clusters)}).")
         return "\n".join(out) + "\n"

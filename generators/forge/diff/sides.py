@@ -26,7 +26,8 @@ from forge.diff.objects import LOADER, parse_objects
 from forge.diff.revisions import Side, git, resolve
 from forge.errors import ForgeError
 from forge.fleet import inventory_paths, load_plan, load_plan_text
-from forge.incremental import _check_fleet, _fresh, build_clusters, cluster_folders, cluster_keys
+from forge.cli_common import check_clusters
+from forge.incremental import _check_fleet, _fresh, build_clusters, cluster_folders, cluster_keys, fleet_claims
 from forge.paths import BASE_DIR, CLUSTERS_DIR, OVERLAYS_DIR
 from forge.render import render_all
 from forge.versions import VERSIONS_FILE
@@ -75,16 +76,18 @@ def _disk_files(root: Path, folder: str) -> dict[str, bytes]:
     return out
 
 
-def head_files(root: Path) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, str]], list[str]]:
-    """(blob ids per cluster, the texts of the clusters built in memory, stale-file lines)."""
+def head_files(root: Path, only: tuple[str, ...] = ()) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, str]], list[str]]:
+    """(blob ids per cluster, the texts of the clusters built in memory, stale-file lines).
+    `only`: only these clusters are built (the others' claims still meet the fleet-wide rules)."""
     entries = State(root, "generate").load().get("clusters", {})
     paths = inventory_paths(root)
     keys = cluster_keys(root, paths)
     stale = [p for p in paths if not _fresh(root, entries.get(p.parent.name), keys[p.parent.name])]
+    left = [p for p in stale if only and p.parent.name not in only]
+    stale = [p for p in stale if p not in left]
     results = build_clusters(root, stale, os.cpu_count() or 1, None)
-    names = {n: entries[n]["nodes"] for n in keys if n not in {p.parent.name for p in stale}}
-    names.update({r[0]: r[2] for r in results if r})
-    _check_fleet(any(r is None for r in results), names, root)
+    names, problem = fleet_claims(root, entries, keys, results, left)
+    _check_fleet(problem, names, root)
     built = {name: files for name, files, _, _ in results}
     blobs: dict[str, dict[str, str]] = {}
     lines: list[str] = []
@@ -169,17 +172,22 @@ def _models(root: Path, commit: str | None, clusters: set[str]) -> dict:
     return out
 
 
-def render_changed(root: Path, ref: str, tmp: Path) -> tuple[Side, Side]:
-    """(base, working tree) with only the clusters whose render inputs differ rendered."""
+def render_changed(root: Path, ref: str, tmp: Path, only: tuple[str, ...] = ()) -> tuple[Side, Side]:
+    """(base, working tree) with only the clusters whose render inputs differ rendered (`only`:
+    of these clusters, which either side must have)."""
     root = root.resolve()
     commit = resolve(root, ref)
     base_all = base_blobs(root, commit)
-    head_by, built, stale_lines = head_files(root)
+    check_clusters(only, set(_by_cluster(base_all)) | {p.parent.name for p in inventory_paths(root)})
+    head_by, built, stale_lines = head_files(root, only)
     head_base = working_blobs(root, (BASE_DIR,))
     base_base = {k: v for k, v in base_all.items() if k.startswith(BASE_DIR + "/")}
     base_by = _by_cluster(base_all)
     changed = {c for c in set(base_by) | set(head_by)
                if c not in base_by or c not in head_by or _fingerprint(base_by[c], base_base) != _fingerprint(head_by[c], head_base)}
+    if only:
+        changed &= set(only)
+        base_by, head_by = ({c: v for c, v in by.items() if c in only} for by in (base_by, head_by))
     base, head = Side(f"{ref} ({commit[:12]})"), Side("working tree", stale=stale_lines)
     base.names, head.names = set(base_by), set(head_by)
     store = root / CACHE_DIR / "render"

@@ -27,6 +27,17 @@ def selector(**matchers: str) -> str:
     return "{" + ", ".join(parts) + "}"
 
 
+def on_nodes_of(vector: str, node_info: str, profiles: Iterable[str], node_label: str = "node") -> str:
+    """`vector` kept on the inventory's nodes of these profiles only: a join on the inventory's
+    one-per-node series (forge:node_info, labels node, rack, profile) instead of a regex listing
+    every node, so adding a node changes that node's recording rule and never the alert's
+    expression. `and` keeps the vector's labels and values as they were."""
+    names = sorted(set(profiles))
+    # Profile names are DNS labels: nothing to escape.
+    match = selector(profile=names[0]) if len(names) == 1 else selector(profile_re="|".join(names))
+    return f"({vector} and on ({node_label}) {node_info}{match})"
+
+
 def alert(name: str, expr: str, severity: str, summary: str, runbook: str, for_: str | None = None,
           labels: dict[str, str] | None = None) -> dict[str, Any]:
     rule: dict[str, Any] = {"alert": name, "expr": expr}

@@ -8,6 +8,8 @@
   profile (node-exporter's netclass/netdev collectors are keyed by interface name); RDMA counters
   come from its infiniband collector on nodes whose profile has RDMA-capable NICs.
 * NVMe rules watch the mount paths each profile lists.
+* "The nodes of a profile" is a join on forge:node_info{profile=...} (of_profile), never a regex
+  of node names: adding a node adds its own forge:node_info rule and changes no alert.
 * Alluxio and Flyte rules use those projects' standard metric names (forge.observability.metrics).
 
 Every alert has a `severity` label and `summary` and `runbook` annotations. Annotations use
@@ -24,7 +26,7 @@ from forge.observability import metrics as m
 from forge.observability.infiniband import infiniband_hcas, infiniband_rules
 from forge.observability.lifecycle import node_test_rules, upgrade_rules
 from forge.observability.platform_rules import platform_rule_groups
-from forge.observability.promql import alert, regex_alternation, selector  # noqa: F401 (re-exported)
+from forge.observability.promql import alert, on_nodes_of, regex_alternation, selector  # noqa: F401 (re-exported)
 
 RULE_NAME = "forge-fleet"
 GPU_BY = f"{m.NODE_LABEL}, {m.DCGM_GPU_LABEL}, {m.DCGM_MODEL_LABEL}"
@@ -180,51 +182,56 @@ def _nodes_by_profile(nodes: Iterable[NodeModel]) -> dict[str, list[NodeModel]]:
     return dict(sorted(out.items()))
 
 
+def of_profile(vector: str, *profiles: str) -> str:
+    """`vector` on the inventory nodes of these profiles (forge.observability.promql.on_nodes_of)."""
+    return on_nodes_of(vector, m.NODE_INFO, profiles, m.NODE_LABEL)
+
+
 def network_rules(cluster: ClusterModel) -> list[dict[str, Any]]:
     rules: list[dict[str, Any]] = []
-    rdma_nodes: set[str] = set()
+    rdma_profiles: set[str] = set()
     for profile, nodes in _nodes_by_profile(cluster.nodes).items():
         by_role: dict[str, list[str]] = defaultdict(list)
         for spec, model in nodes[0].nics():
             by_role[spec.role] += spec.interfaces
             if model.rdma and spec.link_type == "ethernet":  # RoCE; InfiniBand ports: forge.observability.infiniband
-                rdma_nodes |= {n.name for n in nodes}
-        node_re = regex_alternation(n.name for n in nodes)
+                rdma_profiles.add(profile)
         for role, interfaces in sorted(by_role.items()):
-            sel = selector(node_re=node_re, device_re=regex_alternation(interfaces))
+            sel = selector(device_re=regex_alternation(interfaces))
             severity = NIC_ROLE_SEVERITY[role]
             labels = {"nic_role": role}
             port = f"{{{{ $labels.node }}}} {role} port {{{{ $labels.device }}}}"
             rules += [
-                alert("NicPortDown", f"{m.NIC_UP}{sel} == 0", severity, f"{port} is down",
+                alert("NicPortDown", f"{of_profile(f'{m.NIC_UP}{sel}', profile)} == 0", severity, f"{port} is down",
                       "Check the cable, the switch port and `ip link`/`ethtool` on the node; a compute or "
                       "storage port down stalls every multi-node job on this node: drain it.",
                       for_="2m", labels=labels),
                 alert("NicPortMissing",
-                      f"(count by ({m.NODE_LABEL}) ({m.NIC_INFO}{sel}) or on ({m.NODE_LABEL}) "
-                      f"(count by ({m.NODE_LABEL}) ({m.NIC_INFO}{selector(node_re=node_re)}) * 0)) < {len(interfaces)}",
+                      f"(count by ({m.NODE_LABEL}) {of_profile(f'{m.NIC_INFO}{sel}', profile)} or on ({m.NODE_LABEL}) "
+                      f"(count by ({m.NODE_LABEL}) {of_profile(m.NIC_INFO, profile)} * 0)) < {len(interfaces)}",
                       severity, f"{{{{ $labels.node }}}} shows fewer {role} ports than the {profile} profile lists ({len(interfaces)})",
                       "An interface vanished (NIC driver crash, firmware hang, renamed interface): check "
                       "`ip link` and dmesg on the node; fix the inventory if the hardware changed.",
                       for_="5m", labels=labels),
-                alert("NicPortFlapping", f"increase({m.NIC_CARRIER_CHANGES}{sel}[15m]) > {NIC_FLAPS_CARRIER_CHANGES}",
+                alert("NicPortFlapping", f"{of_profile(f'increase({m.NIC_CARRIER_CHANGES}{sel}[15m])', profile)} > {NIC_FLAPS_CARRIER_CHANGES}",
                       "warning", f"{port} is flapping",
                       "A flapping link usually means a bad cable or transceiver: check optics levels "
                       "(`ethtool -m`) and the switch's port log; replace the cable.",
                       labels=labels),
                 alert("NicErrorCountersRising",
-                      f"increase({m.NIC_RX_ERRORS}{sel}[15m]) > 0 or increase({m.NIC_TX_ERRORS}{sel}[15m]) > 0",
+                      " or ".join(f"{of_profile(f'increase({name}{sel}[15m])', profile)} > 0" for name in (m.NIC_RX_ERRORS, m.NIC_TX_ERRORS)),
                       "warning", f"{port} counts receive/transmit errors",
                       "Errors that keep rising point at the cable, transceiver or switch port: check "
                       "`ethtool -S` on the node and the switch counters.",
                       for_="10m", labels=labels),
             ]
-    if rdma_nodes:
+    if rdma_profiles:
         # The infiniband collector reports RoCE and InfiniBand HCAs alike: leave the InfiniBand ones
         # to the InfiniBand rules (forge.observability.infiniband), which know their link states.
         ib = infiniband_hcas(cluster)
-        sel = selector(node_re=regex_alternation(rdma_nodes), **({"device_nre": regex_alternation(ib)} if ib else {}))
-        errors = " or ".join(f"increase({name}{sel}[15m]) > 0" for name in (m.IB_SYMBOL_ERRORS, m.IB_LINK_DOWNED, m.IB_RX_ERRORS))
+        sel = selector(device_nre=regex_alternation(ib)) if ib else ""
+        errors = " or ".join(f"{of_profile(f'increase({name}{sel}[15m])', *rdma_profiles)} > 0"
+                             for name in (m.IB_SYMBOL_ERRORS, m.IB_LINK_DOWNED, m.IB_RX_ERRORS))
         rules.append(alert("RdmaPortErrors", errors, "warning",
                            "{{ $labels.node }} RDMA device {{ $labels.device }} port {{ $labels.port }} counts link errors",
                            "Symbol errors and link-downed events on an RDMA port slow NCCL and storage traffic: "
@@ -241,9 +248,8 @@ def storage_rules(cluster: ClusterModel) -> list[dict[str, Any]]:
         mounts = [d.mount for d in nodes[0].nvme]
         if not mounts:
             continue
-        node_re = regex_alternation(n.name for n in nodes)
-        sel = selector(node_re=node_re, mountpoint_re=regex_alternation(mounts))
-        free = f"{m.FS_AVAIL}{sel} / {m.FS_SIZE}{sel}"
+        sel = selector(mountpoint_re=regex_alternation(mounts))
+        free = of_profile(f"{m.FS_AVAIL}{sel} / {m.FS_SIZE}{sel}", profile)
         where = "{{ $labels.node }}:{{ $labels.mountpoint }}"
         rules += [
             alert("NvmeCacheFilesystemAlmostFull", f"{free} < {NVME_WARNING_FREE}", "warning",
@@ -257,8 +263,8 @@ def storage_rules(cluster: ClusterModel) -> list[dict[str, Any]]:
                   "quota) and find what bypassed the cache's quota.",
                   for_="5m"),
             alert("NvmeCacheNotMounted",
-                  f"(count by ({m.NODE_LABEL}) ({m.FS_SIZE}{sel}) or on ({m.NODE_LABEL}) "
-                  f"(count by ({m.NODE_LABEL}) ({m.FS_SIZE}{selector(node_re=node_re)}) * 0)) < {len(mounts)}",
+                  f"(count by ({m.NODE_LABEL}) {of_profile(f'{m.FS_SIZE}{sel}', profile)} or on ({m.NODE_LABEL}) "
+                  f"(count by ({m.NODE_LABEL}) {of_profile(m.FS_SIZE, profile)} * 0)) < {len(mounts)}",
                   "warning", f"{{{{ $labels.node }}}} has fewer NVMe cache mounts than the {profile} profile lists ({len(mounts)})",
                   "A cache disk is not mounted (failed disk, fstab, wiped by reinstall): check `lsblk` and "
                   "`mount` on the node; the cache runs short until it is back.",

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from forge.cache import Digests, GlobalInputs, State, digest, tree_digest
+from forge.cli_common import check_clusters
 from forge.errors import ForgeError, InventoryError
 from forge.fleet import inventory_paths, load_fleet
 from forge.incremental import cluster_keys, registry_key
@@ -152,9 +153,7 @@ def validate_incremental(root: Path, upstream: Path | None = None, rendered: Pat
     if not paths:
         load_fleet(root)  # says there is no inventory
     names = [p.parent.name for p in paths]
-    unknown = [c for c in only if c not in names]
-    if unknown:
-        raise ForgeError(f"--cluster {unknown[0]}: no such cluster (clusters: {', '.join(names)})")
+    check_clusters(only, names)
     paths = [p for p in paths if not only or p.parent.name in only]
     shared = digest(GlobalInputs(root, upstream).validate, registry_key(), "strict" if upstream else "lenient")
     digests = Digests(root, "validate-inputs")
