@@ -32,6 +32,7 @@ class EfaDevicePlugin(Component):
     chart = "aws-efa-k8s-device-plugin"
     release_name = "aws-efa-k8s-device-plugin"
     inventory_values = frozenset({"image.repository", "image.tag"})
+    namespaced_kinds = (("apps", "DaemonSet"),)  # the chart renders its DaemonSet and nothing else
     # The chart (v0.5.30) has no priorityClassName value: its DaemonSet runs at the default class.
     priority_exception = "the aws-efa-k8s-device-plugin chart has no priorityClassName value"
 

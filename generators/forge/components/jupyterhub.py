@@ -21,7 +21,7 @@ from pydantic import Field
 
 from forge.capacity import GPU, capacity
 from forge.components import network
-from forge.components.base import WAVE_WORKLOADS, Component, Expected, storage_class
+from forge.components.base import RBAC_NAMESPACED, WAVE_WORKLOADS, WORKLOAD_KINDS, Component, Expected, storage_class
 from forge.components.flyte import Flyte, storage_endpoint
 from forge.components.flyte.plan import namespace_for
 from forge.inventory.schema import Name, Strict
@@ -63,6 +63,13 @@ class JupyterHub(Component):
     chart = "jupyterhub"
     Settings = Settings
     cluster_kinds = ()
+    # What each hub's chart 4.4.0 renders with our values: hub and proxy (Deployments, Services,
+    # the hub's Role and ConfigMap, its Secret and database PVC), the Ingress, the PodDisruptionBudgets.
+    namespaced_kinds = (*WORKLOAD_KINDS, *RBAC_NAMESPACED, ("", "Secret"), ("", "PersistentVolumeClaim"),
+                        ("networking.k8s.io", "Ingress"), ("policy", "PodDisruptionBudget"))
+    # The chart names only PriorityClasses it creates itself (scheduling.podPriority, one pair per
+    # release); the hub and proxy get a system class from forge's admission policy instead.
+    priority_exception = "the jupyterhub chart can name only the PriorityClasses it creates itself (scheduling.podPriority)"
     inventory_values = frozenset({"cull.enabled", "proxy.service.type"})
     # hub.config is free-form (the schema allows any traitlets class); the chart's default shows only JupyterHub.
     declared_values = frozenset({"hub.config.GenericOAuthenticator", "hub.config.KubeSpawner"})
@@ -174,7 +181,11 @@ def hub_values(cluster: ClusterModel, s: Settings, project: str) -> dict[str, An
             "networkPolicy": {"enabled": False},  # the project namespace's own policies apply
         },
         "cull": {"enabled": True, "timeout": s.idle_minutes * 60, "every": 300},
-        "scheduling": {"userScheduler": {"enabled": False}, "podPriority": {"enabled": False}},
+        # No user placeholders: user servers run in the project namespaces, queued by Kueue, so
+        # placeholders in the hub's namespace would reserve nothing (and would get the
+        # infrastructure class there, forge.components.infra_priority).
+        "scheduling": {"userScheduler": {"enabled": False}, "podPriority": {"enabled": False},
+                       "userPlaceholder": {"enabled": False}},
         "prePuller": {"hook": {"enabled": False}, "continuous": {"enabled": False}},
     }
 

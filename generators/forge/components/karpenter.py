@@ -19,7 +19,7 @@ from typing import Any
 
 from forge import versions
 from forge.components import network
-from forge.components.base import WAVE_NETWORK, Component, Expected, custom_resource
+from forge.components.base import RBAC_NAMESPACED, WAVE_NETWORK, WORKLOAD_KINDS, Component, Expected, custom_resource
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL
 from forge.model import ClusterModel, NodeModel, PoolModel
 
@@ -61,10 +61,18 @@ class Karpenter(Component):
         ("karpenter.sh", "NodePool"),
         ("karpenter.k8s.aws", "EC2NodeClass"),
     )
+    # What the chart 1.14.1 renders with our values (serviceMonitor.enabled; its PodDisruptionBudget
+    # is on by default), besides the cluster-scoped kinds above.
+    namespaced_kinds = (*WORKLOAD_KINDS, *RBAC_NAMESPACED, ("policy", "PodDisruptionBudget"),
+                        ("monitoring.coreos.com", "ServiceMonitor"))
     inventory_values = frozenset({"controller.image.tag", "controller.image.repository"})
 
     def enabled(self, cluster: ClusterModel) -> bool:
         return any(p.karpenter for p in cluster.pools)
+
+    def namespaces(self, cluster: ClusterModel) -> tuple[str, ...]:
+        # The chart's `karpenter-dns` Role and RoleBinding live in kube-system (it reads kube-dns).
+        return (self.namespace, "kube-system")
 
     def ingress(self, cluster: ClusterModel) -> tuple[network.Allow, ...]:
         return (network.scrape([METRICS_PORT]),)
