@@ -126,6 +126,10 @@ class Loki(Component):
         s3 = cluster.settings.s3
         bucket = s3.buckets[BUCKET_KEY]  # check() made sure it exists
         system = {"nodeSelector": {CONTROL_PLANE_LABEL: ""}, "tolerations": cluster.system_tolerations}
+        # The namespace warns at Pod Security `restricted`, which needs a seccomp profile; the chart
+        # 7.3.0 sets none. Pod level, merged into the chart's own pod security contexts, so every
+        # container (sidecars and the memcached exporter included) gets it.
+        seccomp = {"seccompProfile": {"type": "RuntimeDefault"}}
         values: dict[str, Any] = {
             "deploymentMode": layout.mode,
             "global": {
@@ -153,8 +157,10 @@ class Loki(Component):
                 },
                 "limits_config": {"retention_period": f"{s.retention_days * 24}h"},
                 "compactor": {"retention_enabled": True, "delete_request_store": "s3"},
+                "podSecurityContext": seccomp,  # read, write and backend pods
             },
-            "gateway": dict(system),
+            "gateway": {**system, "podSecurityContext": seccomp},
+            "memcached": {"podSecurityContext": seccomp},  # both caches' pods
             # The memcached caches ignore global.priorityClassName (chart 7.3.0): their own value.
             "chunksCache": {**system, "priorityClassName": SYSTEM_CLUSTER_CRITICAL},
             "resultsCache": {**system, "priorityClassName": SYSTEM_CLUSTER_CRITICAL},
