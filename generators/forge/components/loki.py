@@ -80,8 +80,10 @@ class Loki(Component):
         ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
     )
     # bucketNames is documented only in the chart's comments; limits_config passes through to Loki's
-    # own configuration, where retention_period is a documented limit.
-    declared_values = frozenset({"loki.storage.bucketNames", "loki.limits_config.retention_period"})
+    # own configuration, where retention_period is a documented limit. The pod security contexts
+    # are Kubernetes PodSecurityContexts the chart passes whole through toYaml: any of its fields.
+    declared_values = frozenset({"loki.storage.bucketNames", "loki.limits_config.retention_period",
+                                 *(f"{key}.podSecurityContext.seccompProfile" for key in ("loki", "gateway", "memcached"))})
     # The layout follows the log volume: on every cluster, also where it matches the chart's default.
     inventory_values = frozenset({"deploymentMode", "loki.commonConfig.replication_factor",
                                   *(f"{target}.replicas" for targets in LOKI_TARGETS.values() for target in targets)})
