@@ -34,6 +34,9 @@ ROOT_VOLUME_GIB = {"gpu": 500, "cpu": 100}  # container images of GPU tasks are 
 _KARPENTER_OWNED = ("karpenter.sh/", "karpenter.k8s.aws/", "kubernetes.io/", "k8s.io/")
 
 
+CHART_NODE_SELECTOR = {"kubernetes.io/os": "linux"}  # the chart's default nodeSelector value
+
+
 def controller_role_arn(cluster: ClusterModel) -> str:
     return f"arn:aws:iam::{cluster.cloud.account}:role/KarpenterController-{cluster.name}"
 
@@ -101,7 +104,8 @@ class Karpenter(Component):
         deployment = ("Deployment", "karpenter")
         pod = ("spec", "template", "spec")
         return [
-            Expected(*deployment, (*pod, "nodeSelector"), cluster.system_node_selector),
+            # helm merges our nodeSelector into the chart's default (kubernetes.io/os: linux, chart 1.14.1)
+            Expected(*deployment, (*pod, "nodeSelector"), {**CHART_NODE_SELECTOR, **cluster.system_node_selector}),
             Expected(*deployment, (*pod, "containers", "name=controller", "image"), versions.image(IMAGE).ref),
         ]
 
