@@ -68,6 +68,11 @@ class Settings(BaseModel):
     storage_class: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")] | None = None  # None: cluster.storage_class
 
 
+# The namespace warns at Pod Security `restricted`, which needs a seccomp profile; the chart 7.3.0
+# sets none. Pod level, merged into the chart's own pod security contexts (loki, gateway,
+# memcached), so every container (sidecars and the memcached exporter included) gets it.
+POD_SECCOMP = {"seccompProfile": {"type": "RuntimeDefault"}}
+
 class Loki(Component):
     name = "loki"
     namespace = NAMESPACE
@@ -128,10 +133,6 @@ class Loki(Component):
         s3 = cluster.settings.s3
         bucket = s3.buckets[BUCKET_KEY]  # check() made sure it exists
         system = {"nodeSelector": {CONTROL_PLANE_LABEL: ""}, "tolerations": cluster.system_tolerations}
-        # The namespace warns at Pod Security `restricted`, which needs a seccomp profile; the chart
-        # 7.3.0 sets none. Pod level, merged into the chart's own pod security contexts, so every
-        # container (sidecars and the memcached exporter included) gets it.
-        seccomp = {"seccompProfile": {"type": "RuntimeDefault"}}
         values: dict[str, Any] = {
             "deploymentMode": layout.mode,
             "global": {
@@ -159,10 +160,10 @@ class Loki(Component):
                 },
                 "limits_config": {"retention_period": f"{s.retention_days * 24}h"},
                 "compactor": {"retention_enabled": True, "delete_request_store": "s3"},
-                "podSecurityContext": seccomp,  # read, write and backend pods
+                "podSecurityContext": POD_SECCOMP,  # read, write and backend pods
             },
-            "gateway": {**system, "podSecurityContext": seccomp},
-            "memcached": {"podSecurityContext": seccomp},  # both caches' pods
+            "gateway": {**system, "podSecurityContext": POD_SECCOMP},
+            "memcached": {"podSecurityContext": POD_SECCOMP},  # both caches' pods
             # The memcached caches ignore global.priorityClassName (chart 7.3.0): their own value.
             "chunksCache": {**system, "priorityClassName": SYSTEM_CLUSTER_CRITICAL},
             "resultsCache": {**system, "priorityClassName": SYSTEM_CLUSTER_CRITICAL},
