@@ -162,6 +162,15 @@ IGNORED = {
         {"group": "admissionregistration.k8s.io", "kind": "ValidatingWebhookConfiguration",
          "name": "validator.training-operator.kubeflow.org", "jqPathExpressions": [".webhooks[]?.clientConfig.caBundle"]},
     ],
+    # jupyterhub's chart generates the hub tokens at every render (no `lookup` under Argo CD):
+    # the live ones are kept, and the hub's and proxy's checksums of them ignored
+    "jupyterhub": [
+        {"group": "", "kind": "Secret", "jsonPointers": ["/data/hub.config.ConfigurableHTTPProxy.auth_token",
+                                                        "/data/hub.config.JupyterHub.cookie_secret",
+                                                        "/data/hub.config.CryptKeeper.keys"]},
+        {"group": "apps", "kind": "Deployment", "jsonPointers": ["/spec/template/metadata/annotations/checksum~1secret",
+                                                                "/spec/template/metadata/annotations/checksum~1auth-token"]},
+    ],
 }
 
 

@@ -116,3 +116,32 @@ def test_the_box_makes_the_pools_nodes_as_karpenter_labels_them():
     assert burst[0]["status"]["allocatable"]["vpc.amazonaws.com/efa"] == "32"
     system = [n for n in nodes if n["metadata"]["labels"].get("forge.exa.ai/role.system") == "true"]
     assert len(system) == 3 and "karpenter.sh/nodepool" not in system[0]["metadata"]["labels"]
+
+
+# Stand-ins for what the real charts render from our values (recorded from `forge hydrate` with a
+# mirror of the pinned charts, docs/charts.md): each expectation failed on them before it named
+# what the chart itself adds.
+def test_the_efa_expectation_holds_for_the_charts_daemonset_with_its_own_toleration():
+    from forge.components.efa_device_plugin import EfaDevicePlugin
+    from forge.upstream.check import check_expected
+    values = generated(f"overlays/{CLUSTER}/efa-device-plugin/values.yaml")
+    # aws-efa-k8s-device-plugin v0.5.30 templates/daemonset.yaml: CriticalAddonsOnly, then .Values.tolerations
+    daemonset = {"kind": "DaemonSet", "metadata": {"name": "aws-efa-k8s-device-plugin"}, "spec": {"template": {"spec": {
+        "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}, *values["tolerations"]]}}}}
+    [expected] = EfaDevicePlugin().expected_in_hydrated(model(CLUSTER))
+    assert check_expected([daemonset], expected) == []
+    dropped = {"kind": "DaemonSet", "metadata": {"name": "aws-efa-k8s-device-plugin"}, "spec": {"template": {"spec": {
+        "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}]}}}}
+    assert check_expected([dropped], expected) != []
+
+
+def test_the_karpenter_expectation_holds_for_the_node_selector_helm_merges_into_the_charts():
+    from forge.components.karpenter import Karpenter
+    from forge.upstream.check import check_expected
+    values = generated(f"overlays/{CLUSTER}/karpenter/values.yaml")
+    # karpenter 1.14.1 values.yaml: nodeSelector {kubernetes.io/os: linux}; helm merges ours into it
+    deployment = {"kind": "Deployment", "metadata": {"name": "karpenter"}, "spec": {"template": {"spec": {
+        "nodeSelector": {"kubernetes.io/os": "linux", **values["nodeSelector"]},
+        "containers": [{"name": "controller", "image": f"{values['controller']['image']['repository']}:{values['controller']['image']['tag']}"}]}}}}
+    expected = Karpenter().expected_in_hydrated(model(CLUSTER))
+    assert [p for e in expected for p in check_expected([deployment], e)] == []

@@ -75,3 +75,36 @@ def test_a_secret_the_spawner_names_is_looked_for_where_servers_run():
     [(name, path)] = list(value_refs(values))
     assert name == "s3-credentials"
     assert spawner_namespace(path) == ("research-development", "hub.config.KubeSpawner.extra_container_config.envFrom[0].secretRef.name")
+
+
+def _hub_secret(**extra):
+    # As jupyterhub 4.4.0 renders it under Argo CD (templates/hub/secret.yaml): our values and three
+    # tokens made at render time; the real chart's hydrated output failed "credentials in Git" on it.
+    data = {"values.yaml": "e30=", "hub.config.ConfigurableHTTPProxy.auth_token": "YQ==",
+            "hub.config.JupyterHub.cookie_secret": "Yg==", "hub.config.CryptKeeper.keys": "Yw==", **extra}
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "jupyterhub-research-hub"}, "type": "Opaque", "data": data}
+
+
+def test_the_hub_secret_the_chart_renders_is_not_a_credential_from_git_and_argo_cd_keeps_its_tokens():
+    from forge.argocd import component_application
+    from forge.components.jupyterhub import GENERATED_TOKENS, JupyterHub
+    from forge.fleet import components_of
+    from forge.upstream.check import _rendered_secret
+    from forge.validate.policies import check_policies
+    from forge.versions import chart_pins
+    from tests.helpers import REPO, model
+    keys = JupyterHub.rendered_secret_keys
+    assert [p for p in check_policies(_hub_secret(), required_labels={}) if not _rendered_secret(_hub_secret(), p[0], keys)] == []
+    # any other key is what a credential in Git looks like: still a failure
+    other = _hub_secret(**{"hub.db.password": "cA=="})
+    assert [p[0] for p in check_policies(other, required_labels={}) if not _rendered_secret(other, p[0], keys)] == ["data"]
+    # Argo CD keeps the live tokens: a refresh renders new ones, which must neither rotate them nor
+    # restart the hub and proxy through the checksums of them
+    cluster = model("h200-burst")
+    hub = next(c for c in components_of(cluster) if c.name == "jupyterhub")
+    app = component_application(cluster, hub, chart_pins(REPO).get("jupyterhub"), list(components_of(cluster)))
+    ignored = {(d["kind"], p) for d in app["spec"]["ignoreDifferences"] for p in d["jsonPointers"]}
+    assert {("Secret", f"/data/{k}") for k in GENERATED_TOKENS} <= ignored
+    assert {("Deployment", "/spec/template/metadata/annotations/checksum~1secret"),
+            ("Deployment", "/spec/template/metadata/annotations/checksum~1auth-token")} <= ignored
+    assert "RespectIgnoreDifferences=true" in app["spec"]["syncPolicy"]["syncOptions"]

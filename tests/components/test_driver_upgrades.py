@@ -38,7 +38,10 @@ def test_both_fleets_upgrade_gpu_drivers_one_drained_node_at_a_time_waiting_for_
     # and the ClusterPolicy the chart renders must carry it (forge validate --hydrated)
     expected = {e.path: e.value for e in GpuOperator().expected_in_hydrated(model(cluster)) if e.kind == "ClusterPolicy"}
     assert expected["spec.driver.upgradePolicy.maxUnavailable"] == "25%"
-    assert expected["spec.driver.upgradePolicy.drain"]["enable"] is True
+    # as the chart's template renders it: no podSelector when ours is "" (the real chart's hydrated
+    # ClusterPolicy has none; "" and absent both mean every pod to the operator)
+    assert expected["spec.driver.upgradePolicy.drain"] == {"enable": True, "force": False, "timeoutSeconds": 1800,
+                                                            "deleteEmptyDir": True}
     assert expected["spec.driver.upgradePolicy.waitForCompletion"] == {"podSelector": "forge.exa.ai/workload",
                                                                        "timeoutSeconds": 86400}
     assert expected["spec.driver.upgradePolicy.podDeletion"]["force"] is False
@@ -199,3 +202,9 @@ def test_an_unknown_maintenance_rack_is_refused_with_its_line():
     [problem] = [p for p in problems(text) if "maintenance" in p]
     assert problem.startswith(f"{H200_FILE}:{line_of(text, 'h200-r99')}: components.gpu-operator.upgrade.maintenance.racks[0]:")
     assert "unknown rack 'h200-r99'" in problem
+
+
+def test_forge_s_own_nvidiadriver_crs_keep_the_empty_drain_selector():
+    from forge.components.driver_upgrades import rendered_upgrade_policy
+    assert upgrade_policy(UpgradeSettings())["drain"]["podSelector"] == ""  # the CR's own field, as we write it
+    assert "podSelector" not in rendered_upgrade_policy(UpgradeSettings())["drain"]  # what the chart renders

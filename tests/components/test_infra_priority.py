@@ -45,3 +45,28 @@ def test_the_priority_floor_accepts_classless_pods_only_where_the_policy_binds()
     assert covered.problem(daemonset, "alluxio") is None
     # a binding without its policy covers nothing
     assert mutated_namespaces([infra_priority.binding(["alluxio"])]) == frozenset()
+
+
+@pytest.mark.parametrize("cluster", ["h200", "h200-burst"])  # the clusters with developer hubs
+def test_jupyterhub_pods_get_a_system_class_from_the_policy_and_no_placeholders(cluster):
+    # The jupyterhub chart 4.4.0 can name only PriorityClasses it creates itself: its hub and
+    # proxy named none in the real chart's hydrated output (6 failures per hub pair before).
+    folder = f"overlays/{cluster}/scheduling"
+    policy = generated(f"{folder}/mutatingadmissionpolicy-{infra_priority.POLICY}.yaml")
+    binding = generated(f"{folder}/mutatingadmissionpolicybinding-{infra_priority.POLICY}.yaml")
+    assert "jupyterhub" in mutated_namespaces([policy, binding])
+    # placeholders would reserve nothing (user servers run in the project namespaces) and would
+    # get the infrastructure class from the policy: none rendered
+    v = generated(f"overlays/{cluster}/jupyterhub/values.yaml")
+    assert v["scheduling"]["userPlaceholder"] == {"enabled": False}
+    assert v["scheduling"]["podPriority"] == {"enabled": False}
+
+
+@pytest.mark.parametrize("cluster", CLUSTERS)
+def test_the_gpu_operators_hook_jobs_get_a_system_class_from_the_policy(cluster):
+    # gpu-operator v26.7.0's hook Jobs (upgrade-crd, cleanup-gpucluster) name no class and no value
+    # reaches them: 2 failures per cluster in the real chart's hydrated output before.
+    folder = f"overlays/{cluster}/scheduling"
+    policy = generated(f"{folder}/mutatingadmissionpolicy-{infra_priority.POLICY}.yaml")
+    binding = generated(f"{folder}/mutatingadmissionpolicybinding-{infra_priority.POLICY}.yaml")
+    assert "gpu-operator" in mutated_namespaces([policy, binding])

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from forge.fleet import load_fleet
-from forge.components.driver_upgrades import upgrade_policy
+from forge.components.driver_upgrades import rendered_upgrade_policy
 from forge.components.gpu_operator import MIG_CONFIG_NAME, GpuOperator
 from forge.upstream.check import check_expected
 from tests.helpers import REPO, forge
@@ -100,7 +100,8 @@ def test_gpu_operator_cluster_policy_must_carry_the_inventory():
         "apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": {"name": "cluster-policy"},
         "spec": {
             "driver": {"version": h200.driver_version, "kernelModuleType": "open", "rdma": {"enabled": False, "useHostMofed": False},
-                       "upgradePolicy": upgrade_policy(h200.component_settings["gpu-operator"].upgrade)},
+                       # as the chart renders it (v26.7.0 writes no empty drain.podSelector)
+                       "upgradePolicy": rendered_upgrade_policy(h200.component_settings["gpu-operator"].upgrade)},
             "mig": {"strategy": h200.mig_strategy},
             "migManager": {"config": {"name": MIG_CONFIG_NAME, "default": "all-disabled"}},
             "daemonsets": {"tolerations": h200.gpu_tolerations},
@@ -127,7 +128,7 @@ def test_gpu_operator_cluster_policy_must_carry_the_inventory():
             ("maxUnavailable", 'missing: the inventory asks for "25%"'),
             ("waitForCompletion", 'missing: the inventory asks for {"podSelector": "forge.exa.ai/workload", "timeoutSeconds"...'),
             ("podDeletion", 'missing: the inventory asks for {"force": false, "timeoutSeconds": 1800, "deleteEmptyDir"...'),
-            ("drain", 'missing: the inventory asks for {"enable": true, "force": false, "podSelector": "", "time...'),
+            ("drain", 'missing: the inventory asks for {"enable": true, "force": false, "timeoutSeconds": 1800, ...'),
         )),
         ("spec.mig.strategy", 'is "single", the inventory asks for "mixed"'),
     ]

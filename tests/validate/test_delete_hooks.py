@@ -56,3 +56,24 @@ def test_forge_validate_finds_no_delete_hook_switch_in_the_shipped_values(cluste
     cluster_model = model(cluster)
     validate_values(REPO, cluster_model, components_of(cluster_model), upstream, report)
     assert [f for f in report.failures if "delete hook" in f.reason] == []
+
+
+def _cleanup_gpucluster() -> dict:
+    # As gpu-operator v26.7.0 renders it with our values (templates/cleanup_gpucluster.yaml: no condition).
+    job = _job({"helm.sh/hook": "pre-delete", "helm.sh/hook-weight": "0",
+                "helm.sh/hook-delete-policy": "hook-succeeded,before-hook-creation"})
+    job["metadata"].update(name="gpu-operator-cleanup-gpucluster", namespace="gpu-operator")
+    return job
+
+
+def test_the_gpu_operators_unconditional_cleanup_hook_is_a_warning_while_no_gpucluster_is_deployed():
+    report = Report()
+    DeleteHooks()(report, "h200", "gpu-operator", [_cleanup_gpucluster()])
+    assert report.failures == []
+    [warning] = report.warnings
+    assert warning.reason.startswith("reviewed pre-delete hook: gpu-operator v26.7.0 renders this pre-delete Job unconditionally")
+    # a GPUCluster in the same Application: the hook would delete it, a failure again
+    gpucluster = {"apiVersion": "nvidia.com/v1alpha1", "kind": "GPUCluster", "metadata": {"name": "cluster"}}
+    report = Report()
+    DeleteHooks()(report, "h200", "gpu-operator", [_cleanup_gpucluster(), gpucluster])
+    assert [f.reason.split(":")[0] for f in report.failures] == ["a pre-delete hook"]

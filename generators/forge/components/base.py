@@ -194,6 +194,10 @@ class Component:
     Settings: ClassVar[type[BaseModel]] = NoSettings
     # Argo CD ignoreDifferences entries: fields a controller owns at runtime (webhook certificates).
     ignore_differences: ClassVar[tuple[dict[str, Any], ...]] = ()
+    # Data keys of a Secret its chart writes at render time (random tokens the chart generates, or
+    # a copy of our values, which hold no credential), never from Git: `forge validate --hydrated`
+    # does not call a chart Secret with only these keys a credential in Git.
+    rendered_secret_keys: ClassVar[frozenset[str]] = frozenset()
     # Why the pods its chart renders cannot name a PriorityClass above every workload class (no
     # values key for it), or "" (forge.validate.cluster_policies checks them).
     priority_exception: ClassVar[str] = ""

@@ -107,6 +107,16 @@ def upgrade_policy(upgrade: UpgradeSettings) -> dict[str, Any]:
     }
 
 
+def rendered_upgrade_policy(upgrade: UpgradeSettings) -> dict[str, Any]:
+    """The ClusterPolicy's upgradePolicy as the GPU Operator chart (v26.7.0) renders it from
+    `chart_upgrade_policy`: its template writes drain.podSelector only when it is not empty (an
+    absent selector means the same as "" to the operator: every pod). waitForCompletion's
+    selector is never empty (WaitForCompletion.pod_selector)."""
+    policy = upgrade_policy(upgrade)
+    policy["drain"] = {k: v for k, v in policy["drain"].items() if not (k == "podSelector" and v == "")}
+    return policy
+
+
 def chart_upgrade_policy(upgrade: UpgradeSettings) -> dict[str, Any]:
     """The same policy as the GPU Operator chart's `driver.upgradePolicy` values (the chart calls
     podDeletion `gpuPodDeletion`)."""

@@ -21,6 +21,9 @@ INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 EKS_ECR_ACCOUNT = "602401143452"
 
 
+CHART_TOLERATION = {"key": "CriticalAddonsOnly", "operator": "Exists"}  # in the chart's DaemonSet template
+
+
 def efa_pools(cluster: ClusterModel):
     return tuple(p for p in cluster.pools if p.efa_interfaces)
 
@@ -32,6 +35,7 @@ class EfaDevicePlugin(Component):
     chart = "aws-efa-k8s-device-plugin"
     release_name = "aws-efa-k8s-device-plugin"
     inventory_values = frozenset({"image.repository", "image.tag"})
+    namespaced_kinds = (("apps", "DaemonSet"),)  # the chart renders its DaemonSet and nothing else
     # The chart (v0.5.30) has no priorityClassName value: its DaemonSet runs at the default class.
     priority_exception = "the aws-efa-k8s-device-plugin chart has no priorityClassName value"
 
@@ -51,5 +55,6 @@ class EfaDevicePlugin(Component):
         }
 
     def expected_in_hydrated(self, cluster: ClusterModel) -> list[Expected]:
+        # The chart (v0.5.30) writes its own CriticalAddonsOnly toleration before ours.
         return [Expected("DaemonSet", "aws-efa-k8s-device-plugin", ("spec", "template", "spec", "tolerations"),
-                         cluster.tolerations_for([n for n in cluster.nodes if n.pool in efa_pools(cluster)]))]
+                         [CHART_TOLERATION, *cluster.tolerations_for([n for n in cluster.nodes if n.pool in efa_pools(cluster)])])]

@@ -9,7 +9,7 @@ import yaml
 from forge.components import gpu_drivers, network, node_tests
 from forge.components.node_tests import NodeTests
 from forge.components.base import RBAC_NAMESPACED, WORKLOAD_KINDS, WAVE_GPU, Component, Expected, custom_resource
-from forge.components.driver_upgrades import UpgradeSettings, chart_upgrade_policy, upgrade_policy
+from forge.components.driver_upgrades import UpgradeSettings, chart_upgrade_policy, rendered_upgrade_policy, upgrade_policy
 from forge.inventory.schema import Strict
 from forge.model import MIG_DISABLED, ClusterModel
 from forge.observability.metrics import DCGM_CONFIG_NAME, NODE_RELABELING, dcgm_metrics_csv
@@ -70,6 +70,10 @@ class GpuOperator(Component):
     # (ClusterPolicy, NVIDIADriver) cannot be annotated Prune=false from values, and a chart release
     # that dropped one would delete the cluster's ClusterPolicy and with it every GPU operand.
     prune = False
+    # The operator and its operands name system-node-critical (the chart's values); its hook Jobs
+    # (gpu-operator-upgrade-crd on every sync, gpu-operator-cleanup-gpucluster on delete) name no
+    # class and no value reaches them: forge's admission policy gives their pods a system class.
+    priority_exception = "the gpu-operator chart's hook Jobs (upgrade-crd, cleanup-gpucluster) have no priorityClassName value"
 
     def enabled(self, cluster: ClusterModel) -> bool:
         return bool(cluster.gpu_nodes)
@@ -169,7 +173,7 @@ class GpuOperator(Component):
         return [
             *driver,
             *(Expected(*policy, f"spec.driver.upgradePolicy.{key}", value)
-              for key, value in upgrade_policy(self.settings(cluster).upgrade).items()),
+              for key, value in rendered_upgrade_policy(self.settings(cluster).upgrade).items()),
             Expected(*policy, "spec.mig.strategy", cluster.mig_strategy),
             Expected(*policy, "spec.migManager.config.name", MIG_CONFIG_NAME),
             Expected(*policy, "spec.migManager.config.default", MIG_DISABLED),

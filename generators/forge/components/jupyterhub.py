@@ -21,7 +21,7 @@ from pydantic import Field
 
 from forge.capacity import GPU, capacity
 from forge.components import network
-from forge.components.base import WAVE_WORKLOADS, Component, Expected, storage_class
+from forge.components.base import RBAC_NAMESPACED, WAVE_WORKLOADS, WORKLOAD_KINDS, Component, Expected, storage_class
 from forge.components.flyte import Flyte, storage_endpoint
 from forge.components.flyte.plan import namespace_for
 from forge.inventory.schema import Name, Strict
@@ -33,6 +33,9 @@ PRIORITY_CLASS = "interactive"  # components.scheduling's class for interactive 
 WORKLOAD_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 DOMAIN = "development"  # the project-domain namespace developer pods run in
 HUB_API_PORT = 8081
+# The hub Secret's keys the chart generates at render time (random unless set in values, which would put them in Git).
+GENERATED_TOKENS = ("hub.config.ConfigurableHTTPProxy.auth_token", "hub.config.JupyterHub.cookie_secret",
+                    "hub.config.CryptKeeper.keys")
 SERVER_PORT = 8888  # a user server's port (KubeSpawner's default)
 
 
@@ -63,6 +66,25 @@ class JupyterHub(Component):
     chart = "jupyterhub"
     Settings = Settings
     cluster_kinds = ()
+    # What each hub's chart 4.4.0 renders with our values: hub and proxy (Deployments, Services,
+    # the hub's Role and ConfigMap, its Secret and database PVC), the Ingress, the PodDisruptionBudgets.
+    namespaced_kinds = (*WORKLOAD_KINDS, *RBAC_NAMESPACED, ("", "Secret"), ("", "PersistentVolumeClaim"),
+                        ("networking.k8s.io", "Ingress"), ("policy", "PodDisruptionBudget"))
+    # The chart names only PriorityClasses it creates itself (scheduling.podPriority, one pair per
+    # release); the hub and proxy get a system class from forge's admission policy instead.
+    priority_exception = "the jupyterhub chart can name only the PriorityClasses it creates itself (scheduling.podPriority)"
+    # Each hub's Secret (chart 4.4.0 templates/hub/secret.yaml): a copy of our values (no credential
+    # in them: the OAuth client secret comes from the secret store) and three tokens the chart
+    # generates when it renders (`lookup` finds no live Secret under Argo CD, so every render makes
+    # new ones). Argo CD keeps the live tokens and ignores the checksums of them in the hub's and
+    # proxy's pod annotations: otherwise every refresh would rotate the proxy token and the cookie
+    # secret, restart both and log every user out. Changing our values still updates values.yaml.
+    rendered_secret_keys = frozenset({"values.yaml", *GENERATED_TOKENS})
+    ignore_differences = (
+        {"group": "", "kind": "Secret", "jsonPointers": [f"/data/{key}" for key in GENERATED_TOKENS]},
+        {"group": "apps", "kind": "Deployment", "jsonPointers": ["/spec/template/metadata/annotations/checksum~1secret",
+                                                                "/spec/template/metadata/annotations/checksum~1auth-token"]},
+    )
     inventory_values = frozenset({"cull.enabled", "proxy.service.type"})
     # hub.config is free-form (the schema allows any traitlets class); the chart's default shows only JupyterHub.
     declared_values = frozenset({"hub.config.GenericOAuthenticator", "hub.config.KubeSpawner"})
@@ -174,7 +196,11 @@ def hub_values(cluster: ClusterModel, s: Settings, project: str) -> dict[str, An
             "networkPolicy": {"enabled": False},  # the project namespace's own policies apply
         },
         "cull": {"enabled": True, "timeout": s.idle_minutes * 60, "every": 300},
-        "scheduling": {"userScheduler": {"enabled": False}, "podPriority": {"enabled": False}},
+        # No user placeholders: user servers run in the project namespaces, queued by Kueue, so
+        # placeholders in the hub's namespace would reserve nothing (and would get the
+        # infrastructure class there, forge.components.infra_priority).
+        "scheduling": {"userScheduler": {"enabled": False}, "podPriority": {"enabled": False},
+                       "userPlaceholder": {"enabled": False}},
         "prePuller": {"hook": {"enabled": False}, "continuous": {"enabled": False}},
     }
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from forge import versions
 from forge.components import network
-from forge.components.base import WAVE_NETWORK, Component, Expected, custom_resource
+from forge.components.base import RBAC_NAMESPACED, WAVE_NETWORK, WORKLOAD_KINDS, Component, Expected, custom_resource
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL
 from forge.model import ClusterModel, NodeModel, PoolModel
 
@@ -32,6 +32,9 @@ ROOT_VOLUME_GIB = {"gpu": 500, "cpu": 100}  # container images of GPU tasks are 
 # Labels Karpenter sets on the nodes itself or refuses in a NodePool template (its restricted
 # domains): forge's node labels minus these go into the template.
 _KARPENTER_OWNED = ("karpenter.sh/", "karpenter.k8s.aws/", "kubernetes.io/", "k8s.io/")
+
+
+CHART_NODE_SELECTOR = {"kubernetes.io/os": "linux"}  # the chart's default nodeSelector value
 
 
 def controller_role_arn(cluster: ClusterModel) -> str:
@@ -61,10 +64,18 @@ class Karpenter(Component):
         ("karpenter.sh", "NodePool"),
         ("karpenter.k8s.aws", "EC2NodeClass"),
     )
+    # What the chart 1.14.1 renders with our values (serviceMonitor.enabled; its PodDisruptionBudget
+    # is on by default), besides the cluster-scoped kinds above.
+    namespaced_kinds = (*WORKLOAD_KINDS, *RBAC_NAMESPACED, ("policy", "PodDisruptionBudget"),
+                        ("monitoring.coreos.com", "ServiceMonitor"))
     inventory_values = frozenset({"controller.image.tag", "controller.image.repository"})
 
     def enabled(self, cluster: ClusterModel) -> bool:
         return any(p.karpenter for p in cluster.pools)
+
+    def namespaces(self, cluster: ClusterModel) -> tuple[str, ...]:
+        # The chart's `karpenter-dns` Role and RoleBinding live in kube-system (it reads kube-dns).
+        return (self.namespace, "kube-system")
 
     def ingress(self, cluster: ClusterModel) -> tuple[network.Allow, ...]:
         return (network.scrape([METRICS_PORT]),)
@@ -93,7 +104,8 @@ class Karpenter(Component):
         deployment = ("Deployment", "karpenter")
         pod = ("spec", "template", "spec")
         return [
-            Expected(*deployment, (*pod, "nodeSelector"), cluster.system_node_selector),
+            # helm merges our nodeSelector into the chart's default (kubernetes.io/os: linux, chart 1.14.1)
+            Expected(*deployment, (*pod, "nodeSelector"), {**CHART_NODE_SELECTOR, **cluster.system_node_selector}),
             Expected(*deployment, (*pod, "containers", "name=controller", "image"), versions.image(IMAGE).ref),
         ]
 

@@ -101,7 +101,10 @@ class Kueue(Component):
     # After the training-operator and KubeRay (their CRDs are there when Kueue sets up those
     # integrations) and before Flyte (its LocalQueues need Kueue's CRDs, its jobs Kueue's webhooks).
     sync_wave = WAVE_KUEUE
-    namespaced_kinds = (*WORKLOAD_KINDS, *RBAC_NAMESPACED, ("", "Secret"))
+    # The chart's webhook Secret, and with our values (enablePrometheus, the manager's
+    # podDisruptionBudget) its ServiceMonitor and PodDisruptionBudget.
+    namespaced_kinds = (*WORKLOAD_KINDS, *RBAC_NAMESPACED, ("", "Secret"),
+                        ("monitoring.coreos.com", "ServiceMonitor"), ("policy", "PodDisruptionBudget"))
     chart = "kueue"
     release_name = RELEASE
     server_side_apply = True  # the Workload CRD embeds pod templates: too large for client-side apply

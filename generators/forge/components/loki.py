@@ -68,6 +68,11 @@ class Settings(BaseModel):
     storage_class: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")] | None = None  # None: cluster.storage_class
 
 
+# The namespace warns at Pod Security `restricted`, which needs a seccomp profile; the chart 7.3.0
+# sets none. Pod level, merged into the chart's own pod security contexts (loki, gateway,
+# memcached), so every container (sidecars and the memcached exporter included) gets it.
+POD_SECCOMP = {"seccompProfile": {"type": "RuntimeDefault"}}
+
 class Loki(Component):
     name = "loki"
     namespace = NAMESPACE
@@ -80,8 +85,10 @@ class Loki(Component):
         ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
     )
     # bucketNames is documented only in the chart's comments; limits_config passes through to Loki's
-    # own configuration, where retention_period is a documented limit.
-    declared_values = frozenset({"loki.storage.bucketNames", "loki.limits_config.retention_period"})
+    # own configuration, where retention_period is a documented limit. The pod security contexts
+    # are Kubernetes PodSecurityContexts the chart passes whole through toYaml: any of its fields.
+    declared_values = frozenset({"loki.storage.bucketNames", "loki.limits_config.retention_period",
+                                 *(f"{key}.podSecurityContext.seccompProfile" for key in ("loki", "gateway", "memcached"))})
     # The layout follows the log volume: on every cluster, also where it matches the chart's default.
     inventory_values = frozenset({"deploymentMode", "loki.commonConfig.replication_factor",
                                   *(f"{target}.replicas" for targets in LOKI_TARGETS.values() for target in targets)})
@@ -153,8 +160,10 @@ class Loki(Component):
                 },
                 "limits_config": {"retention_period": f"{s.retention_days * 24}h"},
                 "compactor": {"retention_enabled": True, "delete_request_store": "s3"},
+                "podSecurityContext": POD_SECCOMP,  # read, write and backend pods
             },
-            "gateway": dict(system),
+            "gateway": {**system, "podSecurityContext": POD_SECCOMP},
+            "memcached": {"podSecurityContext": POD_SECCOMP},  # both caches' pods
             # The memcached caches ignore global.priorityClassName (chart 7.3.0): their own value.
             "chunksCache": {**system, "priorityClassName": SYSTEM_CLUSTER_CRITICAL},
             "resultsCache": {**system, "priorityClassName": SYSTEM_CLUSTER_CRITICAL},

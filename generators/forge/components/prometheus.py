@@ -265,8 +265,8 @@ class Prometheus(Component):
             # Only from an existing Secret: with admin.existingSecret set the chart renders no
             # admin Secret of its own, and no adminPassword value exists to fall back on.
             "admin": {"existingSecret": s.grafana_admin_secret, "userKey": "admin-user", "passwordKey": "admin-password"},
-            # A `helm test` Pod: Argo CD never runs test hooks, so it would only be dead weight.
-            "testFramework": {"enabled": False},
+            # No `testFramework` here: grafana 12.11.1 as packaged has no test Pod (its .helmignore
+            # drops tests/, templates/tests included), so no template reads the key.
             "additionalDataSources": [{
                 "name": "Loki", "uid": "loki", "type": "loki", "access": "proxy", "url": LOKI_URL,
                 "editable": False, "jsonData": {"maxLines": 5000},

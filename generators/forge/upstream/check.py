@@ -100,8 +100,12 @@ def _check_cluster(root: Path, cluster: ClusterModel, jobs: list[Job], report: R
         return [("apiVersion", f"no schema for {obj.get('apiVersion')} {obj.get('kind')}: not built into "
                                f"Kubernetes {kube.version} and no CRD for it in the cluster's hydrated output")]
 
-    engine = Engine(kube, [crds, runtime_crds(components, upstream)], no_schema,
-                    [policies({}, skip=_switched_off)])
+    rendered_keys = frozenset().union(*(c.rendered_secret_keys for c in components))
+
+    def excused(obj: dict[str, Any], path: str) -> bool:
+        return _switched_off(obj, path) or _rendered_secret(obj, path, rendered_keys)
+
+    engine = Engine(kube, [crds, runtime_crds(components, upstream)], no_schema, [policies({}, skip=excused)])
     report.count(cluster.name, "objects", 0)
     pins = chart_pins(root)
     components = [j.component for j in jobs]
@@ -163,6 +167,14 @@ class ExpectedObjects:
 
 
 _PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def _rendered_secret(obj: dict[str, Any], path: str, keys: frozenset[str]) -> bool:
+    """True for a chart Secret's `data` that holds only keys its chart writes at render time
+    (`Component.rendered_secret_keys`): nothing in it comes from Git."""
+    data = obj.get("data")
+    return (obj.get("kind") == "Secret" and path == "data" and isinstance(data, dict) and bool(data)
+            and not obj.get("stringData") and set(data) <= keys)
 
 
 def _switched_off(obj: dict[str, Any], path: str) -> bool:

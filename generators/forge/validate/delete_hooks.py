@@ -7,6 +7,9 @@ Application is recreated by hand. node-feature-discovery's default post-delete J
 from every node, and the GPU Operator then tears down the MIG layouts. So:
 
 * `DeleteHooks` (a cluster plug-in, rendered and hydrated output alike): no object is a delete hook.
+  A hook a chart renders unconditionally is listed in `REVIEWED_HOOKS` with what makes it
+  harmless, checked on the same output: it is then a warning, and a failure again as soon as
+  what it would destroy is there.
 * `hook_switches` (the values check, with the upstream data): no chart value that turns a known
   delete hook on is on in our values merged over the chart's defaults (the hook itself only
   appears in hydrated output, which needs the charts downloaded).
@@ -35,6 +38,15 @@ HOOK_SWITCHES = {
 }
 
 
+# (kind, name) of a delete hook a pinned chart renders whatever its values -> (the kind of object
+# it deletes, why it is harmless while the Application renders none of them).
+REVIEWED_HOOKS = {
+    ("Job", "gpu-operator-cleanup-gpucluster"): (
+        "GPUCluster", "gpu-operator v26.7.0 renders this pre-delete Job unconditionally (no value turns it off); it "
+                      "deletes only the chart-managed GPUCluster, and forge deploys none (gpuCluster.deployCR false)"),
+}
+
+
 def delete_phases(obj: dict[str, Any]) -> list[str]:
     """The delete-hook phases an object is annotated with ([] for none)."""
     annotations = (obj.get("metadata") or {}).get("annotations") or {}
@@ -49,9 +61,14 @@ class DeleteHooks:
     """Plug-in: no object of any Application is a delete hook (module doc)."""
 
     def __call__(self, report: Any, cluster: str, component: str, objects: list[dict[str, Any]]) -> None:
+        kinds = {obj.get("kind") for obj in objects}
         for obj in objects:
             phases = delete_phases(obj)
-            if phases:
+            reviewed = REVIEWED_HOOKS.get((obj.get("kind"), (obj.get("metadata") or {}).get("name")))
+            if phases and reviewed and reviewed[0] not in kinds:
+                report.warnings.append(Failure(cluster, component, object_id(obj), "metadata.annotations",
+                                               f"reviewed {'/'.join(phases)} hook: {reviewed[1]}"))
+            elif phases:
                 report.failures.append(Failure(
                     cluster, component, object_id(obj), "metadata.annotations",
                     f"a {'/'.join(phases)} hook: Argo CD runs it when Application {component} is deleted; a forge "
