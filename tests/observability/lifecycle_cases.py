@@ -46,11 +46,17 @@ def upgrade_cases(cluster: ClusterModel) -> list[Case]:
 
 def node_test_cases(cluster: ClusterModel) -> list[Case]:
     node = cluster.gpu_nodes[0].name
-    job = {"namespace": "gpu-operator", "job_name": f"forge-node-test-dcgm-{node}", **KSM}
-    other = {**job, "job_name": "flyte-task-abc"}
-    return [Case("NodeTestFailed", {}, [(series("kube_job_status_failed", **job), "0 0 1x5")],
-                 [(series("kube_job_status_failed", **job), "0x8")], [{"node": node}], "5m",
-                 extra_quiet=[[(series("kube_job_status_failed", **other), "1x8")]])]  # not a node test
+    cases = []
+    for test in ("dcgm", "nccl"):
+        job = {"namespace": "gpu-operator", "job_name": f"forge-node-test-{test}-{node}", **KSM}
+        other = {**job, "job_name": "flyte-task-abc"}
+        release = {**job, "job_name": f"forge-node-release-{node}"}  # fails with the test: one alert, the test's
+        cases.append(Case("NodeTestFailed", {}, [(series("kube_job_status_failed", **job), "0 0 1x5")],
+                          [(series("kube_job_status_failed", **job), "0x8")], [{"node": node, "test": test}], "5m",
+                          name=test,
+                          extra_quiet=[[(series("kube_job_status_failed", **other), "1x8")],  # not a node test
+                                       [(series("kube_job_status_failed", **release), "1x8")]]))
+    return cases
 
 
 def lifecycle_cases(cluster: ClusterModel) -> list[Case]:
