@@ -82,6 +82,7 @@ def test_every_tested_fabric_node_runs_an_nccl_all_reduce_per_rail_against_the_c
         assert {"name": "FORGE_BUSBW_FLOOR_GBYTES", "value": "45"} in container["env"]
         assert container["resources"]["limits"]["rdma/rdma_network"] == 1 and container["resources"]["limits"]["nvidia.com/gpu"] == 8
         assert {"cpu", "memory"} <= set(container["resources"]["limits"])
+        assert container["securityContext"]["capabilities"] == {"drop": ["ALL"], "add": ["IPC_LOCK"]}
         assert UNTESTED in pod["tolerations"] and "priorityClassName" not in pod  # never pre-empts a job on the peer
         rails = job["spec"]["template"]["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"].split(",")
         assert rails == [f"default/{r.name}" for r in cluster.rails]

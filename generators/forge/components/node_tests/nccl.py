@@ -106,12 +106,14 @@ def nccl_job(cluster: ClusterModel, node: NodeModel, other: NodeModel, namespace
         "command": ["/bin/bash", "-c", run],
         "env": [*nccl_env(cluster), {"name": "FORGE_BUSBW_FLOOR_GBYTES", "value": f"{found.busbw_gbytes:g}"}],
         "resources": {"limits": limits, "requests": dict(limits)},
-        "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},  # RDMA pins memory
+        # RDMA pins memory: IPC_LOCK, every other capability dropped (as the forge-rdma task template)
+        "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"], "add": ["IPC_LOCK"]}},
         "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}, {"name": "script", "mountPath": "/workspace"}],
     }
     nodes = [node.name, other.name]
     pod = {
         "subdomain": name,
+        "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
         "affinity": {
             "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
                 {"matchExpressions": [{"key": HOSTNAME, "operator": "In", "values": nodes}]}]}},
