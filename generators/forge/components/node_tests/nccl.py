@@ -32,7 +32,9 @@ TEST = "nccl"
 IMAGE = "pytorch-example"  # images in charts/versions.yaml: the pinned nvcr.io/nvidia/pytorch
 SCRIPT = "forge-node-test-nccl"  # the ConfigMap with the script
 PORT = 29500  # torchrun's rendezvous on rank 0
-DEADLINE_SECONDS = 3600  # both pods must start within it (the peer's GPUs may be busy): else it fails
+# Both pods must have run within it, else the Job fails: they wait for the GPUs of the node's DCGM
+# diagnostics (an hour and more at level 4) and of the peer's (busy if the peer serves).
+DEADLINE_SECONDS = 4 * 3600
 _RAILS = """\
 import os, sys, time, torch, torch.distributed as dist
 floor = float(os.environ["FORGE_BUSBW_FLOOR_GBYTES"])

@@ -20,7 +20,7 @@ from forge.model import UNTESTED_TAINT_KEY, ClusterModel, NodeModel
 TEST = "release"
 SCRIPT = "forge-node-release"  # the ConfigMap with forge.node_release
 IMAGE = "prerequisites-check"  # images in charts/versions.yaml: the pinned Python image
-TIMEOUT_SECONDS = 6 * 3600  # the DCGM level 4 run and the NCCL Job's start deadline, with room
+TIMEOUT_SECONDS = 6 * 3600  # past the NCCL Job's deadline (nccl.DEADLINE_SECONDS), which covers the DCGM run
 RBAC = "rbac.authorization.k8s.io"
 
 
