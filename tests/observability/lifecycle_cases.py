@@ -59,5 +59,21 @@ def node_test_cases(cluster: ClusterModel) -> list[Case]:
     return cases
 
 
+def held_untested_cases(cluster: ClusterModel) -> list[Case]:
+    """At the 4-minute step: 12 hours are 180 steps."""
+    tested = [n.name for n in cluster.nodes if n.tested_before_service]
+    if not tested:
+        return []
+    node = tested[0]
+
+    def taint(key: str = "forge.exa.ai/untested") -> str:
+        return series("kube_node_spec_taint", node=node, key=key, effect="NoSchedule", **KSM)
+
+    return [Case("NodeHeldUntested", {}, [(taint(), "1x200")],
+                 [(taint(), "1x170")],  # released (the series ends) before 12 hours: quiet
+                 [{"node": node}], f"{190 * STEP_MIN}m", interval=f"{STEP_MIN}m",
+                 extra_quiet=[[(taint("nvidia.com/gpu"), "1x200")]])]  # the inventory's own taint
+
+
 def lifecycle_cases(cluster: ClusterModel) -> list[Case]:
-    return upgrade_cases(cluster) + node_test_cases(cluster)
+    return upgrade_cases(cluster) + node_test_cases(cluster) + held_untested_cases(cluster)
