@@ -54,6 +54,8 @@ def check(loaded) -> Iterator[Problem]:
         if profile.gpu is None or not nics:
             continue
         nic = nics[0]
+        if nic.port_gbps > catalogue.nics[nic.model].max_port_gbps:
+            continue  # the port itself is refused (forge.inventory's NIC rules): one problem on its line
         if catalogue.nccl_floor(profile.gpu.model, nic.model, nic.port_gbps) is None:
             i = profile.nics.index(nic)
             known = ", ".join(f"{f.gpu} with {f.nic} at {f.port_gbps}" for f in catalogue.nccl_floors) or "none"

@@ -97,8 +97,9 @@ def nccl_job(cluster: ClusterModel, node: NodeModel, other: NodeModel, namespace
              network_namespace: str) -> list[dict[str, Any]]:
     name = job_name(TEST, node)
     labels = {TEST_LABEL: TEST, NODE_LABEL: node.name}
-    resource = cluster.rdma_resource("compute")
-    assert resource is not None and (found := floor(node)) is not None  # test_files only asks then
+    resource, found = cluster.rdma_resource("compute"), floor(node)
+    if resource is None or found is None:  # pairs() never offers such a node
+        raise ValueError(f"{node.name}: no compute fabric resource or NCCL floor to test against")
     limits = {GPU_RESOURCE: node.gpu_count, resource.resource: 1, "cpu": "16", "memory": "64Gi"}
     run = (f"exec torchrun --nnodes=2 --nproc-per-node={node.gpu_count} --node-rank=$JOB_COMPLETION_INDEX "
            f"--master-addr={name}-0.{name} --master-port={PORT} /workspace/rails.py")
