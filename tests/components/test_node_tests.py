@@ -161,3 +161,9 @@ def test_the_release_job_may_only_read_the_node_s_tests_and_patch_that_node():
     a100 = {d["kind"]: d for d in _docs("a100", "release-a100-gpu-01.yaml")}
     assert a100["Role"]["rules"][0]["resourceNames"] == ["forge-node-test-dcgm-a100-gpu-01"]
     assert nccl.TEST == "nccl"
+
+
+def test_the_rails_script_is_python_and_reads_the_floor_it_is_given():
+    source = _docs("h200", "nccl-script.yaml")[0]["data"]["rails.py"]
+    compile(source, "rails.py", "exec")  # a syntax error would only show on the cluster
+    assert 'float(os.environ["FORGE_BUSBW_FLOOR_GBYTES"])' in source and "sys.exit(1 if failed else 0)" in source
