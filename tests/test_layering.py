@@ -14,7 +14,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "generators" / "forge"
 STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("forge", "forge.hardware", "forge.errors", "forge.emit", "forge.paths", "forge.folders", "forge.lock",
                     "forge.tools", "forge.versions", "forge.cli_common", "forge.cache", "forge.progress",
-                    "forge.workers", "forge.prereq_check")),
+                    "forge.workers", "forge.prereq_check", "forge.node_release")),
     ("inventory", ("forge.inventory",)),
     ("model", ("forge.model", "forge.capacity", "forge.queues")),
     ("components", ("forge.components", "forge.observability")),

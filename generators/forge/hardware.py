@@ -109,11 +109,29 @@ class InstanceType(_Strict):
     instance_store_gb: Count = 0  # local NVMe (instance store), decimal GB in total
 
 
+class NcclFloor(_Strict):
+    """The bus bandwidth a two-node, one-GPU-per-node all-reduce over one rail must reach (GB/s),
+    derived from the slower link and AICR's tolerance (the catalogue's comment gives the sources)."""
+
+    gpu: str  # a key of `gpus`
+    nic: str  # a key of `nics`
+    port_gbps: Positive  # the NIC port's line rate the floor assumes
+    gpu_pcie_gbps: Positive  # the GPU's host link, per direction
+    tolerance: Annotated[float, Field(ge=0, lt=1, strict=False)]
+    busbw_gbytes: Annotated[float, Field(gt=0, strict=False)]
+    source: Text
+
+    @property
+    def derived(self) -> float:
+        return round(min(self.port_gbps, self.gpu_pcie_gbps) / 8 * (1 - self.tolerance), 2)
+
+
 class Catalogue(_Strict):
     gpus: dict[str, GpuModel]
     nics: dict[str, NicModel]
     servers: dict[str, ServerModel]
     instances: dict[str, InstanceType] = {}
+    nccl_floors: Annotated[tuple[NcclFloor, ...], Field(strict=False)] = ()
 
     @model_validator(mode="before")
     @classmethod
@@ -123,6 +141,25 @@ class Catalogue(_Strict):
             return {section: {k: {**v, "key": k} if isinstance(v, dict) else v for k, v in entries.items()}
                     if isinstance(entries, dict) else entries for section, entries in data.items()}
         return data
+
+    def nccl_floor(self, gpu: str, nic: str, port_gbps: int) -> NcclFloor | None:
+        return next((f for f in self.nccl_floors if (f.gpu, f.nic, f.port_gbps) == (gpu, nic, port_gbps)), None)
+
+    def _floor_rules(self) -> Iterator[tuple[datafile.Key, str]]:
+        seen: set[tuple[str, str, int]] = set()
+        for i, floor in enumerate(self.nccl_floors):
+            if floor.gpu not in self.gpus:
+                yield ("nccl_floors", i, "gpu"), unknown_model("GPU model", floor.gpu, self.gpus)
+            if floor.nic not in self.nics:
+                yield ("nccl_floors", i, "nic"), unknown_model("NIC model", floor.nic, self.nics)
+            elif floor.port_gbps > self.nics[floor.nic].max_port_gbps:
+                yield ("nccl_floors", i, "port_gbps"), f"{floor.nic} ports run at most {self.nics[floor.nic].max_port_gbps} Gb/s"
+            if floor.busbw_gbytes != floor.derived:
+                yield ("nccl_floors", i, "busbw_gbytes"), (
+                    f"{floor.busbw_gbytes} is not min(port_gbps, gpu_pcie_gbps) / 8 * (1 - tolerance) = {floor.derived}")
+            if (floor.gpu, floor.nic, floor.port_gbps) in seen:
+                yield ("nccl_floors", i), f"a second floor for {floor.gpu} with {floor.nic} at {floor.port_gbps} Gb/s"
+            seen.add((floor.gpu, floor.nic, floor.port_gbps))
 
     def rules(self) -> Iterator[tuple[datafile.Key, str]]:
         """What spans entries: names point at catalogued models, facts agree with each other."""
@@ -144,6 +181,7 @@ class Catalogue(_Strict):
                 yield ("nics", key, "vendor_id"), f"'{nic.vendor_id}' is not a vendor forge knows ({', '.join(vendors)})"
             if nic.gpudirect_rdma and not nic.rdma:
                 yield ("nics", key, "gpudirect_rdma"), "GPUDirect RDMA needs rdma: true"
+        yield from self._floor_rules()
 
 
 def load_catalogue(path: Path = CATALOGUE_FILE, name: str = CATALOGUE_NAME) -> Catalogue:

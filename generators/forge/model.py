@@ -22,6 +22,12 @@ NVME_LABEL = f"{LABEL_DOMAIN}/nvme"
 # The installer taints control-plane nodes itself; that key is not ours to manage, but every
 # controller we place there must tolerate it.
 CONTROL_PLANE_TOLERATION = {"key": CONTROL_PLANE_LABEL, "operator": "Exists", "effect": "NoSchedule"}
+# A node that has not passed its tests since it joined, or since a driver or firmware change or a
+# repair, carries this taint (forge.components.node_tests): workloads stay off it, the DaemonSets
+# every node needs and the test Jobs tolerate it, and the node's release Job removes it.
+UNTESTED_TAINT_KEY = f"{LABEL_DOMAIN}/untested"
+UNTESTED_TAINT = {"key": UNTESTED_TAINT_KEY, "effect": "NoSchedule"}
+UNTESTED_TOLERATION = {"key": UNTESTED_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
 
 # RDMA resources pods ask for (`rdma/<name>: 1`), one per NIC role whose ports can do RDMA. The
 # compute fabric's is the one training jobs use; management ports get none (no pod traffic).
@@ -87,6 +93,12 @@ class NodeModel:
 
     def nics(self, role: str | None = None) -> list[tuple[NicSpec, NicModel]]:
         return [(n, NIC_MODELS[n.model]) for n in self.profile.nics if role in (None, n.role)]
+
+    @property
+    def tested_before_service(self) -> bool:
+        """A GPU node forge tests before it serves (whole GPUs: DCGM diagnostics need them), that
+        joins through forge's join files (a cloud pool's nodes register through Karpenter)."""
+        return self.gpu is not None and self.mig_layout in (None, MIG_DISABLED) and self.pool is None
 
     @property
     def nvme(self) -> tuple[NvmeSpec, ...]:
@@ -281,6 +293,17 @@ class ClusterModel:
         """Tolerations for a DaemonSet that must run on these nodes, from their taints."""
         return _tolerations(t for n in nodes for t in n.taints)
 
+    def daemon_tolerations_for(self, nodes) -> list[dict[str, str]]:
+        """For the DaemonSets a node needs before its tests can pass (drivers, device plugins,
+        node labelling): its taints and, where forge tests nodes, the untested taint. Never for
+        workloads: that taint is what keeps them off an untested node."""
+        nodes = list(nodes)
+        return self.tolerations_for(nodes) + ([UNTESTED_TOLERATION] if any(n.tested_before_service for n in nodes) else [])
+
+    @property
+    def gpu_daemon_tolerations(self) -> list[dict[str, str]]:
+        return self.daemon_tolerations_for(self.gpu_nodes)
+
     @cached_property
     def mig_layouts_used(self) -> dict[str, list[MigLayoutGroup]]:
         """Exactly the layouts some node uses, always with the 'all MIG off' layout first."""
@@ -319,7 +342,7 @@ class ClusterModel:
     @cached_property
     def all_node_tolerations(self) -> list[dict[str, str]]:
         """For DaemonSets that belong on every node (node labelling, log shipping)."""
-        return [CONTROL_PLANE_TOLERATION, *_tolerations(t for n in self.nodes for t in n.taints)]
+        return [CONTROL_PLANE_TOLERATION, *self.daemon_tolerations_for(self.nodes)]
 
     @property
     def system_node_selector(self) -> dict[str, str]:

@@ -20,7 +20,9 @@ def test_every_gpu_node_joins_with_the_gpu_taint_and_its_labels():
         assert (join["apiVersion"], join["kind"]) == ("kubeadm.k8s.io/v1beta4", "JoinConfiguration")
         registration = join["nodeRegistration"]
         assert registration["name"] == node.name
-        assert registration["taints"] == [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]
+        # and, on a node with whole GPUs, the taint that keeps it out until its tests pass (node_tests)
+        untested = [{"key": "forge.exa.ai/untested", "effect": "NoSchedule"}] if node.tested_before_service else []
+        assert registration["taints"] == [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}, *untested]
         [labels] = [a["value"] for a in registration["kubeletExtraArgs"] if a["name"] == "node-labels"]
         assert dict(kv.split("=", 1) for kv in labels.split(",")) == node.labels
         assert kubelet == {"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration",

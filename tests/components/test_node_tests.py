@@ -1,11 +1,18 @@
 """Node tests (forge.components.node_tests): a DCGM diagnostics Job per GPU node, at the level the
-inventory names, with the DCGM image the pinned GPU Operator's values pin; never synced."""
+inventory names, with the DCGM image the pinned GPU Operator's values pin; on fabric nodes an NCCL
+all-reduce per rail against the catalogue's floor; the untested taint that keeps a node out until
+they pass, and the release Job that removes it; never synced."""
 from __future__ import annotations
 
 import yaml
 
+from forge import hardware
 from forge.components.gpu_operator import GpuOperator
-from tests.helpers import H200_FILE, REPO, edit, inventory_text, line_of, model, problems
+from forge.components.node_tests import nccl
+from forge.model import UNTESTED_TAINT_KEY
+from tests.helpers import H200_FILE, REPO, edit, fixture_model, inventory_text, line_of, model, problems
+
+UNTESTED = {"key": UNTESTED_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
 
 KNOB = "      wait_for_completion: {pod_selector: forge.exa.ai/workload, timeout_seconds: 86400}\n"
 
@@ -38,10 +45,125 @@ def test_every_whole_gpu_node_has_a_dcgm_diagnostics_job_with_the_pinned_image()
 def test_the_diagnostics_level_comes_from_the_inventory():
     text = edit(inventory_text("h200"), KNOB, KNOB + "    node_tests: {dcgm_level: 1}\n")
     files = GpuOperator().local_files(model("h200", text))
-    assert files and all("dcgmi diag -r 1;" in j["spec"]["template"]["spec"]["containers"][0]["command"][-1] for j in files.values())
+    dcgm = [j for path, j in files.items() if "/dcgm-" in path]
+    assert dcgm and all("dcgmi diag -r 1;" in j["spec"]["template"]["spec"]["containers"][0]["command"][-1] for j in dcgm)
 
 
 def test_a_diagnostics_level_out_of_range_is_refused_with_its_line():
     text = edit(inventory_text("h200"), KNOB, KNOB + "    node_tests: {dcgm_level: 5}\n")
     [problem] = [p for p in problems(text) if "dcgm_level" in p]
     assert problem.startswith(f"{H200_FILE}:{line_of(text, 'dcgm_level: 5')}: components.gpu-operator.node_tests.dcgm_level:")
+
+
+def _docs(cluster: str, path: str) -> list[dict]:
+    return [d for d in yaml.safe_load_all((REPO / f"overlays/{cluster}/gpu-operator/node-tests/{path}").read_text()) if d]
+
+
+def test_every_tested_fabric_node_runs_an_nccl_all_reduce_per_rail_against_the_catalogue_floor():
+    cluster = model("h200")
+    fabric = [n for n in cluster.fabric_nodes if n.tested_before_service]
+    assert len(fabric) == 16  # h200-gpu-17 and -18 are MIG-split: no whole GPUs to test
+    floor = hardware.catalogue().nccl_floor("H200-141GB", "connectx-7", 400)
+    assert floor is not None and floor.busbw_gbytes == 45.0  # 400 Gb/s / 8 * (1 - 10 %)
+    for node in fabric:
+        service, job = _docs("h200", f"nccl-{node.name}.yaml")
+        name = f"forge-node-test-nccl-{node.name}"
+        peer = job["metadata"]["labels"]["forge.exa.ai/peer"]
+        assert peer != node.name and next(n for n in cluster.nodes if n.name == peer).rack == node.rack
+        assert peer not in ("h200-gpu-17", "h200-gpu-18")
+        spec, pod = job["spec"], job["spec"]["template"]["spec"]
+        assert (spec["completionMode"], spec["completions"], spec["parallelism"], spec["backoffLimit"]) == ("Indexed", 2, 2, 0)
+        assert pod["subdomain"] == service["metadata"]["name"] == name and service["spec"]["clusterIP"] == "None"
+        [term] = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+        assert term["matchExpressions"][0]["values"] == [node.name, peer]
+        [container] = pod["containers"]
+        assert container["image"] == "nvcr.io/nvidia/pytorch:25.04-py3"
+        assert f"--master-addr={name}-0.{name}" in container["command"][-1] and "--nnodes=2" in container["command"][-1]
+        assert {"name": "FORGE_BUSBW_FLOOR_GBYTES", "value": "45"} in container["env"]
+        assert container["resources"]["limits"]["rdma/rdma_network"] == 1 and container["resources"]["limits"]["nvidia.com/gpu"] == 8
+        assert {"cpu", "memory"} <= set(container["resources"]["limits"])
+        assert container["securityContext"]["capabilities"] == {"drop": ["ALL"], "add": ["IPC_LOCK"]}
+        assert UNTESTED in pod["tolerations"] and "priorityClassName" not in pod  # never pre-empts a job on the peer
+        rails = job["spec"]["template"]["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"].split(",")
+        assert rails == [f"default/{r.name}" for r in cluster.rails]
+    [script] = _docs("h200", "nccl-script.yaml")
+    assert "dist.new_group([i, per_node + i])" in script["data"]["rails.py"]
+    # no compute fabric on a100: no NCCL test there
+    assert not list((REPO / "overlays/a100/gpu-operator/node-tests").glob("nccl-*"))
+
+
+def test_the_floor_follows_the_node_s_gpu_and_the_infiniband_fabric_sets_its_hcas():
+    cluster = fixture_model("ib-small")
+    files = GpuOperator().local_files(cluster)
+    jobs = [docs[1] for path, docs in files.items() if "/nccl-" in path and "script" not in path]
+    assert jobs
+    for job in jobs:
+        env = {e["name"]: e.get("value") for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
+        assert env["FORGE_BUSBW_FLOOR_GBYTES"] == "45" and env["NCCL_IB_HCA"].startswith("=")
+
+
+def test_a_fabric_profile_without_a_catalogued_floor_is_refused_with_its_line():
+    text = inventory_text("h200")
+    text = edit(text, "      - model: connectx-7\n        count: 8\n        port_gbps: 400",
+                "      - model: connectx-7\n        count: 8\n        port_gbps: 200")
+    [problem] = [p for p in problems(text) if "NCCL bandwidth floor" in p]
+    assert problem.startswith(f"{H200_FILE}:{line_of(text, '- model: connectx-7')}: profiles.sr680a-h200.nics[0].model: ")
+    assert "no NCCL bandwidth floor for H200-141GB with connectx-7 at 200 Gb/s" in problem and "add one with its source" in problem
+
+
+def test_a_catalogue_floor_that_is_not_the_formula_is_refused(tmp_path):
+    text = (REPO / "generators/forge/catalogue/hardware.yaml").read_text()
+    bad = tmp_path / "hardware.yaml"
+    bad.write_text(text.replace("    busbw_gbytes: 45.0\n", "    busbw_gbytes: 48.0\n", 1))
+    import pytest
+    from forge.datafile import DataFileError
+    with pytest.raises(DataFileError) as err:
+        hardware.load_catalogue(bad, "hardware.yaml")
+    [problem] = err.value.problems
+    line = text.splitlines().index("    busbw_gbytes: 45.0") + 1
+    assert str(problem) == (f"hardware.yaml:{line}: nccl_floors[0].busbw_gbytes: 48.0 is not "
+                            "min(port_gbps, gpu_pcie_gbps) / 8 * (1 - tolerance) = 45.0")
+
+
+def test_tested_nodes_register_untested_and_only_the_daemonsets_tolerate_it():
+    cluster = model("h200")
+    for node in cluster.nodes:
+        path = REPO / f"overlays/h200/node-feature-discovery/node-join/{node.name}.yaml"
+        if not path.exists():
+            continue
+        join, kubelet = yaml.safe_load_all(path.read_text())
+        untested = {"key": UNTESTED_TAINT_KEY, "effect": "NoSchedule"}
+        assert (untested in join["nodeRegistration"]["taints"]) == node.tested_before_service
+        assert (untested in kubelet["registerWithTaints"]) == node.tested_before_service
+    assert any(n.tested_before_service for n in cluster.nodes)
+    values = yaml.safe_load((REPO / "overlays/h200/gpu-operator/values.yaml").read_text())
+    assert UNTESTED in values["daemonsets"]["tolerations"]
+    [policy] = [d for d in yaml.safe_load_all((REPO / "overlays/h200/network-operator/nicclusterpolicy-nic-cluster-policy.yaml").read_text())]
+    assert UNTESTED in policy["spec"]["tolerations"]
+    assert UNTESTED in cluster.all_node_tolerations  # NFD's worker, node-exporter, Alloy
+    assert UNTESTED not in cluster.gpu_tolerations  # Flyte's, JupyterHub's and the examples' pods stay off
+
+
+def test_the_release_job_may_only_read_the_node_s_tests_and_patch_that_node():
+    node = "h200-gpu-01"
+    docs = {d["kind"]: d for d in _docs("h200", f"release-{node}.yaml")}
+    assert docs["Role"]["rules"] == [{"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get"],
+                                      "resourceNames": [f"forge-node-test-dcgm-{node}", f"forge-node-test-nccl-{node}"]}]
+    assert docs["ClusterRole"]["rules"] == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"],
+                                             "resourceNames": [node]}]
+    pod = docs["Job"]["spec"]["template"]["spec"]
+    [container] = pod["containers"]
+    assert container["command"][2:] == [node, UNTESTED_TAINT_KEY, "gpu-operator", f"forge-node-test-dcgm-{node}",
+                                        f"forge-node-test-nccl-{node}", "--timeout=21600"]
+    assert pod["nodeSelector"] != {"kubernetes.io/hostname": node} and container["resources"]["limits"]
+    assert pod["serviceAccountName"] == docs["ServiceAccount"]["metadata"]["name"]
+    # a100 has no fabric: its release waits for the diagnostics alone
+    a100 = {d["kind"]: d for d in _docs("a100", "release-a100-gpu-01.yaml")}
+    assert a100["Role"]["rules"][0]["resourceNames"] == ["forge-node-test-dcgm-a100-gpu-01"]
+    assert nccl.TEST == "nccl"
+
+
+def test_the_rails_script_is_python_and_reads_the_floor_it_is_given():
+    source = _docs("h200", "nccl-script.yaml")[0]["data"]["rails.py"]
+    compile(source, "rails.py", "exec")  # a syntax error would only show on the cluster
+    assert 'float(os.environ["FORGE_BUSBW_FLOOR_GBYTES"])' in source and "sys.exit(1 if failed else 0)" in source

@@ -192,9 +192,9 @@ def test_stale_generated_files_are_reported_but_not_touched(repo, kustomize):
     assert result.exit_code == 1
     # the node's NodeFeatureRule, and what moving its 8 GPUs between pools does to the quotas:
     # 4 ClusterQueues and the 12 ResourceQuotas (their ceilings), the node's join file and its new
-    # DCGM node test (whole GPUs now), and overlays/h200/generated.sha256 (the list of what generate
-    # wrote, forge.handedits)
-    assert "note: the working tree's generated files are out of step with its inventories (20 files)" in result.stdout, result.stdout
+    # node tests (whole GPUs now: DCGM, the NCCL pair test and the release Job), and
+    # overlays/h200/generated.sha256 (the list of what generate wrote, forge.handedits)
+    assert "note: the working tree's generated files are out of step with its inventories (22 files)" in result.stdout, result.stdout
     assert "all-1g -> all-disabled" in result.stdout
     assert git(repo, "status", "--porcelain") == " M clusters/h200/inventory.yaml\n"
 

@@ -71,7 +71,9 @@ def test_mig_lab_needs_the_mixed_strategy_and_carries_every_layout_in_use(fleet:
             {"devices": [6, 7], "mig-enabled": False}],
     }
     assert gpu["driver"]["version"] == "580.95.05"  # the Ampere branch
-    assert gpu["daemonsets"]["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    assert gpu["daemonsets"]["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+                                                # a node with whole GPUs is tested before it serves (node_tests)
+                                                {"key": "forge.exa.ai/untested", "operator": "Exists", "effect": "NoSchedule"}]
 
 
 def test_mig_lab_nodes_get_the_layout_of_their_node_or_profile(fleet: Path):

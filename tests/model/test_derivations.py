@@ -82,6 +82,8 @@ def test_tolerations_and_selectors_follow_taints():
     assert values["daemonsets"]["tolerations"] == [
         {"key": "exa.ai/dedicated", "operator": "Equal", "value": "training", "effect": "NoExecute"},
         {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+        # the operands run on a node not yet tested (forge.components.node_tests): its workloads do not
+        {"key": "forge.exa.ai/untested", "operator": "Exists", "effect": "NoSchedule"},
     ]
     assert values["operator"]["nodeSelector"] == {"node-role.kubernetes.io/control-plane": ""}
     nfd = NodeFeatureDiscovery().values(h200)

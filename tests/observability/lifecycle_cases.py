@@ -46,12 +46,34 @@ def upgrade_cases(cluster: ClusterModel) -> list[Case]:
 
 def node_test_cases(cluster: ClusterModel) -> list[Case]:
     node = cluster.gpu_nodes[0].name
-    job = {"namespace": "gpu-operator", "job_name": f"forge-node-test-dcgm-{node}", **KSM}
-    other = {**job, "job_name": "flyte-task-abc"}
-    return [Case("NodeTestFailed", {}, [(series("kube_job_status_failed", **job), "0 0 1x5")],
-                 [(series("kube_job_status_failed", **job), "0x8")], [{"node": node}], "5m",
-                 extra_quiet=[[(series("kube_job_status_failed", **other), "1x8")]])]  # not a node test
+    cases = []
+    for test in ("dcgm", "nccl"):
+        job = {"namespace": "gpu-operator", "job_name": f"forge-node-test-{test}-{node}", **KSM}
+        other = {**job, "job_name": "flyte-task-abc"}
+        release = {**job, "job_name": f"forge-node-release-{node}"}  # fails with the test: one alert, the test's
+        cases.append(Case("NodeTestFailed", {}, [(series("kube_job_status_failed", **job), "0 0 1x5")],
+                          [(series("kube_job_status_failed", **job), "0x8")], [{"node": node, "test": test}], "5m",
+                          name=test,
+                          extra_quiet=[[(series("kube_job_status_failed", **other), "1x8")],  # not a node test
+                                       [(series("kube_job_status_failed", **release), "1x8")]]))
+    return cases
+
+
+def held_untested_cases(cluster: ClusterModel) -> list[Case]:
+    """At the 4-minute step: 12 hours are 180 steps."""
+    tested = [n.name for n in cluster.nodes if n.tested_before_service]
+    if not tested:
+        return []
+    node = tested[0]
+
+    def taint(key: str = "forge.exa.ai/untested") -> str:
+        return series("kube_node_spec_taint", node=node, key=key, effect="NoSchedule", **KSM)
+
+    return [Case("NodeHeldUntested", {}, [(taint(), "1x200")],
+                 [(taint(), "1x170")],  # released (the series ends) before 12 hours: quiet
+                 [{"node": node}], f"{190 * STEP_MIN}m", interval=f"{STEP_MIN}m",
+                 extra_quiet=[[(taint("nvidia.com/gpu"), "1x200")]])]  # the inventory's own taint
 
 
 def lifecycle_cases(cluster: ClusterModel) -> list[Case]:
-    return upgrade_cases(cluster) + node_test_cases(cluster)
+    return upgrade_cases(cluster) + node_test_cases(cluster) + held_untested_cases(cluster)

@@ -104,7 +104,7 @@ def test_gpu_operator_cluster_policy_must_carry_the_inventory():
                        "upgradePolicy": rendered_upgrade_policy(h200.component_settings["gpu-operator"].upgrade)},
             "mig": {"strategy": h200.mig_strategy},
             "migManager": {"config": {"name": MIG_CONFIG_NAME, "default": "all-disabled"}},
-            "daemonsets": {"tolerations": h200.gpu_tolerations},
+            "daemonsets": {"tolerations": h200.gpu_daemon_tolerations},  # with the untested taint (node_tests)
             "dcgmExporter": {"serviceMonitor": {"enabled": True, "interval": "15s"}},
         },
     }

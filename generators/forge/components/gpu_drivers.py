@@ -99,7 +99,7 @@ def nvidia_driver(cluster: ClusterModel, pool: DriverPool, upgrade_policy: dict[
         # over DMA-BUF; its DOCA/OFED driver is the Network Operator's container when the cluster
         # has one, else the host's.
         "rdma": {"enabled": pool.rdma, "useHostMofed": pool.rdma and not cluster.ofed_driver},
-        "tolerations": cluster.tolerations_for(nodes),
+        "tolerations": cluster.daemon_tolerations_for(nodes),
     }
     if pool.dma_buf:  # DMA-BUF needs the open kernel modules: said, not left to "auto"
         spec["kernelModuleType"] = OPEN_KERNEL_MODULES

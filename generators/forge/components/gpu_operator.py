@@ -8,6 +8,7 @@ import yaml
 
 from forge.components import gpu_drivers, network, node_tests
 from forge.components.node_tests import NodeTests
+from forge.components.network_operator import NetworkOperator
 from forge.components.base import RBAC_NAMESPACED, WORKLOAD_KINDS, WAVE_GPU, Component, Expected, custom_resource
 from forge.components.driver_upgrades import UpgradeSettings, chart_upgrade_policy, rendered_upgrade_policy, upgrade_policy
 from forge.inventory.schema import Strict
@@ -15,6 +16,7 @@ from forge.model import MIG_DISABLED, ClusterModel
 from forge.observability.metrics import DCGM_CONFIG_NAME, NODE_RELABELING, dcgm_metrics_csv
 
 MIG_CONFIG_NAME = "forge-mig-parted-config"
+NETWORK_OPERATOR = NetworkOperator.name
 
 
 class Settings(Strict):
@@ -85,6 +87,7 @@ class GpuOperator(Component):
             if rack not in racks:
                 yield loaded.problem(("components", self.name, "upgrade", "maintenance", "racks", i),
                                      f"unknown rack '{rack}' (the inventory's racks: {', '.join(sorted(racks))})")
+        yield from node_tests.check(loaded)
 
     def ingress(self, cluster: ClusterModel) -> tuple[network.Allow, ...]:
         return (network.scrape(METRICS_PORTS),)
@@ -105,8 +108,11 @@ class GpuOperator(Component):
         return values
 
     def local_files(self, cluster: ClusterModel) -> dict[str, Any]:
-        # A DCGM diagnostics Job per GPU node, applied after a repair or a driver change (never synced).
-        return node_tests.test_files(cluster, self.namespace, self.settings(cluster).node_tests)
+        # The tests a GPU node passes after a repair or a driver change, and the Job that releases it
+        # (never synced). Pods attach to the rails in the Network Operator's network namespace.
+        network = cluster.component_settings.get(NETWORK_OPERATOR)
+        return node_tests.test_files(cluster, self.namespace, self.settings(cluster).node_tests,
+                                     network.network_namespace if network is not None else "default")
 
     def values_notes(self, cluster: ClusterModel) -> list[str]:
         return gpu_drivers.driver_notes(cluster, self.facts(cluster).driver_pools)
@@ -123,7 +129,7 @@ class GpuOperator(Component):
             # One NFD per cluster: the node-feature-discovery component deploys it.
             "nfd": {"enabled": False},
             "operator": {"nodeSelector": cluster.system_node_selector, "tolerations": cluster.system_tolerations},
-            "daemonsets": {"tolerations": cluster.gpu_tolerations},
+            "daemonsets": {"tolerations": cluster.gpu_daemon_tolerations},
             "driver": {
                 "version": cluster.driver_version,
                 # GPUDirect RDMA follows the compute fabric. Over DMA-BUF where the GPUs can (the
@@ -160,7 +166,7 @@ class GpuOperator(Component):
         if cluster.cloud:
             return [Expected(*policy, "spec.driver.enabled", False), Expected(*policy, "spec.toolkit.enabled", False),
                     Expected(*policy, "spec.mig.strategy", cluster.mig_strategy),
-                    Expected(*policy, "spec.daemonsets.tolerations", cluster.gpu_tolerations),
+                    Expected(*policy, "spec.daemonsets.tolerations", cluster.gpu_daemon_tolerations),
                     Expected(*policy, "spec.dcgmExporter.serviceMonitor.enabled", True)]
         if self.facts(cluster).driver_pools:  # drivers and RDMA per pool, in our NVIDIADriver CRs
             driver = [Expected(*policy, "spec.driver.useNvidiaDriverCRD", True)]
@@ -177,7 +183,7 @@ class GpuOperator(Component):
             Expected(*policy, "spec.mig.strategy", cluster.mig_strategy),
             Expected(*policy, "spec.migManager.config.name", MIG_CONFIG_NAME),
             Expected(*policy, "spec.migManager.config.default", MIG_DISABLED),
-            Expected(*policy, "spec.daemonsets.tolerations", cluster.gpu_tolerations),
+            Expected(*policy, "spec.daemonsets.tolerations", cluster.gpu_daemon_tolerations),
             Expected(*policy, "spec.dcgmExporter.serviceMonitor.enabled", True),
             Expected("ConfigMap", MIG_CONFIG_NAME, ("data", "config.yaml"), self.facts(cluster).mig_parted_config),
         ]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from forge.model import ClusterModel, NodeModel
+from forge.model import UNTESTED_TAINT, ClusterModel, NodeModel
 
 JOIN_DIR = "node-join"
 KUBEADM_API = "kubeadm.k8s.io/v1beta4"  # kubeadm 1.31 and later (the clusters run 1.34)
@@ -23,8 +23,11 @@ KUBELET_API = "kubelet.config.k8s.io/v1beta1"
 
 
 def registration_taints(node: NodeModel) -> list[dict[str, str]]:
-    """The node's taints from the inventory, as the NodeFeatureRule sets them later."""
-    return [{"key": t.key, **({"value": t.value} if t.value else {}), "effect": t.effect} for t in node.taints]
+    """The node's taints from the inventory, as the NodeFeatureRule sets them later, and on a node
+    forge tests the untested taint: it keeps workloads off until the node's tests passed and its
+    release Job removed it (forge.components.node_tests)."""
+    inventory = [{"key": t.key, **({"value": t.value} if t.value else {}), "effect": t.effect} for t in node.taints]
+    return inventory + ([dict(UNTESTED_TAINT)] if node.tested_before_service else [])
 
 
 def _labels_flag(node: NodeModel) -> str:

@@ -12,16 +12,19 @@ NODE_LABEL_ALLOWLIST), as `label_nvidia_com_<driver>_driver_upgrade_state`.
   node only, so the `for` clock keeps running as the node moves from one held state to the next.
 * NodeDriverUpgradeFailed: the controller gave up on the node; it stays out of the rollout until
   someone looks (and with a percentage budget, the rollout goes on around it).
-* NodeTestFailed: a node's DCGM diagnostics Job (forge.components.node_tests) failed: the node
-  must not serve. The node comes from the Job's name (kube-state-metrics' kube_job_status_failed).
+* NodeTestFailed: one of a node's test Jobs (forge.components.node_tests: DCGM diagnostics, NCCL
+  all-reduce per rail) failed: the node must not serve. The test and the node come from the Job's
+  name (kube-state-metrics' kube_job_status_failed).
+* NodeHeldUntested: a node has carried the untested taint for longer than a test and its release
+  take (kube_node_spec_taint): forgotten, it takes no work.
 """
 from __future__ import annotations
 
 from typing import Any
 
 from forge.components.driver_upgrades import gpu_upgrade_settings, held_upgrade_seconds
-from forge.components.node_tests import JOB_PREFIX
-from forge.model import ClusterModel
+from forge.components.node_tests import JOB_PREFIX, TESTS
+from forge.model import UNTESTED_TAINT_KEY, ClusterModel
 from forge.observability import metrics as m
 from forge.observability.promql import alert
 
@@ -30,6 +33,9 @@ KUBE_NODE_LABELS = m.KSM_NODE_LABELS  # one home: forge.observability.metrics
 UPGRADE_STATE_LABEL = "nvidia.com/{driver}-driver-upgrade-state"
 DRIVERS = ("gpu", "ofed")
 DONE, FAILED = "upgrade-done", "upgrade-failed"
+# Past the release Job's wait (6 h) and a driver upgrade's reload with room: a node this long
+# untested was forgotten.
+HELD_UNTESTED = "12h"
 
 
 def ksm_label(key: str) -> str:
@@ -77,10 +83,28 @@ def upgrade_rules(cluster: ClusterModel) -> list[dict[str, Any]]:
 def node_test_rules(cluster: ClusterModel) -> list[dict[str, Any]]:
     if not cluster.gpu_nodes:
         return []
-    failed = f'kube_job_status_failed{{job_name=~"{JOB_PREFIX}.+"}} > 0'
-    expr = f'max by ({m.NODE_LABEL}) (label_replace({failed}, "{m.NODE_LABEL}", "$1", "job_name", "{JOB_PREFIX}(.+)"))'
+    name = f"{JOB_PREFIX}({'|'.join(TESTS)})-(.+)"  # the test, then the node
+    failed = f'kube_job_status_failed{{job_name=~"{name}"}} > 0'
+    named = f'label_replace({failed}, "{m.NODE_LABEL}", "$2", "job_name", "{name}")'
+    expr = f'max by ({m.NODE_LABEL}, test) (label_replace({named}, "test", "$1", "job_name", "{name}"))'
     return [alert("NodeTestFailed", expr, "critical",
-                  "{{ $labels.node }} failed its DCGM diagnostics: it must not serve",
-                  "Keep the node cordoned. `kubectl -n gpu-operator logs job/forge-node-test-dcgm-<node>` names the "
-                  "failing GPU and test; reseat or RMA it, then delete the Job and apply it again "
-                  "(overlays/<cluster>/gpu-operator/node-tests/). Uncordon only after it passes.")]
+                  "{{ $labels.node }} failed its {{ $labels.test }} node test: it must not serve",
+                  "The node keeps its forge.exa.ai/untested taint (its release Job fails too). `kubectl -n gpu-operator "
+                  "logs job/forge-node-test-<test>-<node>` names the failing GPU and test (dcgm) or the rail below "
+                  "its bandwidth floor (nccl: if the peer, label forge.exa.ai/peer, fails its own test too, suspect "
+                  "the peer or the switch); reseat or RMA it, then delete the Jobs and apply them again "
+                  "(overlays/<cluster>/gpu-operator/node-tests/, docs/day-two.md).")] + held_untested_rules(cluster)
+
+
+def held_untested_rules(cluster: ClusterModel) -> list[dict[str, Any]]:
+    """A node forgotten with the untested taint (registered, or tainted before a change, and never
+    tested) takes no work and nothing else says so."""
+    if not any(n.tested_before_service for n in cluster.nodes):
+        return []
+    taint = f'kube_node_spec_taint{{key="{UNTESTED_TAINT_KEY}"}}'
+    return [alert("NodeHeldUntested", f"max by ({m.NODE_LABEL}) ({taint})", "warning",
+                  f"{{{{ $labels.node }}}} has been out of service, untested, for more than {HELD_UNTESTED}",
+                  f"The node carries {UNTESTED_TAINT_KEY}: no workload lands on it until its tests pass and its "
+                  "release Job removes the taint. Apply its tests (docs/day-two.md, \"How a node returns to "
+                  "service\"); if they ran and failed, NodeTestFailed says which.",
+                  for_=HELD_UNTESTED)]

@@ -72,7 +72,9 @@ def test_h200_doca_driver_is_pinned_on_mellanox_nodes_with_a_sized_upgrade_polic
     assert policy_["maxParallelUpgrades"] == 1  # 10 % of 18 nodes, rounded down
     assert policy_["drain"] == {"enable": True, "force": False, "deleteEmptyDir": True, "timeoutSeconds": 600}
     # The DaemonSets must tolerate the GPU nodes' taint, or they never land there.
-    assert spec["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    # ... and the untested taint of a node back from a change (forge.components.node_tests)
+    assert spec["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+                                   {"key": "forge.exa.ai/untested", "operator": "Exists", "effect": "NoSchedule"}]
 
 
 @pytest.mark.parametrize(("nodes", "percent", "expected"), [(18, 10, 1), (18, 25, 4), (3, 10, 1), (40, 10, 4), (7, 100, 7)])

@@ -100,7 +100,7 @@ def probe(cluster: ClusterModel, namespace: str, image_name: str, profile: str, 
                 "spec": {
                     # On the profile's nodes by the inventory's label: never by the label it decides.
                     "nodeSelector": {"forge.exa.ai/profile": profile},
-                    "tolerations": cluster.tolerations_for(nodes),
+                    "tolerations": cluster.daemon_tolerations_for(nodes),
                     "priorityClassName": SYSTEM_NODE_CRITICAL,
                     "automountServiceAccountToken": False,
                     "terminationGracePeriodSeconds": 5,

@@ -225,7 +225,7 @@ def nic_cluster_policy(cluster: ClusterModel, settings: Settings, facts: Network
     served = facts.served_nodes
     if cluster.ofed_vendor_ids:
         spec["nodeAffinity"] = _node_affinity(cluster)
-    spec["tolerations"] = cluster.tolerations_for(served)
+    spec["tolerations"] = cluster.daemon_tolerations_for(served)
     if cluster.rails:  # nv-ipam's controller is the one Deployment: on the control plane
         spec["deploymentNodeAffinity"] = _system_affinity(cluster)
         spec["deploymentTolerations"] = cluster.system_tolerations
