@@ -118,6 +118,7 @@ class Alluxio(Component):
                 yield loaded.problem(at + ("buckets", i), f"bucket '{key}' listed twice (also buckets[{seen[key]}])")
             seen.setdefault(key, i)
         yield from layout.write_policy_problems(loaded, settings, at)
+        yield from layout.backup_problems(loaded, settings, at)
 
         nvme_profiles = [(name, p) for name, p in inv.profiles.items()
                          if p.nvme and any(n.profile == name for n in inv.nodes)]
