@@ -74,3 +74,22 @@ def test_an_alluxio_master_pod_gets_the_one_per_node_anti_affinity(boxes):
         assert made["spec"]["priorityClassName"] == "system-cluster-critical"  # and the infrastructure priority
     finally:
         kube.delete("v1", "Pod", "spread-check", "alluxio")
+
+
+def test_a_pod_started_outside_flyte_gets_the_upgrade_wait_label(boxes):
+    # Issue 22 item 3: the label driver upgrades wait for (forge.components.flyte.workload_label).
+    _, kube, _, _ = boxes.get("h200")
+    flytes = pod("workload-flyte")
+    flytes["metadata"]["labels"] = {"forge.exa.ai/workload": "flyte", "app": "x"}
+    made = {name: kube.create(p) for name, p in (("workload-kubectl", pod("workload-kubectl")), ("workload-flyte", flytes))}
+    other = kube.create(pod("workload-elsewhere", namespace="alluxio"))
+    try:
+        # (Kueue's pod webhook adds its own queue labels beside it.)
+        assert made["workload-kubectl"]["metadata"]["labels"]["forge.exa.ai/workload"] == "external"
+        assert made["workload-flyte"]["metadata"]["labels"]["forge.exa.ai/workload"] == "flyte"  # kept
+        assert made["workload-flyte"]["metadata"]["labels"]["app"] == "x"
+        assert "forge.exa.ai/workload" not in (other["metadata"].get("labels") or {})  # project namespaces only
+    finally:
+        for name in made:
+            kube.delete("v1", "Pod", name, NS)
+        kube.delete("v1", "Pod", "workload-elsewhere", "alluxio")
