@@ -45,8 +45,8 @@ from forge.components.alluxio.mounts import (IMAGE, MOUNT_JOB_UID, NAMESPACE, RE
 from forge.components.alluxio.layout import (GIB, READ_POLICIES, ROOT_UFS, WRITE_POLICY_PROPERTIES, AlluxioFacts,  # noqa: F401 (re-exported)
                                              AlluxioSettings, Journal, MemoryTier, SsdDir, TierLayout, memory_tier_gib,
                                              ssd_quota_gib, tier_layout, tier_levels, tier_options)
-from forge.components import network
-from forge.components.base import RBAC_NAMESPACED, WORKLOAD_KINDS, WAVE_STORAGE, Component, Contains, Expected, Scrape, storage_class, storage_class_problem
+from forge.components import local_storage, network
+from forge.components.base import RBAC_NAMESPACED, WORKLOAD_KINDS, WAVE_STORAGE, Component, Contains, Expected, Scrape, storage_class_problem
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL
 from forge.model import NVME_LABEL, ClusterModel
 from forge import versions
@@ -62,6 +62,7 @@ S3_PATH = "/api/v1/s3"
 METRICS_PATH = "/metrics/prometheus/"
 MASTER_METRICS_PORTS = {"web": 19999, "job-web": 20002}  # chart defaults master/jobMaster.ports.web
 WORKER_METRICS_PORTS = {"web": 30000, "job-web": 30003}  # chart defaults worker/jobWorker.ports.web
+JOURNAL_VOLUME = "alluxio-journal"  # its local-path class: forge-local-alluxio-journal
 APP_LABEL = "alluxio"  # the chart's `app` pod label: its name
 # Where Prometheus scrapes Alluxio (the prometheus component's PodMonitors): the pods carry no
 # named port, so by number; selected by app and role alone, whatever the release.
@@ -135,7 +136,11 @@ class Alluxio(Component):
             if len(nvme_profiles) > 1 and len(f"{RELEASE}-{name}") > HELM_RELEASE_MAX:
                 yield loaded.problem(("profiles", name), f"profile name '{name}' is too long for its Alluxio worker release "
                                      f"'{RELEASE}-{name}' (Helm allows {HELM_RELEASE_MAX} characters): shorten it")
-        yield from storage_class_problem(loaded, settings.journal.storage_class, self.name, "the masters' embedded journal")
+        journal = settings.journal
+        yield from local_storage.conflict(loaded, at + ("journal", "data_path"), journal.storage_class, journal.data_path,
+                                          "journal.storage_class", JOURNAL_VOLUME)
+        if not journal.data_path:
+            yield from storage_class_problem(loaded, journal.storage_class, self.name, "the masters' embedded journal")
         control_plane = [(i, n) for i, n in enumerate(inv.nodes) if "control-plane" in n.roles]
         yield from self._master_fits(loaded, settings, control_plane)
         if settings.masters > len(control_plane):
@@ -204,7 +209,7 @@ class Alluxio(Component):
             "journal": {
                 "type": "EMBEDDED",
                 "volumeType": "persistentVolumeClaim",
-                "storageClass": storage_class(cluster, settings.journal.storage_class),
+                "storageClass": journal_class(cluster, settings),
                 "size": f"{settings.journal.size_gib}Gi",
             },
             "worker": _worker(cluster, facts.pools[0]),
@@ -253,7 +258,7 @@ class Alluxio(Component):
             Expected(*master, (*pod, "nodeSelector"), cluster.system_node_selector),
             Expected(*master, (*pod, "tolerations"), cluster.system_tolerations),
             Expected(*master, ("spec", "volumeClaimTemplates", "metadata.name=alluxio-journal", "spec"),
-                     {"storageClassName": storage_class(cluster, settings.journal.storage_class), "accessModes": ["ReadWriteOnce"],
+                     {"storageClassName": journal_class(cluster, settings), "accessModes": ["ReadWriteOnce"],
                       "resources": {"requests": {"storage": f"{settings.journal.size_gib}Gi"}}}),
             Expected(*master, (*pod, "volumes"), Contains(secret_volume)),
             Expected(*worker, (*pod, "nodeSelector"), pools.worker_selector(self.facts(cluster).pools[0])),
@@ -294,7 +299,12 @@ class Alluxio(Component):
             *placement.objects(NAMESPACE, _selector("alluxio-master")),
             nvme_probe.label_rule(),
             *nvme_probe.probes(cluster, NAMESPACE, IMAGE),
+            *local_storage.objects({JOURNAL_VOLUME: self.settings(cluster).journal.data_path}),
         ]
+
+
+def journal_class(cluster: ClusterModel, settings: AlluxioSettings) -> str:
+    return local_storage.chosen_class(cluster, settings.journal.storage_class, settings.journal.data_path, JOURNAL_VOLUME)
 
 
 def _worker(cluster: ClusterModel, pool: layout.WorkerPool) -> dict[str, Any]:

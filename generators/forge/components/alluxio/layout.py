@@ -11,6 +11,7 @@ from typing import Annotated, Any, Iterator, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field
 
+from forge.components.local_storage import DataPath
 from forge.inventory.schema import Name, PositiveInt, Strict
 from forge.model import ClusterModel
 
@@ -98,6 +99,9 @@ class Journal(Strict):
     # None: cluster.storage_class. The journal wants a node-local class on the control plane.
     storage_class: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")] | None = None
     size_gib: PositiveInt = 50
+    # A folder on the control-plane nodes for the journal: a local-path StorageClass of its own
+    # (forge.components.local_storage) instead of storage_class.
+    data_path: DataPath | None = None
     backup: JournalBackup | None = None  # None: no scheduled backup (docs/data-and-alerts.md)
 
 
