@@ -93,3 +93,22 @@ def test_a_pod_started_outside_flyte_gets_the_upgrade_wait_label(boxes):
         for name in made:
             kube.delete("v1", "Pod", name, NS)
         kube.delete("v1", "Pod", "workload-elsewhere", "alluxio")
+
+
+def test_an_alluxio_worker_pod_checks_its_tier_mounts_before_anything_else(boxes):
+    # Issue 22 item 9 (forge.components.alluxio.tier_check): the init check goes in first.
+    _, kube, _, _ = boxes.get("h200")
+    worker = pod("tier-check", namespace="alluxio",
+                 initContainers=[{"name": "chart-init", "image": "registry.k8s.io/pause:3.10"}],
+                 volumes=[{"name": "ssd-0", "hostPath": {"path": "/mnt/nvme0", "type": "DirectoryOrCreate"}}])
+    worker["metadata"]["labels"] = {"app": "alluxio", "release": "alluxio", "role": "alluxio-worker"}
+    made = kube.create(worker)
+    try:
+        assert len(made["spec"]["initContainers"]) == 2, made["spec"]
+        first, second = made["spec"]["initContainers"]
+        assert (first["name"], second["name"]) == ("forge-tier-mounts", "chart-init")
+        assert "mountpoint -q" in first["command"][2] and "/host/mnt/nvme0" in first["command"][2]
+        assert first["volumeMounts"][0]["mountPath"] == "/host/mnt"
+        assert {"name": "forge-tier-parent-0", "hostPath": {"path": "/mnt", "type": "Directory"}} in made["spec"]["volumes"]
+    finally:
+        kube.delete("v1", "Pod", "tier-check", "alluxio")

@@ -34,12 +34,14 @@ Layout, all from the inventory:
 Chart 0.6.54 cannot set a priorityClassName, affinity or topology spread: hence the admission
 policy that spreads the masters (placement.py), and masters, workers and proxies get their system class from forge's
 MutatingAdmissionPolicy (forge.components.infra_priority; `Alluxio.priority_exception`).
+Nor an init container for the workers: the admission policy of tier_check.py gives each worker pod
+one that refuses to start on a tier path that is not a mount point.
 """
 from __future__ import annotations
 
 from typing import Any, Iterator
 
-from forge.components.alluxio import layout, nvme_probe, placement, pools
+from forge.components.alluxio import layout, nvme_probe, placement, pools, tier_check
 from forge.components.alluxio.mounts import (IMAGE, MOUNT_JOB_UID, NAMESPACE, READ_ONLY_KEYS, RELEASE,  # noqa: F401 (re-exported)
                                              mount_job, read_only_buckets)
 from forge.components.alluxio.layout import (GIB, READ_POLICIES, ROOT_UFS, WRITE_POLICY_PROPERTIES, AlluxioFacts,  # noqa: F401 (re-exported)
@@ -300,6 +302,9 @@ class Alluxio(Component):
             nvme_probe.label_rule(),
             *nvme_probe.probes(cluster, NAMESPACE, IMAGE),
             *local_storage.objects({JOURNAL_VOLUME: self.settings(cluster).journal.data_path}),
+            # No worker starts on a tier path that is not a mount point (an init check at admission).
+            *tier_check.objects(NAMESPACE, [(pool.release, {"app": APP_LABEL, "release": pool.release, "role": "alluxio-worker"},
+                                             [d.path for d in pool.layout.ssd]) for pool in self.facts(cluster).pools]),
         ]
 
 
