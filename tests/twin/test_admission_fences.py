@@ -78,7 +78,8 @@ def test_an_alluxio_master_pod_gets_the_one_per_node_anti_affinity(boxes):
 
 def test_a_pod_started_outside_flyte_gets_the_upgrade_wait_label(boxes):
     # Issue 22 item 3: the label driver upgrades wait for (forge.components.flyte.workload_label).
-    _, kube, _, _ = boxes.get("h200")
+    _, kube, _, report = boxes.get("h200")
+    assert [str(r) for r in report.refused if "forge-workload-label" in str(r)] == []  # the API server took the policy
     flytes = pod("workload-flyte")
     flytes["metadata"]["labels"] = {"forge.exa.ai/workload": "flyte", "app": "x"}
     made = {name: kube.create(p) for name, p in (("workload-kubectl", pod("workload-kubectl")), ("workload-flyte", flytes))}
@@ -97,7 +98,8 @@ def test_a_pod_started_outside_flyte_gets_the_upgrade_wait_label(boxes):
 
 def test_an_alluxio_worker_pod_checks_its_tier_mounts_before_anything_else(boxes):
     # Issue 22 item 9 (forge.components.alluxio.tier_check): the init check goes in first.
-    _, kube, _, _ = boxes.get("h200")
+    _, kube, _, report = boxes.get("h200")
+    assert [str(r) for r in report.refused if "worker-mounts" in str(r)] == []  # the API server took the policy
     worker = pod("tier-check", namespace="alluxio",
                  initContainers=[{"name": "chart-init", "image": "registry.k8s.io/pause:3.10"}],
                  volumes=[{"name": "ssd-0", "hostPath": {"path": "/mnt/nvme0", "type": "DirectoryOrCreate"}}])
