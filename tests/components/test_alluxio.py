@@ -231,7 +231,7 @@ def test_rejects_a_write_policy_spelled_informally_per_bucket():
 def test_rejects_a_durable_key_that_is_no_bucket():
     text = edit(inventory_text("h200"), "durable: [checkpoints, flyte]", "durable: [checkpoints, models]")
     p = only_problem(problems_of("h200", text), "cluster.s3.durable[1]")
-    assert p.message == "unknown bucket 'models' (expected one of: checkpoints, datasets, flyte, loki)"
+    assert p.message == "unknown bucket 'models' (expected one of: alluxio-backups, checkpoints, datasets, flyte, loki)"
     assert (p.file, p.line) == (inventory_file("h200"), line_of(text, "durable: [checkpoints, models]"))
 
 
@@ -328,7 +328,7 @@ def test_rejects_a_bucket_name_s3_would_refuse():
 def test_rejects_a_bucket_key_the_cluster_does_not_have():
     text = edit(inventory_text("h200"), "buckets: [datasets, checkpoints, flyte]", "buckets: [datasets, checkpionts, flyte]")
     p = only_problem(problems_of("h200", text), "components.alluxio.buckets[1]")
-    assert p.message == "'checkpionts' is not a bucket of cluster.s3.buckets (have: checkpoints, datasets, flyte, loki)"
+    assert p.message == "'checkpionts' is not a bucket of cluster.s3.buckets (have: alluxio-backups, checkpoints, datasets, flyte, loki)"
     assert p.line == line_of(text, "checkpionts")
 
 

@@ -60,7 +60,7 @@ def test_no_storage_class_is_refused_with_the_line_of_the_cluster_section():
                    for p in found), (component, found)
     # The journal's own class is enough for Alluxio; without it Alluxio is refused too.
     assert not any("alluxio claims volumes" in p for p in found)
-    bare = edit(text, "journal: {storage_class: local-path, size_gib: 50}", "journal: {size_gib: 50}")
+    bare = edit(text, "journal: {storage_class: local-path, size_gib: 50,", "journal: {size_gib: 50,")
     assert any("cluster: no storage_class: alluxio claims volumes (the masters' embedded journal)" in p for p in problems(bare))
 
 

@@ -74,3 +74,43 @@ def test_an_alluxio_master_pod_gets_the_one_per_node_anti_affinity(boxes):
         assert made["spec"]["priorityClassName"] == "system-cluster-critical"  # and the infrastructure priority
     finally:
         kube.delete("v1", "Pod", "spread-check", "alluxio")
+
+
+def test_a_pod_started_outside_flyte_gets_the_upgrade_wait_label(boxes):
+    # Issue 22 item 3: the label driver upgrades wait for (forge.components.flyte.workload_label).
+    _, kube, _, report = boxes.get("h200")
+    assert [str(r) for r in report.refused if "forge-workload-label" in str(r)] == []  # the API server took the policy
+    flytes = pod("workload-flyte")
+    flytes["metadata"]["labels"] = {"forge.exa.ai/workload": "flyte", "app": "x"}
+    made = {name: kube.create(p) for name, p in (("workload-kubectl", pod("workload-kubectl")), ("workload-flyte", flytes))}
+    other = kube.create(pod("workload-elsewhere", namespace="alluxio"))
+    try:
+        # (Kueue's pod webhook adds its own queue labels beside it.)
+        assert made["workload-kubectl"]["metadata"]["labels"]["forge.exa.ai/workload"] == "external"
+        assert made["workload-flyte"]["metadata"]["labels"]["forge.exa.ai/workload"] == "flyte"  # kept
+        assert made["workload-flyte"]["metadata"]["labels"]["app"] == "x"
+        assert "forge.exa.ai/workload" not in (other["metadata"].get("labels") or {})  # project namespaces only
+    finally:
+        for name in made:
+            kube.delete("v1", "Pod", name, NS)
+        kube.delete("v1", "Pod", "workload-elsewhere", "alluxio")
+
+
+def test_an_alluxio_worker_pod_checks_its_tier_mounts_before_anything_else(boxes):
+    # Issue 22 item 9 (forge.components.alluxio.tier_check): the init check goes in first.
+    _, kube, _, report = boxes.get("h200")
+    assert [str(r) for r in report.refused if "worker-mounts" in str(r)] == []  # the API server took the policy
+    worker = pod("tier-check", namespace="alluxio",
+                 initContainers=[{"name": "chart-init", "image": "registry.k8s.io/pause:3.10"}],
+                 volumes=[{"name": "ssd-0", "hostPath": {"path": "/mnt/nvme0", "type": "DirectoryOrCreate"}}])
+    worker["metadata"]["labels"] = {"app": "alluxio", "release": "alluxio", "role": "alluxio-worker"}
+    made = kube.create(worker)
+    try:
+        assert len(made["spec"]["initContainers"]) == 2, made["spec"]
+        first, second = made["spec"]["initContainers"]
+        assert (first["name"], second["name"]) == ("forge-tier-mounts", "chart-init")
+        assert "mountpoint -q" in first["command"][2] and "/host/mnt/nvme0" in first["command"][2]
+        assert first["volumeMounts"][0]["mountPath"] == "/host/mnt"
+        assert {"name": "forge-tier-parent-0", "hostPath": {"path": "/mnt", "type": "Directory"}} in made["spec"]["volumes"]
+    finally:
+        kube.delete("v1", "Pod", "tier-check", "alluxio")

@@ -21,7 +21,9 @@ from typing import Annotated, Any, Iterator
 from pydantic import BaseModel, ConfigDict, Field
 
 from forge.components import network
-from forge.components.base import RBAC_NAMESPACED, WORKLOAD_KINDS, WAVE_OBSERVABILITY, Component, Expected, storage_class, storage_class_problem
+from forge.components import local_storage
+from forge.components.local_storage import DataPath, chosen_class, conflict
+from forge.components.base import RBAC_NAMESPACED, WORKLOAD_KINDS, WAVE_OBSERVABILITY, Component, Expected, storage_class_problem
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL
 from forge.model import CONTROL_PLANE_LABEL, ClusterModel
 from forge.observability import plain
@@ -66,6 +68,9 @@ class Settings(BaseModel):
     # Measured GB/day once known; until then forge estimates it from the node counts.
     daily_log_gb: Annotated[float, Field(gt=0)] | None = None
     storage_class: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")] | None = None  # None: cluster.storage_class
+    # A folder on the system nodes for the targets' volumes: a local-path StorageClass of its own
+    # (forge.components.local_storage) instead of storage_class.
+    data_path: DataPath | None = None
 
 
 # The namespace warns at Pod Security `restricted`, which needs a seccomp profile; the chart 7.3.0
@@ -98,7 +103,9 @@ class Loki(Component):
         """A bucket to write to, and enough system nodes for the replicas the volume needs."""
         inv = loaded.inventory
         at = ("components", self.name)
-        yield from storage_class_problem(loaded, settings.storage_class, self.name, "the write-ahead logs and index of its targets")
+        yield from conflict(loaded, at + ("data_path",), settings.storage_class, settings.data_path, "storage_class", self.name)
+        if not settings.data_path:
+            yield from storage_class_problem(loaded, settings.storage_class, self.name, "the write-ahead logs and index of its targets")
         if BUCKET_KEY not in inv.cluster.s3.buckets:
             have = ", ".join(sorted(inv.cluster.s3.buckets)) or "none"
             yield loaded.problem(("cluster", "s3", "buckets"), f"no '{BUCKET_KEY}' bucket: Loki stores its chunks there (have: {have})")
@@ -127,6 +134,9 @@ class Loki(Component):
         s: Settings = self.settings(cluster)
         gpu_nodes = len(cluster.gpu_nodes)
         return s, loki_layout(s.daily_log_gb or loki_daily_gb(gpu_nodes=gpu_nodes, other_nodes=len(cluster.nodes) - gpu_nodes))
+
+    def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
+        return local_storage.objects({self.name: self.settings(cluster).data_path})
 
     def values(self, cluster: ClusterModel) -> dict[str, Any]:
         s, layout = self._layout(cluster)
@@ -176,7 +186,7 @@ class Loki(Component):
             for target in targets:
                 values[target] = {"replicas": layout.replicas[target], **system} if mode == layout.mode else {"replicas": 0}
                 if mode == layout.mode and target in PERSISTENT_TARGETS:
-                    values[target]["persistence"] = {"storageClass": storage_class(cluster, s.storage_class)}
+                    values[target]["persistence"] = {"storageClass": chosen_class(cluster, s.storage_class, s.data_path, self.name)}
         if layout.mode == "Distributed":
             for target, replicas in layout.replicas.items():
                 if replicas > 1:

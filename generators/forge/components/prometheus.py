@@ -27,7 +27,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from forge.components import alluxio, external_secrets, flyte, network
-from forge.components.base import (RBAC_NAMESPACED, WORKLOAD_KINDS, kinds, WAVE_MONITORING_CRDS, WAVE_OBSERVABILITY, Component, Expected, custom_resource, storage_class,
+from forge.components import local_storage
+from forge.components.local_storage import DataPath, chosen_class, conflict
+from forge.components.base import (RBAC_NAMESPACED, WORKLOAD_KINDS, kinds, WAVE_MONITORING_CRDS, WAVE_OBSERVABILITY, Component, Expected, custom_resource,
                                    storage_class_problem)
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL, SYSTEM_NODE_CRITICAL
 from forge.components.loki import GATEWAY_URL as LOKI_URL
@@ -90,6 +92,10 @@ class Settings(BaseModel):
     retention_days: Annotated[int, Field(ge=1, le=365)] = 15
     scrape_interval_seconds: Annotated[int, Field(ge=5, le=300)] = 30
     storage_class: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")] | None = None  # None: cluster.storage_class
+    # A folder on the system nodes for Prometheus' TSDB, and one for Alertmanager's data: each gets a
+    # local-path StorageClass of its own (forge.components.local_storage) instead of storage_class.
+    data_path: DataPath | None = None
+    alertmanager_data_path: DataPath | None = None
     alertmanager_volume_gib: Annotated[int, Field(ge=1, le=100)] = 2  # silences and the notification log
     # An existing Secret in `monitoring` with keys admin-user and admin-password; never the password.
     grafana_admin_secret: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)] = "grafana-admin"
@@ -187,17 +193,23 @@ class Prometheus(Component):
         s: Settings = self.settings(cluster)
         size = prometheus_size(node_series=sum(series_of(n) for n in cluster.nodes), gpus=cluster.gpu_count,
                                scrape_interval_s=s.scrape_interval_seconds, retention_days=s.retention_days)
-        claim: dict[str, Any] = {"storageClassName": storage_class(cluster, s.storage_class), "accessModes": ["ReadWriteOnce"],
+        claim: dict[str, Any] = {"storageClassName": chosen_class(cluster, s.storage_class, s.data_path, "prometheus"),
+                                 "accessModes": ["ReadWriteOnce"],
                                  "resources": {"requests": {"storage": f"{size.volume_gib}Gi"}}}
         return s, size, claim
 
     @staticmethod
     def _alertmanager_claim(cluster: ClusterModel, s: Settings) -> dict[str, Any]:
-        return {"storageClassName": storage_class(cluster, s.storage_class), "accessModes": ["ReadWriteOnce"],
-                "resources": {"requests": {"storage": f"{s.alertmanager_volume_gib}Gi"}}}
+        return {"storageClassName": chosen_class(cluster, s.storage_class, s.alertmanager_data_path, "alertmanager"),
+                "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": f"{s.alertmanager_volume_gib}Gi"}}}
 
     def check(self, loaded, settings: Settings, given) -> Iterator:
-        yield from storage_class_problem(loaded, settings.storage_class, self.name, "Prometheus and Alertmanager")
+        at = ("components", self.name)
+        yield from conflict(loaded, at + ("data_path",), settings.storage_class, settings.data_path, "storage_class", "prometheus")
+        yield from conflict(loaded, at + ("alertmanager_data_path",), settings.storage_class, settings.alertmanager_data_path,
+                            "storage_class", "alertmanager")
+        if not (settings.data_path and settings.alertmanager_data_path):
+            yield from storage_class_problem(loaded, settings.storage_class, self.name, "Prometheus and Alertmanager")
         # On a cloud cluster the system pool's nodes (its max_count) hold the controllers.
         system = ([n.name for n in loaded.inventory.nodes if "system" in n.roles]
                   + [f"{p.name}-{i}" for p in loaded.inventory.node_pools if p.role == "system" for i in range(p.max_count)])
@@ -311,13 +323,14 @@ class Prometheus(Component):
 
     def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
         rule = prometheus_rule(cluster, NAMESPACE)
-        alerting = self.settings(cluster).alerting
-        if alerting:
-            rule["spec"]["groups"] = with_runbook_links(rule["spec"]["groups"], alerting.runbook_base_url)
+        s: Settings = self.settings(cluster)
+        if s.alerting:
+            rule["spec"]["groups"] = with_runbook_links(rule["spec"]["groups"], s.alerting.runbook_base_url)
         return [
             custom_resource(rule),
             *(custom_resource(pm) for pm in pod_monitors(cluster)),
             *(dashboard_configmap(name, NAMESPACE, board) for name, board in dashboards(cluster).items()),
+            *local_storage.objects({"prometheus": s.data_path, "alertmanager": s.alertmanager_data_path}),
         ]
 
 

@@ -34,19 +34,21 @@ Layout, all from the inventory:
 Chart 0.6.54 cannot set a priorityClassName, affinity or topology spread: hence the admission
 policy that spreads the masters (placement.py), and masters, workers and proxies get their system class from forge's
 MutatingAdmissionPolicy (forge.components.infra_priority; `Alluxio.priority_exception`).
+Nor an init container for the workers: the admission policy of tier_check.py gives each worker pod
+one that refuses to start on a tier path that is not a mount point.
 """
 from __future__ import annotations
 
 from typing import Any, Iterator
 
-from forge.components.alluxio import layout, nvme_probe, placement, pools
+from forge.components.alluxio import layout, nvme_probe, placement, pools, tier_check
 from forge.components.alluxio.mounts import (IMAGE, MOUNT_JOB_UID, NAMESPACE, READ_ONLY_KEYS, RELEASE,  # noqa: F401 (re-exported)
                                              mount_job, read_only_buckets)
 from forge.components.alluxio.layout import (GIB, READ_POLICIES, ROOT_UFS, WRITE_POLICY_PROPERTIES, AlluxioFacts,  # noqa: F401 (re-exported)
                                              AlluxioSettings, Journal, MemoryTier, SsdDir, TierLayout, memory_tier_gib,
                                              ssd_quota_gib, tier_layout, tier_levels, tier_options)
-from forge.components import network
-from forge.components.base import RBAC_NAMESPACED, WORKLOAD_KINDS, WAVE_STORAGE, Component, Contains, Expected, Scrape, storage_class, storage_class_problem
+from forge.components import local_storage, network
+from forge.components.base import RBAC_NAMESPACED, WORKLOAD_KINDS, WAVE_STORAGE, Component, Contains, Expected, Scrape, storage_class_problem
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL
 from forge.model import NVME_LABEL, ClusterModel
 from forge import versions
@@ -62,6 +64,7 @@ S3_PATH = "/api/v1/s3"
 METRICS_PATH = "/metrics/prometheus/"
 MASTER_METRICS_PORTS = {"web": 19999, "job-web": 20002}  # chart defaults master/jobMaster.ports.web
 WORKER_METRICS_PORTS = {"web": 30000, "job-web": 30003}  # chart defaults worker/jobWorker.ports.web
+JOURNAL_VOLUME = "alluxio-journal"  # its local-path class: forge-local-alluxio-journal
 APP_LABEL = "alluxio"  # the chart's `app` pod label: its name
 # Where Prometheus scrapes Alluxio (the prometheus component's PodMonitors): the pods carry no
 # named port, so by number; selected by app and role alone, whatever the release.
@@ -118,6 +121,7 @@ class Alluxio(Component):
                 yield loaded.problem(at + ("buckets", i), f"bucket '{key}' listed twice (also buckets[{seen[key]}])")
             seen.setdefault(key, i)
         yield from layout.write_policy_problems(loaded, settings, at)
+        yield from layout.backup_problems(loaded, settings, at)
 
         nvme_profiles = [(name, p) for name, p in inv.profiles.items()
                          if p.nvme and any(n.profile == name for n in inv.nodes)]
@@ -134,7 +138,11 @@ class Alluxio(Component):
             if len(nvme_profiles) > 1 and len(f"{RELEASE}-{name}") > HELM_RELEASE_MAX:
                 yield loaded.problem(("profiles", name), f"profile name '{name}' is too long for its Alluxio worker release "
                                      f"'{RELEASE}-{name}' (Helm allows {HELM_RELEASE_MAX} characters): shorten it")
-        yield from storage_class_problem(loaded, settings.journal.storage_class, self.name, "the masters' embedded journal")
+        journal = settings.journal
+        yield from local_storage.conflict(loaded, at + ("journal", "data_path"), journal.storage_class, journal.data_path,
+                                          "journal.storage_class", JOURNAL_VOLUME)
+        if not journal.data_path:
+            yield from storage_class_problem(loaded, journal.storage_class, self.name, "the masters' embedded journal")
         control_plane = [(i, n) for i, n in enumerate(inv.nodes) if "control-plane" in n.roles]
         yield from self._master_fits(loaded, settings, control_plane)
         if settings.masters > len(control_plane):
@@ -203,7 +211,7 @@ class Alluxio(Component):
             "journal": {
                 "type": "EMBEDDED",
                 "volumeType": "persistentVolumeClaim",
-                "storageClass": storage_class(cluster, settings.journal.storage_class),
+                "storageClass": journal_class(cluster, settings),
                 "size": f"{settings.journal.size_gib}Gi",
             },
             "worker": _worker(cluster, facts.pools[0]),
@@ -252,7 +260,7 @@ class Alluxio(Component):
             Expected(*master, (*pod, "nodeSelector"), cluster.system_node_selector),
             Expected(*master, (*pod, "tolerations"), cluster.system_tolerations),
             Expected(*master, ("spec", "volumeClaimTemplates", "metadata.name=alluxio-journal", "spec"),
-                     {"storageClassName": storage_class(cluster, settings.journal.storage_class), "accessModes": ["ReadWriteOnce"],
+                     {"storageClassName": journal_class(cluster, settings), "accessModes": ["ReadWriteOnce"],
                       "resources": {"requests": {"storage": f"{settings.journal.size_gib}Gi"}}}),
             Expected(*master, (*pod, "volumes"), Contains(secret_volume)),
             Expected(*worker, (*pod, "nodeSelector"), pools.worker_selector(self.facts(cluster).pools[0])),
@@ -293,7 +301,15 @@ class Alluxio(Component):
             *placement.objects(NAMESPACE, _selector("alluxio-master")),
             nvme_probe.label_rule(),
             *nvme_probe.probes(cluster, NAMESPACE, IMAGE),
+            *local_storage.objects({JOURNAL_VOLUME: self.settings(cluster).journal.data_path}),
+            # No worker starts on a tier path that is not a mount point (an init check at admission).
+            *tier_check.objects(NAMESPACE, [(pool.release, {"app": APP_LABEL, "release": pool.release, "role": "alluxio-worker"},
+                                             [d.path for d in pool.layout.ssd]) for pool in self.facts(cluster).pools]),
         ]
+
+
+def journal_class(cluster: ClusterModel, settings: AlluxioSettings) -> str:
+    return local_storage.chosen_class(cluster, settings.journal.storage_class, settings.journal.data_path, JOURNAL_VOLUME)
 
 
 def _worker(cluster: ClusterModel, pool: layout.WorkerPool) -> dict[str, Any]:

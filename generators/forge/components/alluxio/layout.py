@@ -4,12 +4,14 @@ component only reads these."""
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Annotated, Any, Iterator, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field
 
+from forge.components.local_storage import DataPath
 from forge.inventory.schema import Name, PositiveInt, Strict
 from forge.model import ClusterModel
 
@@ -65,10 +67,42 @@ class MemoryTier(Strict):
     max_gib: PositiveInt  # the cap
 
 
+def _backup_time(value: str) -> str:
+    if not re.fullmatch(r"([01][0-9]|2[0-3]):[0-5][0-9]", value):
+        raise ValueError(f"backup time '{value}' is not a UTC time of day as HH:MM on a 24-hour clock (00:00-23:59), e.g. \"05:00\"")
+    return value
+
+
+def _backup_directory(value: str) -> str:
+    if not re.fullmatch(r"(/[A-Za-z0-9._-]+)+", value) or any(part in (".", "..") for part in value.split("/")):
+        raise ValueError(f"backup directory '{value}' is not an absolute path in the backup bucket "
+                         "(letters, digits, '.', '_', '-' between slashes), e.g. /alluxio-journal-backups")
+    return value
+
+
+class JournalBackup(Strict):
+    """Alluxio's own daily journal backup (alluxio.master.daily.backup.*, Alluxio 2.9): the primary
+    master writes `alluxio-backup-<date>-<ms>.gz` into `directory` of the root under-store at `time`
+    UTC and keeps the newest `retained`. The root under-store becomes this bucket (still mounted
+    read-only), so the backups land in S3, not on a master's disk."""
+
+    bucket: Name  # a key of cluster.s3.buckets that Alluxio does not mount (components.alluxio.buckets)
+    directory: Annotated[str, AfterValidator(_backup_directory)] = "/alluxio-journal-backups"
+    time: Annotated[str, AfterValidator(_backup_time)] = "05:00"  # UTC, HH:MM (off-peak)
+    retained: Annotated[int, Field(ge=1, le=365)] = 7  # backup files kept; older ones are deleted
+    # A backup file of `directory` (alluxio-backup-<date>-<ms>.gz) a freshly formatted journal is
+    # restored from (alluxio.master.journal.init.from.backup); ignored by a journal with state.
+    restore_from: Annotated[str, Field(pattern=r"^alluxio-backup-[0-9]{4}-[0-9]{2}-[0-9]{2}-[0-9]+\.gz$")] | None = None
+
+
 class Journal(Strict):
     # None: cluster.storage_class. The journal wants a node-local class on the control plane.
     storage_class: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")] | None = None
     size_gib: PositiveInt = 50
+    # A folder on the control-plane nodes for the journal: a local-path StorageClass of its own
+    # (forge.components.local_storage) instead of storage_class.
+    data_path: DataPath | None = None
+    backup: JournalBackup | None = None  # None: no scheduled backup (docs/data-and-alerts.md)
 
 
 WritePolicy = Annotated[Literal["CACHE_THROUGH", "ASYNC_THROUGH"], BeforeValidator(_write_policy)]
@@ -239,10 +273,43 @@ class AlluxioFacts:
         return self.pools[1:]
 
 
+def backup_properties(backup: JournalBackup | None, bucket_name: str | None) -> dict[str, str]:
+    """The site properties of the daily journal backup: the root under-store is the backup bucket
+    (Alluxio 2.9 writes every backup, scheduled or `fsadmin backup`, into the root UFS: its
+    AbstractBackupRole.takeBackup), and the schedule. None: the root stays an empty local folder."""
+    if backup is None:
+        return {"alluxio.master.mount.table.root.ufs": ROOT_UFS}
+    return {"alluxio.master.mount.table.root.ufs": f"s3://{bucket_name}/",
+            "alluxio.master.daily.backup.enabled": "true",
+            "alluxio.master.daily.backup.time": backup.time,
+            "alluxio.master.daily.backup.files.retained": str(backup.retained),
+            "alluxio.master.backup.directory": backup.directory,
+            **({"alluxio.master.journal.init.from.backup": f"s3://{bucket_name}{backup.directory}/{backup.restore_from}"}
+               if backup.restore_from else {})}
+
+
+def backup_problems(loaded, settings: AlluxioSettings, at: tuple) -> Iterator:
+    """The backup bucket is one of the cluster's and not one Alluxio mounts: Alluxio refuses a
+    mount whose S3 path contains or lies in another mount's, the root's included."""
+    backup = settings.journal.backup
+    if backup is None:
+        return
+    buckets = loaded.inventory.cluster.s3.buckets
+    where = at + ("journal", "backup", "bucket")
+    if backup.bucket not in buckets:
+        yield loaded.problem(where, f"'{backup.bucket}' is not a bucket of cluster.s3.buckets (have: {', '.join(sorted(buckets))})")
+    elif backup.bucket in settings.buckets:
+        free = sorted(set(buckets) - set(settings.buckets)) or ["none"]
+        yield loaded.problem(where, f"bucket '{backup.bucket}' is mounted by Alluxio (components.alluxio.buckets): the backups "
+                             f"need a bucket of their own, the root under-store, which no mount may overlap; "
+                             f"add one to cluster.s3.buckets (not mounted now: {', '.join(free)})")
+
+
 def derive_facts(cluster: ClusterModel, settings: AlluxioSettings, release: str) -> AlluxioFacts:
     s3 = cluster.settings.s3
+    backup = settings.journal.backup
     properties = {
-        "alluxio.master.mount.table.root.ufs": ROOT_UFS,
+        **backup_properties(backup, s3.buckets.get(backup.bucket) if backup else None),
         "alluxio.master.mount.table.root.readonly": "true",
         "alluxio.underfs.s3.endpoint": s3.endpoint,
         "alluxio.underfs.s3.endpoint.region": s3.region,

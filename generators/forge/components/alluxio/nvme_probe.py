@@ -14,7 +14,9 @@ The workers' tiers are hostPath volumes, and chart 0.6.54 writes them `type: Dir
   the DaemonSet controller removes the worker before it writes to the root disk.
 
 The chart has no init-container value for the worker (0.6.54's worker.extraContainers are
-sidecars, which cannot hold the worker back), so the check runs beside it, not inside its pod.
+sidecars, which cannot hold the worker back), so the check runs beside it, not inside its pod; a
+worker pod created all the same on a node whose drives are not mounted is held in Init by
+tier_check.py's admission-time init container.
 `mountpoint` compares the path's device with its parent's: the probe sees each mount's parent
 folder of the host (read-only, HostToContainer propagation), so a mount made on the host after
 the probe started shows up too.
