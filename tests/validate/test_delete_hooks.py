@@ -71,7 +71,7 @@ def test_the_gpu_operators_unconditional_cleanup_hook_is_a_warning_while_no_gpuc
     DeleteHooks()(report, "h200", "gpu-operator", [_cleanup_gpucluster()])
     assert report.failures == []
     [warning] = report.warnings
-    assert warning.reason.startswith("reviewed pre-delete hook: gpu-operator v26.7.0 renders this pre-delete Job unconditionally")
+    assert warning.reason.startswith("reviewed pre-delete hook: the pinned gpu-operator chart renders this pre-delete Job unconditionally")
     # a GPUCluster in the same Application: the hook would delete it, a failure again
     gpucluster = {"apiVersion": "nvidia.com/v1alpha1", "kind": "GPUCluster", "metadata": {"name": "cluster"}}
     report = Report()

@@ -39,10 +39,11 @@ HOOK_SWITCHES = {
 
 
 # (kind, name) of a delete hook a pinned chart renders whatever its values -> (the kind of object
-# it deletes, why it is harmless while the Application renders none of them).
+# it deletes, why it is harmless while the Application renders none of them). Read from the
+# GPU Operator chart v26.7.0; a chart bump re-reads it (hydrate reports the hook again).
 REVIEWED_HOOKS = {
     ("Job", "gpu-operator-cleanup-gpucluster"): (
-        "GPUCluster", "gpu-operator v26.7.0 renders this pre-delete Job unconditionally (no value turns it off); it "
+        "GPUCluster", "the pinned gpu-operator chart renders this pre-delete Job unconditionally (no value turns it off); it "
                       "deletes only the chart-managed GPUCluster, and forge deploys none (gpuCluster.deployCR false)"),
 }
 
