@@ -129,8 +129,6 @@ class Kueue(Component):
     )
     ignore_differences = (
         {"group": "", "kind": "Secret", "name": WEBHOOK_SECRET, "namespace": NAMESPACE, "jsonPointers": ["/data"]},
-        # A cloud cluster's MultiKueue token (forge.components.multikueue): the API server fills it.
-        {"group": "", "kind": "Secret", "name": multikueue.WORKER_SA, "namespace": NAMESPACE, "jsonPointers": ["/data"]},
         {"group": "admissionregistration.k8s.io", "kind": "MutatingWebhookConfiguration",
          "jqPathExpressions": [".webhooks[]?.clientConfig.caBundle"]},
         {"group": "admissionregistration.k8s.io", "kind": "ValidatingWebhookConfiguration",

@@ -93,7 +93,8 @@ def worker_objects(namespace: str) -> list[dict[str, Any]]:
     """On a cloud cluster: the ServiceAccount a manager's kubeconfig logs in as, what it may do
     (create, watch and delete the jobs and Workloads it dispatches; read their status; the
     Workloads' status is also written), and its long-lived token Secret, which the API server
-    fills (the kubeconfig in the manager's secret store is made from it: docs/burst.md)."""
+    fills (the kubeconfig in the manager's secret store is made from it: docs/burst.md). The
+    Secret as written has no data, so Argo CD's diff never sees the token the server adds."""
     rbac = "rbac.authorization.k8s.io"
     name = f"{WORKER_SA}-worker"
     rules = [{"apiGroups": [g], "resources": [r], "verbs": ["create", "delete", "get", "list", "watch"]}
