@@ -62,6 +62,11 @@ VISIBILITY_PORT = 8082
 EXCLUDED_RESOURCE_PREFIXES = ("ephemeral-storage", "hugepages-")
 
 
+def frameworks(settings: KueueSettings) -> list[str]:
+    """The integrations: FRAMEWORKS, less on a MultiKueue manager those no worker serves."""
+    return [f for f in FRAMEWORKS if not (settings.burst and f in multikueue.UNSERVED_FRAMEWORKS)]
+
+
 def manager_config(settings: KueueSettings) -> dict[str, Any]:
     """Kueue's Configuration: the chart's defaults (health, metrics, webhook, leader election,
     concurrency, client rates) kept, plus what forge needs (a MultiKueue manager: its section)."""
@@ -87,7 +92,7 @@ def manager_config(settings: KueueSettings) -> dict[str, Any]:
             "timeout": f"{settings.pods_ready_timeout_minutes}m",
             "requeuingStrategy": {"timestamp": "Eviction", "backoffBaseSeconds": 60, "backoffMaxSeconds": 3600},
         },
-        "integrations": {"frameworks": list(FRAMEWORKS)},
+        "integrations": {"frameworks": frameworks(settings)},
         # What tasks may request beyond the queues' covered resources: Kueue 0.19 never admits a
         # workload asking for a resource no ClusterQueue covers, so such a task waited for ever.
         # Node-local scratch (ephemeral-storage) and huge pages are the kubelet's to bound per
@@ -195,7 +200,7 @@ class Kueue(Component):
         deployment = ("Deployment", "kueue-controller-manager")
         config = ("ConfigMap", "kueue-manager-config", ("data", "controller_manager_config.yaml"))
         return [
-            Expected(*config[:2], (*config[2], "integrations", "frameworks"), Contains(*FRAMEWORKS)),
+            Expected(*config[:2], (*config[2], "integrations", "frameworks"), Contains(*frameworks(s))),
             Expected(*config[:2], (*config[2], "fairSharing"), manager_config(s)["fairSharing"]),
             Expected(*deployment, (*pod, "priorityClassName"), SYSTEM_CLUSTER_CRITICAL),
             Expected(*deployment, (*pod, "nodeSelector"), cluster.system_node_selector),

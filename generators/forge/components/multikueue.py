@@ -82,6 +82,14 @@ def secret_use(cloud: CloudQueues, namespace: str) -> SecretUse:
     return SecretUse("kubeconfig", cloud.secret, (namespace,), role=ROLE)
 
 
+# Integrations a manager leaves out: MultiKueue watches every integrated kind on each worker and
+# keeps a worker inactive while one is missing there (Kueue 0.19.2: `ClientConnectionFailed: no
+# matches for kind "LeaderWorkerSet"`, seen in the fleet in a box), and no forge cluster serves
+# these: JobSet, AppWrapper, Trainer v2's TrainJob, LeaderWorkerSet, and MPIJob v2beta1 (the
+# mpi-operator's; the training-operator's MPIJob is kubeflow.org/v1).
+UNSERVED_FRAMEWORKS = ("jobset.x-k8s.io/jobset", "workload.codeflare.dev/appwrapper", "trainer.kubeflow.org/trainjob",
+                       "leaderworkerset.x-k8s.io/leaderworkerset", "kubeflow.org/mpijob")
+
 # What the manager does in a worker (Kueue's create-multikueue-kubeconfig.sh, plus the kinds
 # Flyte's plugins create: pods, PyTorchJobs, MPIJobs, RayJobs and RayClusters).
 WORKER_SA = "multikueue"
