@@ -169,11 +169,24 @@ def test_local_queue_cloud_in_every_namespace_of_both_sides(project, domain):
     assert generated(f"overlays/h200/flyte/localqueue-{ns}-default.yaml")["spec"] == {"clusterQueue": project}
 
 
-def test_the_worker_lets_the_managers_service_account_dispatch():
+# Kueue's integration -> the resource MultiKueue watches on the worker
+INTEGRATED = {"batch/job": ("batch", "jobs"), "pod": ("", "pods"), "kubeflow.org/pytorchjob": ("kubeflow.org", "pytorchjobs"),
+              "kubeflow.org/mpijob": ("kubeflow.org", "mpijobs"), "ray.io/rayjob": ("ray.io", "rayjobs"),
+              "ray.io/raycluster": ("ray.io", "rayclusters"), "ray.io/rayservice": ("ray.io", "rayservices"),
+              "deployment": ("apps", "deployments"), "statefulset": ("apps", "statefulsets")}
+
+
+def test_the_worker_lets_the_managers_service_account_watch_every_integrated_kind():
+    """MultiKueue watches every kind the manager integrates on each worker; one it may not watch
+    keeps the worker inactive (the fleet in a box: `rayservices.ray.io is forbidden`), and one the
+    worker does not serve too (`no matches for kind "LeaderWorkerSet"`)."""
     role = _kueue("h200-burst", "clusterrole-multikueue-worker")
     allowed = {(r["apiGroups"][0], res): set(r["verbs"]) for r in role["rules"] for res in r["resources"]}
-    for kind in (("batch", "jobs"), ("kubeflow.org", "pytorchjobs"), ("kueue.x-k8s.io", "workloads")):
-        assert {"create", "delete", "get", "list", "watch"} <= allowed[kind]
+    config = yaml.safe_load(generated("overlays/h200/kueue/values.yaml")["managerConfig"]["controllerManagerConfigYaml"])
+    for framework in config["integrations"]["frameworks"]:
+        assert framework in INTEGRATED, f"{framework}: a kind no forge cluster serves, MultiKueue would wait for it"
+        assert {"create", "delete", "get", "list", "watch"} <= allowed[INTEGRATED[framework]], framework
+    assert {"create", "delete", "get", "list", "watch"} <= allowed[("kueue.x-k8s.io", "workloads")]
     assert {"patch", "update"} <= allowed[("kueue.x-k8s.io", "workloads/status")]
     binding = _kueue("h200-burst", "clusterrolebinding-multikueue-worker")
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "multikueue", "namespace": "kueue-system"}]
@@ -215,3 +228,13 @@ def test_a_change_in_the_burst_pools_regenerates_the_managers_cloud_queues(tmp_p
     after = cluster_keys(repo, inventory_paths(repo))
     assert after["h200"] != before["h200"] and after["a100"] == before["a100"]  # h200's generate and plan key
     assert forge(repo, "check").exit_code == 0  # what the incremental generate wrote is what a full one gives
+
+
+def test_a_multi_node_pytorch_job_on_the_cloud_queue_passes_the_rails_policy():
+    """h200 refuses multi-node PyTorchJobs without its RDMA template; one on the cloud queue runs
+    on h200-burst (EFA), and a cloud queue admits no rdma/* at all: it is let through (the fleet in
+    a box refused such a job before)."""
+    policy = generated("overlays/h200/flyte/validatingadmissionpolicy-forge-multinode-pytorch-rdma.yaml")
+    opted = next(v["expression"] for v in policy["spec"]["variables"] if v["name"] == "optedOut")
+    assert "object.metadata.labels['kueue.x-k8s.io/queue-name'] == 'cloud'" in opted
+    assert "object.metadata.labels['forge.exa.ai/fabric'] == 'none'" in opted

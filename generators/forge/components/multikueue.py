@@ -90,11 +90,14 @@ def secret_use(cloud: CloudQueues, namespace: str) -> SecretUse:
 UNSERVED_FRAMEWORKS = ("jobset.x-k8s.io/jobset", "workload.codeflare.dev/appwrapper", "trainer.kubeflow.org/trainjob",
                        "leaderworkerset.x-k8s.io/leaderworkerset", "kubeflow.org/mpijob")
 
-# What the manager does in a worker (Kueue's create-multikueue-kubeconfig.sh, plus the kinds
-# Flyte's plugins create: pods, PyTorchJobs, MPIJobs, RayJobs and RayClusters).
+# What the manager does in a worker (Kueue's create-multikueue-kubeconfig.sh): every kind the
+# manager integrates (kueue.frameworks less UNSERVED_FRAMEWORKS), which MultiKueue watches on the
+# worker whether or not a job of it is ever sent (a kind it may not watch keeps the worker
+# inactive: `rayservices.ray.io is forbidden`, seen in the fleet in a box), and the Workloads.
 WORKER_SA = "multikueue"
 WORKER_KINDS = (("batch", "jobs"), ("", "pods"), ("kubeflow.org", "pytorchjobs"), ("kubeflow.org", "mpijobs"),
-                ("ray.io", "rayjobs"), ("ray.io", "rayclusters"), ("kueue.x-k8s.io", "workloads"))
+                ("ray.io", "rayjobs"), ("ray.io", "rayclusters"), ("ray.io", "rayservices"),
+                ("apps", "deployments"), ("apps", "statefulsets"), ("kueue.x-k8s.io", "workloads"))
 
 
 def worker_objects(namespace: str) -> list[dict[str, Any]]:
