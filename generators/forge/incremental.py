@@ -26,12 +26,13 @@ from forge.cache import PACKAGE_DIR, GlobalInputs, State, digest, signature, tre
 from forge.cli_common import check_clusters
 from forge.errors import ForgeError, InventoryError
 from forge.fleet import inventory_paths, load_fleet, rules
+from forge.fleet.links import linked_names
 from forge.fleet.unique import clash, tokens
 from forge.folders import swap, write_error
 from forge.lock import repo_lock
 from forge.generate import Tree, cluster_files, cluster_folders
 from forge.overrides import folder_of as overrides_folder
-from forge.paths import ARGOCD_DIR, CLUSTERS_DIR, OVERLAYS_DIR
+from forge.paths import ARGOCD_DIR, CLUSTERS_DIR, INVENTORY_FILE, OVERLAYS_DIR
 from forge.plan_cache import load as load_plan_of, prune as prune_plans, store as store_plan
 from forge.versions import chart_pins
 from forge.workers import process_pool
@@ -208,9 +209,21 @@ def registry_key() -> str:
 
 def cluster_keys(root: Path, paths: list[Path]) -> dict[str, str]:
     shared = digest(GlobalInputs(root).generate, registry_key())
-    # A cluster's overrides (clusters/<c>/overrides/) are its input as much as its inventory.
-    return {p.parent.name: digest(shared, p.parent.name, p.read_bytes(), tree_digest(root / overrides_folder(p.parent.name)))
-            for p in paths}
+    # A cluster's overrides (clusters/<c>/overrides/) are its input as much as its inventory, and
+    # so are the inventories it links to (its burst cluster's pools size its cloud queues).
+    out = {}
+    for p in paths:
+        text = p.read_bytes()
+        linked = [f"{name}={_linked_bytes(root, name)}" for name in linked_names(text)]
+        out[p.parent.name] = digest(shared, p.parent.name, text, tree_digest(root / overrides_folder(p.parent.name)), *linked)
+    return out
+
+
+def _linked_bytes(root: Path, name: str) -> str:
+    try:
+        return digest((root / CLUSTERS_DIR / name / INVENTORY_FILE).read_bytes())
+    except OSError:
+        return "missing"  # the fleet stage says so; the key still changes when it appears
 
 
 def generate(root: Path, jobs: int | None = None, progress: Progress | None = None, discard_edits: bool = False,

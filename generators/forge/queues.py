@@ -29,6 +29,10 @@ API = "kueue.x-k8s.io/v1beta2"  # Kueue 0.19's stored version of its custom reso
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 FLYTE_PROJECT_LABEL = "forge.exa.ai/flyte-project"  # on every Flyte project-domain Namespace
 LOCAL_QUEUE = "default"  # the LocalQueue of every project-domain namespace (Flyte's default label)
+# The LocalQueue of the cloud: on an on-premises cluster with a burst cluster (components.kueue.burst)
+# it feeds the project's cloud ClusterQueue, which MultiKueue dispatches to the burst cluster; on a
+# cloud cluster it is the project's own queue (MultiKueue creates the job there under this name).
+CLOUD_QUEUE = "cloud"
 
 
 class ProjectQueue(Strict):
@@ -40,6 +44,13 @@ class ProjectQueue(Strict):
     # for the interactive project. Keyed by the flavor, or by a MIG layout (every pool cut that
     # way: stays valid when the GPU model changes). Every flavor's shares must add up to <= 100.
     flavor_shares: dict[Name, Percent] = {}
+
+
+class BurstLink(Strict):
+    """The cloud cluster this (on-premises) cluster's `cloud` queues dispatch to (MultiKueue):
+    a cluster of the fleet with cluster.cloud, the same Flyte projects and domains, and Kueue."""
+
+    cluster: Name
 
 
 class KueueSettings(Strict):
@@ -57,6 +68,10 @@ class KueueSettings(Strict):
     # node of it (the seed's 16-node pre-train) can be admitted at all. Default: the project with
     # the largest share (the first of equals); [] when the pools are partitioned on purpose.
     whole_pool_projects: list[Name] | None = None
+    # This cluster is the MultiKueue manager of a burst cluster (docs/burst.md): each project-domain
+    # namespace gets LocalQueue `cloud`, feeding the project's ClusterQueue <project>-cloud, whose
+    # quotas are the burst cluster's own queue of that project (its pools at their max_count).
+    burst: BurstLink | None = None
 
 
 @dataclass(frozen=True)

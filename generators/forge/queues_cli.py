@@ -9,7 +9,7 @@ import click
 from forge.capacity import Capacity, quantity
 from forge.cli_common import root_option, user_errors
 from forge.errors import ForgeError
-from forge.queues import ProjectQuotas, cohort_reach
+from forge.queues import CLOUD_QUEUE, ProjectQuotas, cohort_reach
 
 Table = tuple[list[str], list[list[str]]]
 
@@ -63,7 +63,23 @@ def report(cluster, fmt: str) -> str:
              f"{cluster.gpu_count} physical GPUs", "", heading("capacity per flavor"), *render(capacity_table(cap, quotas))]
     for q in quotas:
         lines += ["", heading(f"project {q.project} (share {q.share_percent}%)"), *render(project_table(cap, q, quotas))]
+    if facts.cloud:
+        lines += cloud_lines(facts.cloud, render, heading)
     return "\n".join(lines) + "\n"
+
+
+def cloud_lines(cloud, render, heading) -> list[str]:
+    """The MultiKueue manager's cloud queues: the burst cluster's capacity (its pools at their
+    max_count) and each project's queue there, under the manager's flavor and queue names."""
+    cap, quotas = cloud.capacity, list(cloud.quotas)
+    lines = ["", heading(f"cloud queues: MultiKueue to {cloud.burst}"), "",
+             f"LocalQueue '{CLOUD_QUEUE}' in every project-domain namespace feeds ClusterQueue <project>-{CLOUD_QUEUE} "
+             f"(cohort '{cloud.burst}', AdmissionCheck '{cloud.burst}'); quotas as {cloud.burst}'s own queues",
+             "", heading(f"capacity per flavor ({cloud.burst})"), *render(capacity_table(cap, quotas))]
+    for q in quotas:
+        lines += ["", heading(f"queue {q.project}-{CLOUD_QUEUE} (share {q.share_percent}% on {cloud.burst})"),
+                  *render(project_table(cap, q, quotas))]
+    return lines
 
 
 JSON_VERSION = 1
@@ -74,8 +90,15 @@ def json_report(cluster) -> dict:
     report(cluster, "text")  # the same refusal for a cluster without Kueue
     settings, facts = cluster.component_settings["kueue"], cluster.component_facts["kueue"]
     cap, quotas = facts.capacity, list(facts.quotas)
+    cloud = {"cloud": {"burst_cluster": facts.cloud.burst, "cohort": facts.cloud.burst, "local_queue": CLOUD_QUEUE,
+                       **_figures(facts.cloud.capacity, list(facts.cloud.quotas))}} if facts.cloud else {}
     return {
         "kind": "forge.queues", "version": JSON_VERSION, "cluster": cluster.name, "cohort": settings.cohort,
+        **_figures(cap, quotas), **cloud}
+
+
+def _figures(cap: Capacity, quotas: list[ProjectQuotas]) -> dict:
+    return {
         "flavors": [{"flavor": pool.flavor, "nodes": len(pool.nodes), "racks": list(pool.racks),
                      "capacity": {r: int(a) for r, a in pool.resources.items()}} for pool in cap.pools],
         "projects": [{"project": q.project, "share_percent": q.share_percent, "flavors": {

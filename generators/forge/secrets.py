@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-SecretKindName = Literal["s3", "flyte-db", "grafana-admin", "alertmanager", "alertmanager-keys", "tls", "oidc", "flyte-oidc"]
+SecretKindName = Literal["s3", "flyte-db", "grafana-admin", "alertmanager", "alertmanager-keys", "tls", "oidc", "flyte-oidc", "kubeconfig"]
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,10 @@ SECRET_KINDS: dict[str, SecretKind] = {
     # console's client secret, under the names the flyte-binary chart mounts them.
     "flyte-oidc": SecretKind(properties=("client_secret", "oidc_client_secret"), data=_same("client_secret", "oidc_client_secret"),
                              why="Flyte's OIDC client secrets"),
+    # MultiKueue's worker cluster (forge.components.multikueue): a kubeconfig of its multikueue
+    # ServiceAccount, under the key Kueue reads.
+    "kubeconfig": SecretKind(properties=("kubeconfig",), data=_same("kubeconfig"),
+                             why="the kubeconfig MultiKueue reaches a worker cluster with"),
     "tls": SecretKind(properties=("tls.crt", "tls.key"), data=_same("tls.crt", "tls.key"), type="kubernetes.io/tls",
                       why="a TLS certificate and key"),
 }

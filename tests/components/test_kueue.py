@@ -12,6 +12,7 @@ from tests.helpers import (CLUSTERS, edit, generated, generated_dir, inventory_t
 
 from forge.capacity import GPU, capacity
 from forge.components.kueue import FRAMEWORKS, Kueue
+from forge.components.multikueue import UNSERVED_FRAMEWORKS
 from forge.validate.crd import CrdSchemas
 from forge.validate.queues import queue_failures
 from forge.validate.values import check_values
@@ -19,8 +20,16 @@ from forge.validate.values import check_values
 from tests.model.test_capacity import MIXED_H200
 
 
-def kinds(cluster: str, kind: str, component: str = "kueue") -> list[dict]:
-    return [o for o in generated_dir(f"overlays/{cluster}/{component}") if o["kind"] == kind]
+def kinds(cluster: str, kind: str, component: str = "kueue", cloud: bool = False) -> list[dict]:
+    """The cluster's own queue objects; `cloud`: also a MultiKueue manager's cloud queues and
+    flavors (tests/cloud/test_multikueue.py checks those)."""
+    return [o for o in generated_dir(f"overlays/{cluster}/{component}") if o["kind"] == kind and (cloud or not is_cloud(o))]
+
+
+def is_cloud(obj: dict) -> bool:
+    """A cloud ClusterQueue (its MultiKueue admission check) or a cloud flavor (quota only, no nodes)."""
+    spec = obj.get("spec") or {}
+    return "admissionChecksStrategy" in spec or (obj["kind"] == "ResourceFlavor" and "nodeLabels" not in spec)
 
 
 def nominal(cq: dict, flavor: str, resource: str) -> int:
@@ -75,7 +84,7 @@ def test_a100_nominal_gpus_within_whole_gpus_and_mig_quota():
 
 def test_mixed_fixture_no_gpu_quota_above_the_whole_gpus():
     m = model("h200", edit(inventory_text("h200"), *MIXED_H200))
-    cqs = [o for o in Kueue().manifests(m) if o["kind"] == "ClusterQueue"]
+    cqs = [o for o in Kueue().manifests(m) if o["kind"] == "ClusterQueue" and not is_cloud(o)]
     assert sum(nominal(cq, f, GPU) for cq in cqs for f in ("h200-141gb", "h200-141gb-all-1g")) <= 128
     for profile, total in (("1g.18gb", 32), ("2g.35gb", 16), ("3g.71gb", 16)):
         got = sum(nominal(cq, "h200-141gb-all-1g", f"nvidia.com/mig-{profile}") for cq in cqs)
@@ -140,9 +149,12 @@ def test_every_flyte_namespace_has_a_local_queue(cluster):
     namespaces = [o for o in generated_dir(f"overlays/{cluster}/flyte", "namespace-")]
     queues = {(q["metadata"]["namespace"], q["metadata"]["name"]): q["spec"]["clusterQueue"]
               for q in kinds(cluster, "LocalQueue", "flyte")}
-    assert len(namespaces) == len(queues) == 12
+    cloud = cluster == "h200"  # the MultiKueue manager of h200-burst: LocalQueue cloud too
+    assert len(namespaces) == 12 and len(queues) == 12 * (2 if cloud else 1)
     for ns in namespaces:
-        assert queues[(ns["metadata"]["name"], "default")] == ns["metadata"]["labels"]["forge.exa.ai/flyte-project"]
+        project = ns["metadata"]["labels"]["forge.exa.ai/flyte-project"]
+        assert queues[(ns["metadata"]["name"], "default")] == project
+        assert queues.get((ns["metadata"]["name"], "cloud")) == (f"{project}-cloud" if cloud else None)
     values = generated(f"overlays/{cluster}/flyte/values.yaml")
     assert values["configuration"]["inline"]["plugins"]["k8s"]["default-labels"] == {"forge.exa.ai/workload": "flyte", "kueue.x-k8s.io/queue-name": "default"}
 
@@ -155,8 +167,9 @@ def test_manager_config_integrations_fair_sharing_and_namespaces(cluster):
     config = yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"])
     assert config["apiVersion"] == "config.kueue.x-k8s.io/v1beta2"
     frameworks = config["integrations"]["frameworks"]
-    assert {"batch/job", "pod", "kubeflow.org/pytorchjob", "kubeflow.org/mpijob", "ray.io/rayjob", "ray.io/raycluster"} <= set(frameworks)
-    assert list(FRAMEWORKS) == frameworks
+    assert {"batch/job", "pod", "kubeflow.org/pytorchjob", "ray.io/rayjob", "ray.io/raycluster"} <= set(frameworks)
+    # a MultiKueue manager leaves out the kinds no worker serves (forge.components.multikueue)
+    assert [f for f in FRAMEWORKS if cluster != "h200" or f not in UNSERVED_FRAMEWORKS] == frameworks
     assert config["fairSharing"]["preemptionStrategies"]  # present: fair sharing on
     assert config["managedJobsNamespaceSelector"] == {"matchExpressions": [{"key": "forge.exa.ai/flyte-project", "operator": "Exists"}]}
     assert config["waitForPodsReady"]["timeout"] == "20m"
@@ -177,7 +190,8 @@ def test_values_match_the_chart_and_objects_the_crds(cluster):
     crds = CrdSchemas()
     crds.add_dir(data / "crds")
     objs = [o for o in rendered(cluster, "kueue") + rendered(cluster, "flyte") if o["apiVersion"].startswith("kueue.x-k8s.io/")]
-    assert {o["kind"] for o in objs} == {"ResourceFlavor", "ClusterQueue", "Topology", "WorkloadPriorityClass", "LocalQueue"}
+    manager = {"AdmissionCheck", "MultiKueueConfig", "MultiKueueCluster"} if cluster == "h200" else set()
+    assert {o["kind"] for o in objs} == {"ResourceFlavor", "ClusterQueue", "Topology", "WorkloadPriorityClass", "LocalQueue", *manager}
     for obj in objs:
         assert crds.validate(obj) == [], obj["metadata"]["name"]
     bad = next(o for o in objs if o["kind"] == "ClusterQueue")

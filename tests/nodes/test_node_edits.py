@@ -319,3 +319,14 @@ def test_a_node_added_at_the_end_goes_before_the_next_sections_comment(repo):
                 "    taints:\n      - {key: nvidia.com/gpu, effect: NoSchedule}\n")
     assert (repo / H200).read_text() == want[:end] + new_node + want[end:]
     assert want[end:].startswith("\n# Per-component settings (see README).\n")
+
+
+def test_editing_a_cluster_with_a_burst_link_reads_the_burst_inventory_under_root(repo, tmp_path, monkeypatch):
+    """h200 names its burst cluster (components.kueue.burst); the edit's checks read
+    clusters/h200-burst/inventory.yaml under --root, whatever the working folder."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # clusters/ relative to here does not exist
+    result = cli("node", "remove", "h200", "h200-gpu-03", "--root", str(repo))
+    assert result.exit_code == 0, result.stderr
+    assert "  - name: h200-gpu-03\n" not in (repo / H200).read_text()

@@ -6,7 +6,7 @@ From the inventory (`components.external-secrets`):
   `region`, optional `role` to assume) or HashiCorp Vault (`provider: vault`, `server`, KV `path`
   and `version`, Kubernetes auth `auth_mount` and `role`);
 - `remote_keys`: the remote secret of each role (s3-alluxio, s3-loki, s3-flyte, s3-tasks-<project>,
-  flyte-db, grafana-admin, alertmanager, flyte-tls, flyte-oidc), by default `forge/<cluster>/<role>`; its properties are fixed per kind
+  flyte-db, grafana-admin, alertmanager, flyte-tls, flyte-oidc, multikueue), by default `forge/<cluster>/<role>`; its properties are fixed per kind
   (forge.secrets.SECRET_KINDS).
 
 The bootstrap credential: Vault's Kubernetes auth needs none (the controller's service account
@@ -42,7 +42,8 @@ DEPLOYMENTS = ("external-secrets", "external-secrets-webhook", "external-secrets
 ACCESS_KEY_KEYS = ("access-key-id", "secret-access-key")
 # One S3 credential per consumer: Alluxio, Loki, Flyte's control plane, and the task pods of each
 # Flyte project (s3-tasks-<project>).
-FIXED_ROLES = ("s3-alluxio", "s3-loki", "s3-flyte", "flyte-db", "grafana-admin", "alertmanager", "flyte-tls", "flyte-oidc")
+FIXED_ROLES = ("s3-alluxio", "s3-loki", "s3-flyte", "flyte-db", "grafana-admin", "alertmanager", "flyte-tls", "flyte-oidc",
+               "multikueue")
 _TASKS_ROLE = re.compile(r"^s3-tasks-[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 

@@ -30,10 +30,13 @@ from forge.capacity import Capacity, capacity, quantity
 from forge.components import network
 from forge.components.base import RBAC_NAMESPACED, WORKLOAD_KINDS, WAVE_KUEUE, Component, Contains, Expected, custom_resource
 from forge.components.driver_upgrades import queue_stop_policy
+from forge.components import multikueue
 from forge.components.kueue_checks import FLYTE, RACK_LABEL, check_kueue
+from forge.components.multikueue import CloudQueues
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL, PriorityClassSpec, Scheduling
 from forge.model import ClusterModel
 from forge.queues import API, FLYTE_PROJECT_LABEL, KueueSettings, ProjectQuotas, project_quotas
+from forge.secrets import SecretUse
 
 NAMESPACE = "kueue-system"  # the chart's CRDs name their conversion webhook's Service there
 RELEASE = "kueue"
@@ -59,9 +62,15 @@ VISIBILITY_PORT = 8082
 EXCLUDED_RESOURCE_PREFIXES = ("ephemeral-storage", "hugepages-")
 
 
+def frameworks(settings: KueueSettings) -> list[str]:
+    """The integrations: FRAMEWORKS, less on a MultiKueue manager those no worker serves."""
+    return [f for f in FRAMEWORKS if not (settings.burst and f in multikueue.UNSERVED_FRAMEWORKS)]
+
+
 def manager_config(settings: KueueSettings) -> dict[str, Any]:
     """Kueue's Configuration: the chart's defaults (health, metrics, webhook, leader election,
-    concurrency, client rates) kept, plus what forge needs."""
+    concurrency, client rates) kept, plus what forge needs (a MultiKueue manager: its section)."""
+    burst = {"multiKueue": dict(multikueue.MANAGER_CONFIG)} if settings.burst else {}
     return {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
@@ -83,7 +92,7 @@ def manager_config(settings: KueueSettings) -> dict[str, Any]:
             "timeout": f"{settings.pods_ready_timeout_minutes}m",
             "requeuingStrategy": {"timestamp": "Eviction", "backoffBaseSeconds": 60, "backoffMaxSeconds": 3600},
         },
-        "integrations": {"frameworks": list(FRAMEWORKS)},
+        "integrations": {"frameworks": frameworks(settings)},
         # What tasks may request beyond the queues' covered resources: Kueue 0.19 never admits a
         # workload asking for a resource no ClusterQueue covers, so such a task waited for ever.
         # Node-local scratch (ephemeral-storage) and huge pages are the kubelet's to bound per
@@ -92,6 +101,7 @@ def manager_config(settings: KueueSettings) -> dict[str, Any]:
         # Fair sharing on (its presence enables it): borrowed quota goes to the queue with the
         # lowest share, and pre-emption between queues of the cohort follows the shares.
         "fairSharing": {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]},
+        **burst,
     }
 
 
@@ -120,6 +130,10 @@ class Kueue(Component):
         ("kueue.x-k8s.io", "ClusterQueue"),
         ("kueue.x-k8s.io", "Topology"),
         ("kueue.x-k8s.io", "WorkloadPriorityClass"),
+        # A MultiKueue manager's (forge.components.multikueue)
+        ("kueue.x-k8s.io", "AdmissionCheck"),
+        ("kueue.x-k8s.io", "MultiKueueConfig"),
+        ("kueue.x-k8s.io", "MultiKueueCluster"),
     )
     ignore_differences = (
         {"group": "", "kind": "Secret", "name": WEBHOOK_SECRET, "namespace": NAMESPACE, "jsonPointers": ["/data"]},
@@ -154,8 +168,13 @@ class Kueue(Component):
         classes = _scheduling_classes(cluster)
         policy = {c.name: c.preemption == "PreemptLowerPriority" for c in classes}
         mapped = classes if s.priority_classes is None else [c for c in classes if c.name in s.priority_classes]
+        cloud = multikueue.cloud_queues(cluster.linked[s.burst.cluster], [p.name for p in flyte.projects]) if s.burst else None
         return KueueFacts(cap, tuple(project_quotas(cap, [(p.name, p.share_percent) for p in flyte.projects], s)),
-                          tuple(mapped), {p.name: policy.get(p.priority_class, True) for p in flyte.projects})
+                          tuple(mapped), {p.name: policy.get(p.priority_class, True) for p in flyte.projects}, cloud)
+
+    def secrets(self, cluster: ClusterModel) -> list[SecretUse]:
+        cloud = self.facts(cluster).cloud
+        return [multikueue.secret_use(cloud, self.namespace)] if cloud else []
 
     def ingress(self, cluster: ClusterModel) -> tuple[network.Allow, ...]:
         return (network.webhook([WEBHOOK_PORT]), network.scrape([METRICS_PORT]),
@@ -184,7 +203,7 @@ class Kueue(Component):
         deployment = ("Deployment", "kueue-controller-manager")
         config = ("ConfigMap", "kueue-manager-config", ("data", "controller_manager_config.yaml"))
         return [
-            Expected(*config[:2], (*config[2], "integrations", "frameworks"), Contains(*FRAMEWORKS)),
+            Expected(*config[:2], (*config[2], "integrations", "frameworks"), Contains(*frameworks(s))),
             Expected(*config[:2], (*config[2], "fairSharing"), manager_config(s)["fairSharing"]),
             Expected(*deployment, (*pod, "priorityClassName"), SYSTEM_CLUSTER_CRITICAL),
             Expected(*deployment, (*pod, "nodeSelector"), cluster.system_node_selector),
@@ -197,7 +216,10 @@ class Kueue(Component):
         objs = [topology(), *(resource_flavor(cluster, cap, p.flavor) for p in cap.pools)]
         objs += [cluster_queue(q, cap, s, facts.preempts[q.project], queue_stop_policy(cluster)) for q in facts.quotas]
         objs += [workload_priority_class(c) for c in facts.classes]
-        return [custom_resource(o) for o in objs]
+        if facts.cloud:  # the MultiKueue manager's side of the burst link
+            objs += cloud_objects(facts.cloud, s)
+        objs = [custom_resource(o) for o in objs]
+        return objs + (multikueue.worker_objects(self.namespace) if cluster.cloud else [])  # a MultiKueue worker
 
 
 # ---- what the objects are made of -----------------------------------------------------------------
@@ -208,6 +230,14 @@ class KueueFacts:
     quotas: tuple[ProjectQuotas, ...]  # one per Flyte project, in its order
     classes: tuple[PriorityClassSpec, ...]  # the PriorityClasses that get a WorkloadPriorityClass
     preempts: dict[str, bool]  # project -> whether its PriorityClass may pre-empt
+    cloud: CloudQueues | None = None  # the burst cluster's queues, on its MultiKueue manager
+
+
+def cloud_objects(cloud: CloudQueues, settings: KueueSettings) -> list[dict[str, Any]]:
+    """The manager's AdmissionCheck, MultiKueue objects, flavors and <project>-cloud queues."""
+    queues = [multikueue.as_cloud_queue(cluster_queue(q, cloud.capacity, settings, cloud.preempts[q.project]), cloud)
+              for q in cloud.quotas]
+    return [*multikueue.manager_objects(cloud), *queues]
 
 
 def _scheduling_classes(cluster: ClusterModel) -> list[PriorityClassSpec]:

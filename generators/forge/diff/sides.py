@@ -27,6 +27,7 @@ from forge.diff.revisions import Side, git, resolve
 from forge.errors import ForgeError
 from forge.fleet import inventory_paths, load_plan, load_plan_text
 from forge.cli_common import check_clusters
+from forge.fleet.links import Neighbours
 from forge.incremental import _check_fleet, _fresh, build_clusters, cluster_folders, cluster_keys, fleet_claims
 from forge.paths import BASE_DIR, CLUSTERS_DIR, OVERLAYS_DIR
 from forge.render import render_all
@@ -157,6 +158,17 @@ def _chart_versions(text: str) -> dict[str, dict[str, str]]:
         return {}
 
 
+def _in_commit(root: Path, commit: str, clusters: set[str]) -> Neighbours:
+    """The commit's inventories, as a link (a burst cluster) reads them."""
+    def read(name: str) -> tuple[str, str] | None:
+        rel = f"{CLUSTERS_DIR}/{name}/inventory.yaml"
+        try:
+            return git(root, "show", f"{commit}:./{rel}"), rel
+        except ForgeError:
+            return None
+    return Neighbours(read, lambda: sorted(clusters))
+
+
 def _models(root: Path, commit: str | None, clusters: set[str]) -> dict:
     out = {}
     for name in sorted(clusters):
@@ -165,7 +177,7 @@ def _models(root: Path, commit: str | None, clusters: set[str]) -> dict:
             if commit is None:
                 plan = load_plan(root / rel, rel, folder=name)
             else:
-                plan = load_plan_text(git(root, "show", f"{commit}:./{rel}"), rel, folder=name)
+                plan = load_plan_text(git(root, "show", f"{commit}:./{rel}"), rel, folder=name, neighbours=_in_commit(root, commit, clusters))
         except ForgeError:
             continue  # an inventory this code no longer reads (or none): counts come from the other side
         out[name] = plan.cluster

@@ -25,7 +25,7 @@ from typing import Any, Iterator
 from forge.versions import ChartPin, chart_pins
 from forge.components import COMPONENTS, Component
 from forge.errors import ForgeError, InventoryError, Problem
-from forge.fleet import rules, scope
+from forge.fleet import links, rules, scope
 from forge.fleet.unique import shared_across_clusters
 from forge.fleet.fabric import fabric_rules
 from forge.inventory import LoadedInventory, load_inventory, load_inventory_text
@@ -110,36 +110,45 @@ def load_fleet(root: Path) -> Fleet:
 
 
 def load_plan(path: Path, display: str, folder: str | None = None) -> ClusterPlan:
-    """One inventory file's plan (`folder`: the name its cluster folder gives it, when it has one)."""
+    """One inventory file's plan (`folder`: the name its cluster folder gives it, when it has
+    one). The inventories it links to (forge.fleet.links) are read beside it."""
     given: dict[str, Any] = {}
-    loaded = load_inventory(path, display, _rules(given))
-    return _plan(loaded, given, folder)
+    linked: dict[str, ClusterModel] = {}
+    loaded = load_inventory(path, display, _rules(given, links.on_disk(path.parent.parent), linked))
+    return _plan(loaded, given, folder, linked)
 
 
-def load_plan_text(text: str, file: str, folder: str | None = None) -> ClusterPlan:
-    """The same from inventory text (`forge node` checks an edit before writing it)."""
+def load_plan_text(text: str, file: str, folder: str | None = None,
+                   neighbours: links.Neighbours | None = None) -> ClusterPlan:
+    """The same from inventory text (`forge node` checks an edit before writing it); the
+    inventories it links to come from `neighbours` (default: beside `file`)."""
     given: dict[str, Any] = {}
-    loaded = load_inventory_text(text, file, _rules(given))
-    return _plan(loaded, given, folder)
+    linked: dict[str, ClusterModel] = {}
+    loaded = load_inventory_text(text, file, _rules(given, neighbours or links.near(file), linked))
+    return _plan(loaded, given, folder, linked)
 
 
-def _rules(given: dict[str, Any]) -> Rules:
+def _rules(given: dict[str, Any], neighbours: links.Neighbours, linked: dict[str, ClusterModel]) -> Rules:
     """The rules this stage hands to the inventory loader; they fill `given` with the typed
-    settings they validated, so each block is validated exactly once."""
+    settings they validated, so each block is validated exactly once, and `linked` with the
+    models of the clusters the inventory links to."""
     def run(loaded: LoadedInventory) -> list[Problem]:
         known = registry()
         typed, problems = rules.typed_settings(loaded, known)
         given.update(typed)
+        other = lambda text, display, name: load_plan_text(text, display, name, neighbours)  # noqa: E731
         return [*fabric_rules(loaded), *problems, *rules.settings_rules(loaded, typed, known),
-                *scope.flyte_namespaces(loaded, typed, known), *limits.name_lengths(loaded, list(known))]
+                *scope.flyte_namespaces(loaded, typed, known), *limits.name_lengths(loaded, list(known)),
+                *links.burst_rules(loaded, typed, neighbours, other, linked)]
     return run
 
 
-def _plan(loaded: LoadedInventory, given: dict[str, Any], folder: str | None) -> ClusterPlan:
+def _plan(loaded: LoadedInventory, given: dict[str, Any], folder: str | None,
+          linked: dict[str, ClusterModel]) -> ClusterPlan:
     problems = rules.folder_name(loaded, folder) if folder is not None else []
     if problems:
         raise InventoryError(problems)
-    cluster = derive(loaded, given)
+    cluster = dataclasses.replace(derive(loaded, given), linked=dict(linked))
     components = tuple(c for c in COMPONENTS if c.enabled(cluster))
     problems = rules.stale_settings(loaded, given, (c.name for c in components))
     problems += rules.window_components(loaded, (c.name for c in components))

@@ -25,6 +25,13 @@ def inventory_file(root: Path, cluster: str) -> tuple[Path, str]:
     return path, path.relative_to(root).as_posix()
 
 
+def _neighbours(root: Path):
+    """The fleet's other inventories, under `root` whatever the working folder (a burst link reads them)."""
+    from forge.fleet.links import on_disk
+
+    return on_disk(root / CLUSTERS_DIR)
+
+
 def write_atomically(path: Path, text: str) -> None:
     """Write next to the file, then rename over it: a reader sees the old file or the new one."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".forge-tmp", dir=path.parent)
@@ -112,7 +119,7 @@ def add(root: Path, cluster: str, name: str, profile: str, rack: str, roles: str
     edit = edits.add_node(
         text, display, name, profile, rack, roles=edits.parse_roles(roles) if roles else None,
         labels=dict(map(edits.parse_label, labels)), taints=[edits.parse_taint(t) for t in taints],
-        mig_layout=mig_layout, like=like, new_rack=new_rack,
+        mig_layout=mig_layout, like=like, new_rack=new_rack, neighbours=_neighbours(root),
     )
     _report(edit.messages + apply(root, path, edit, generate))
 
@@ -126,7 +133,7 @@ def add(root: Path, cluster: str, name: str, profile: str, rack: str, roles: str
 def remove(root: Path, cluster: str, name: str, generate: bool) -> None:
     """Remove node NAME from CLUSTER, reporting what it carried."""
     path, display, text = _read(root, cluster)
-    edit = edits.remove_node(text, display, name)
+    edit = edits.remove_node(text, display, name, neighbours=_neighbours(root))
     _report(edit.messages + apply(root, path, edit, generate))
 
 
@@ -152,6 +159,6 @@ def set_(root: Path, cluster: str, name: str, profile: str | None, rack: str | N
     edit = edits.set_node(
         text, display, name, profile=profile, rack=rack, roles=edits.parse_roles(roles) if roles else None,
         mig_layout=mig_layout, labels=dict(map(edits.parse_label, labels)), unlabel=list(unlabel),
-        taints=[edits.parse_taint(t) for t in taints], untaint=list(untaint),
+        taints=[edits.parse_taint(t) for t in taints], untaint=list(untaint), neighbours=_neighbours(root),
     )
     _report(edit.messages + apply(root, path, edit, generate))

@@ -19,6 +19,7 @@ from forge.errors import ForgeError, InventoryError
 from forge.nodes.defaults import check_rack as _check_rack, profile_taints as _profile_taints
 from forge.hardware import GPU_MODELS
 from forge.fleet import load_plan_text
+from forge.fleet.links import Neighbours
 from forge.inventory import LoadedInventory
 from forge.inventory.layouts import mig_layout_named
 from forge.inventory.loader import parse_yaml
@@ -102,19 +103,21 @@ def carried(loaded: LoadedInventory, name: str) -> str:
 
 # ---- the edits ----------------------------------------------------------------------------------
 
-def _load_original(text: str, file: str) -> LoadedInventory:
+def _load_original(text: str, file: str, neighbours: Neighbours | None = None) -> LoadedInventory:
+    """`neighbours`: the fleet's other inventories, which a link (a burst cluster) reads."""
     try:
-        return load_plan_text(text, file).loaded  # every rule generate applies, not the shape alone
+        return load_plan_text(text, file, neighbours=neighbours).loaded  # every rule generate applies, not the shape alone
     except InventoryError as exc:
         raise ForgeError("\n".join([f"{file} is not valid now; fix it before editing it with forge node:",
                                     *map(str, exc.problems)])) from None
 
 
-def _finish(doc_text: NodeText, new_text: str, intended: Any, old: LoadedInventory, messages: list[str]) -> Edit:
+def _finish(doc_text: NodeText, new_text: str, intended: Any, old: LoadedInventory, messages: list[str],
+            neighbours: Neighbours | None = None) -> Edit:
     """Validate the new text, and prove it holds exactly the intended data."""
     file = doc_text.file
     try:
-        new = load_plan_text(new_text, file).loaded
+        new = load_plan_text(new_text, file, neighbours=neighbours).loaded
     except InventoryError as exc:
         raise ForgeError("\n".join([f"the edit would make {file} invalid, so it was not written "
                                     "(line numbers are those of the edited text):", *map(str, exc.problems)])) from None
@@ -149,8 +152,9 @@ def _totals_after(old: LoadedInventory, profile: str | None, delta: int, extra: 
 
 def add_node(text: str, file: str, name: str, profile: str, rack: str, roles: list[str] | None = None,
              labels: dict[str, str] | None = None, taints: list[dict[str, str]] | None = None,
-             mig_layout: str | None = None, like: str | None = None, new_rack: bool = False) -> Edit:
-    old = _load_original(text, file)
+             mig_layout: str | None = None, like: str | None = None, new_rack: bool = False,
+             neighbours: Neighbours | None = None) -> Edit:
+    old = _load_original(text, file, neighbours)
     doc = NodeText.parse(text, file)
     _check_rack(old, doc, file, rack, new_rack)
     if doc.index(name) is not None:
@@ -192,7 +196,7 @@ def add_node(text: str, file: str, name: str, profile: str, rack: str, roles: li
     doc = _with_expected(doc, old, data, *_totals_after(old, profile, +1), messages)
     new_text, at = doc.inserted_after(after, doc.render_node(node, indent, doc.dash_column(after)))
     messages[0] += f" (line {at + 1})"
-    edit = _finish(doc, new_text, data, old, messages)
+    edit = _finish(doc, new_text, data, old, messages, neighbours)
     edit.messages.insert(1, "it carries " + carried(edit.new, name))
     if taken:
         edit.messages.insert(2, f"it takes the taint{'s' if len(taken) > 1 else ''} of its profile's GPU nodes: "
@@ -201,15 +205,15 @@ def add_node(text: str, file: str, name: str, profile: str, rack: str, roles: li
     return edit
 
 
-def remove_node(text: str, file: str, name: str) -> Edit:
-    old = _load_original(text, file)
+def remove_node(text: str, file: str, name: str, neighbours: Neighbours | None = None) -> Edit:
+    old = _load_original(text, file, neighbours)
     doc = NodeText.parse(text, file)
     i = _require(doc, name, file)
     messages = [f"removed {name} from {file} (was line {doc.starts[i] + 1})", "it carried " + carried(old, name)]
     data, _ = parse_yaml(text, file)
     del data["nodes"][i]
     doc = _with_expected(doc, old, data, *_totals_after(old, old.inventory.nodes[i].profile, -1), messages)
-    edit = _finish(doc, doc.removed(i), data, old, messages)
+    edit = _finish(doc, doc.removed(i), data, old, messages, neighbours)
     nodes, gpus = _gpu_totals(edit.new)
     edit.messages.append(f"{edit.new.inventory.cluster.name} now has {nodes} GPU nodes with {gpus} GPUs")
     return edit
@@ -218,10 +222,10 @@ def remove_node(text: str, file: str, name: str) -> Edit:
 def set_node(text: str, file: str, name: str, profile: str | None = None, rack: str | None = None,
              roles: list[str] | None = None, mig_layout: str | None = None, labels: dict[str, str] | None = None,
              unlabel: list[str] | None = None, taints: list[dict[str, str]] | None = None,
-             untaint: list[str] | None = None) -> Edit:
+             untaint: list[str] | None = None, neighbours: Neighbours | None = None) -> Edit:
     if not any(v for v in (profile, rack, roles, mig_layout, labels, unlabel, taints, untaint)):
         raise ForgeError("nothing to set: give at least one of --profile, --rack, --roles, --mig-layout, --label, --unlabel, --taint, --untaint")
-    old = _load_original(text, file)
+    old = _load_original(text, file, neighbours)
     doc = NodeText.parse(text, file)
     i = _require(doc, name, file)
     node, indent = doc.load_node(i)
@@ -254,7 +258,7 @@ def set_node(text: str, file: str, name: str, profile: str | None = None, rack: 
     after = old.inventory.profiles.get(new_profile)
     extra = (1, after.gpu.count) if after and after.gpu else (0, 0)
     doc = _with_expected(doc, old, data, before_nodes + extra[0], before_gpus + extra[1], messages)
-    return _finish(doc, doc.replaced(i, doc.render_node(node, indent, doc.dash_column(i))), data, old, messages)
+    return _finish(doc, doc.replaced(i, doc.render_node(node, indent, doc.dash_column(i))), data, old, messages, neighbours)
 
 
 # ---- helpers ------------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from forge.components import alluxio, network
+from forge.components import alluxio, multikueue, network
 from forge.components.driver_upgrades import WORKLOAD_FLYTE, WORKLOAD_LABEL
 from forge.components.kuberay_operator import RAY_HEAD_PORTS, KuberayOperator
 from forge.components.base import RBAC_NAMESPACED, WORKLOAD_KINDS, WAVE_WORKLOADS, Component, Contains, Expected, custom_resource
@@ -41,7 +41,7 @@ from forge.components.flyte.plan import (Capacity, Database, DomainSpec, FlyteFa
                                          ProjectSpec, Quota, TaskDefaults, TaskLimits, capacity, namespace_for, quotas)
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL, Scheduling, priority_class_names
 from forge.model import ClusterModel
-from forge.queues import LOCAL_QUEUE, QUEUE_NAME_LABEL, kueue_settings, local_queue
+from forge.queues import CLOUD_QUEUE, LOCAL_QUEUE, QUEUE_NAME_LABEL, kueue_settings, local_queue
 from forge import versions
 from forge.secrets import SecretUse
 
@@ -278,8 +278,23 @@ class Flyte(Component):
                      pod_template(q.namespace, classes[q.project], image, defaults)]
             if rdma.has_fabric(cluster):  # multi-node training over the rails
                 objs.append(rdma.rdma_pod_template(cluster, pod_template(q.namespace, classes[q.project], image, defaults)))
-            objs += [custom_resource(local_queue(q.namespace, q.project))] if kueue_settings(cluster) else []  # its project's ClusterQueue
+            objs += [custom_resource(lq) for lq in local_queues(cluster, q.namespace, q.project)]
         return objs
+
+
+def local_queues(cluster: ClusterModel, namespace: str, project: str) -> list[dict[str, Any]]:
+    """The namespace's LocalQueues: `default` feeds its project's ClusterQueue; `cloud` feeds the
+    project's cloud queue on a MultiKueue manager (components.kueue.burst), and on a cloud cluster
+    its own queue, where MultiKueue creates the jobs it dispatches (forge.components.multikueue)."""
+    settings = kueue_settings(cluster)
+    if not settings:
+        return []
+    out = [local_queue(namespace, project)]
+    if settings.burst:
+        out.append(local_queue(namespace, multikueue.queue_name(project), CLOUD_QUEUE))
+    elif cluster.cloud:
+        out.append(local_queue(namespace, project, CLOUD_QUEUE))
+    return out
 
 
 def storage_endpoint(cluster: ClusterModel) -> str:

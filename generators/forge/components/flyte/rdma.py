@@ -24,6 +24,7 @@ from typing import Any
 from forge.components.flyte import fence, rdma_policy
 from forge.components.network_operator import MULTUS_NETWORKS_ANNOTATION, NetworkOperator
 from forge.model import ClusterModel
+from forge.queues import CLOUD_QUEUE
 
 RDMA_POD_TEMPLATE = "forge-rdma"
 SHM_VOLUME = "dshm"
@@ -51,7 +52,9 @@ def fence_objects(cluster: ClusterModel) -> list[dict[str, Any]]:
     resource = cluster.rdma_resource("compute")
     if resource is None:
         return []
-    return fence.objects() + rdma_policy.objects(resource.resource, RDMA_POD_TEMPLATE)
+    kueue = cluster.component_settings.get("kueue")
+    cloud = CLOUD_QUEUE if kueue is not None and kueue.burst else None  # a MultiKueue manager's cloud queue
+    return fence.objects() + rdma_policy.objects(resource.resource, RDMA_POD_TEMPLATE, cloud)
 
 
 def rdma_pod_template(cluster: ClusterModel, base: dict[str, Any]) -> dict[str, Any]:

@@ -8,7 +8,10 @@ would give CPU and single-node tasks rail addresses they do not need (each node 
 So a ValidatingAdmissionPolicy refuses, in the project namespaces of fabric clusters, a
 PyTorchJob with more than one pod (a Master and Workers, or more than one Worker) whose replica
 templates do not all request the fabric's RDMA resource; the message names the fix. A job that
-really wants TCP may say so with the label `forge.exa.ai/fabric: none`.
+really wants TCP may say so with the label `forge.exa.ai/fabric: none`. On a MultiKueue manager,
+a job on the cloud queue (label `kueue.x-k8s.io/queue-name: cloud`) runs on the burst cluster,
+whose fabric is EFA, never these rails: it is let through (its pods could not be admitted by a
+cloud queue with the RDMA resource anyway).
 """
 from __future__ import annotations
 
@@ -27,14 +30,23 @@ def _requests(resource: str) -> str:
             f"(has(c.resources.requests) && '{resource}' in c.resources.requests)))")
 
 
-def policy(resource: str, template: str) -> dict[str, Any]:
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"  # forge.queues.QUEUE_NAME_LABEL
+
+
+def _label_is(key: str, value: str) -> str:
+    return f"has(object.metadata.labels) && '{key}' in object.metadata.labels && object.metadata.labels['{key}'] == '{value}'"
+
+
+def policy(resource: str, template: str, cloud_queue: str | None = None) -> dict[str, Any]:
+    """`cloud_queue`: the LocalQueue of a burst cluster (forge.components.multikueue), on a manager."""
     specs = "variables.specs"
     multi_node = (f"'Worker' in {specs} && ('Master' in {specs} || "
                   f"(has({specs}['Worker'].replicas) && {specs}['Worker'].replicas > 1))")
     every_replica = (f"{specs}.all(k, has({specs}[k].template) && has({specs}[k].template.spec) && "
                      f"{specs}[k].template.spec.containers.exists(c, {_requests(resource)}))")
-    opted_out = (f"has(object.metadata.labels) && '{OPT_OUT_LABEL}' in object.metadata.labels && "
-                 f"object.metadata.labels['{OPT_OUT_LABEL}'] == 'none'")
+    opted_out = _label_is(OPT_OUT_LABEL, "none")
+    if cloud_queue:
+        opted_out = f"({opted_out}) || ({_label_is(QUEUE_LABEL, cloud_queue)})"
     rules = [{"apiGroups": ["kubeflow.org"], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pytorchjobs"]}]
     variables = [
         {"name": "specs", "expression": "has(object.spec.pytorchReplicaSpecs) ? object.spec.pytorchReplicaSpecs : {}"},
@@ -55,5 +67,5 @@ def binding() -> dict[str, Any]:
     return deny_binding(POLICY, {"matchExpressions": [{"key": FLYTE_PROJECT_LABEL, "operator": "Exists"}]})
 
 
-def objects(resource: str, template: str) -> list[dict[str, Any]]:
-    return [policy(resource, template), binding()]
+def objects(resource: str, template: str, cloud_queue: str | None = None) -> list[dict[str, Any]]:
+    return [policy(resource, template, cloud_queue), binding()]
