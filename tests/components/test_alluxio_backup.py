@@ -11,7 +11,7 @@ from forge.cli import main
 from forge.components.alluxio import ROOT_UFS, Alluxio
 from tests.helpers import copy_repo_inputs, edit, generated, inventory_file, inventory_text, line_of, model, only_problem, problems_of
 
-BACKUP_LINE = '              backup: {bucket: alluxio-backups, time: "05:00", retained: 7}}\n'
+BACKUP_LINE = ' backup: {bucket: alluxio-backups, time: "05:00", retained: 7}}\n'
 BACKUP_AT = "components.alluxio.journal.backup"
 
 
@@ -33,20 +33,19 @@ def test_the_fleets_back_the_journal_up_daily_into_their_backup_bucket(cluster):
 
 
 def test_without_a_backup_the_root_stays_the_local_folder_and_nothing_is_scheduled():
-    text = edit(inventory_text("h200"), "size_gib: 50,  # a node-local", "size_gib: 50}  # a node-local")
-    text = edit(text, BACKUP_LINE, "")
+    text = edit(inventory_text("h200"), "size_gib: 50," + BACKUP_LINE, "size_gib: 50}\n")
     p = Alluxio().values(model("h200", text))["properties"]
     assert p["alluxio.master.mount.table.root.ufs"] == ROOT_UFS
     assert not any(k.startswith(("alluxio.master.daily.backup", "alluxio.master.backup")) for k in p)
 
 
 def test_defaults_for_time_directory_and_retention():
-    text = edit(inventory_text("a100"), BACKUP_LINE, "              backup: {bucket: alluxio-backups}}\n")
+    text = edit(inventory_text("a100"), BACKUP_LINE, " backup: {bucket: alluxio-backups}}\n")
     p = Alluxio().values(model("a100", text))["properties"]
     assert (p["alluxio.master.daily.backup.time"], p["alluxio.master.daily.backup.files.retained"],
             p["alluxio.master.backup.directory"]) == ("05:00", "7", "/alluxio-journal-backups")
     text = edit(inventory_text("a100"), BACKUP_LINE,
-                '              backup: {bucket: alluxio-backups, time: "23:30", retained: 30, directory: /alluxio/backups}}\n')
+                ' backup: {bucket: alluxio-backups, time: "23:30", retained: 30, directory: /alluxio/backups}}\n')
     p = Alluxio().values(model("a100", text))["properties"]
     assert (p["alluxio.master.daily.backup.time"], p["alluxio.master.daily.backup.files.retained"],
             p["alluxio.master.backup.directory"]) == ("23:30", "30", "/alluxio/backups")
@@ -71,7 +70,7 @@ def test_defaults_for_time_directory_and_retention():
     ('{bucket: alluxio-backups, restore_from: s3://x/backup.gz}', "restore_from", "'s3://x/backup.gz' does not match the expected form ^alluxio-backup-"),
 ])
 def test_bad_backup_settings_are_refused_at_their_line(entry, field, needle):
-    text = edit(inventory_text("h200"), BACKUP_LINE, f"              backup: {entry}}}\n")
+    text = edit(inventory_text("h200"), BACKUP_LINE, f" backup: {entry}}}\n")
     p = only_problem(problems_of("h200", text), f"{BACKUP_AT}.{field}")
     assert needle in p.message, p.message
     assert (p.file, p.line) == (inventory_file("h200"), line_of(text, "backup: {"))
@@ -90,7 +89,7 @@ def test_a_mounted_backup_bucket_stops_generate_with_exit_2(tmp_path):
 
 
 def test_a_restore_names_a_backup_file_of_the_backup_directory():
-    text = edit(inventory_text("h200"), BACKUP_LINE, "              backup: {bucket: alluxio-backups, "
+    text = edit(inventory_text("h200"), BACKUP_LINE, " backup: {bucket: alluxio-backups, "
                 "restore_from: alluxio-backup-2026-12-01-1764565200000.gz}}\n")
     p = Alluxio().values(model("h200", text))["properties"]
     assert p["alluxio.master.journal.init.from.backup"] == (

@@ -51,7 +51,7 @@ def forge_fixed(text: str) -> str:
     """The copy with everything unique renamed by hand but the CIDRs moved to 10.128.32.0/19."""
     for old, new in (("exa-ml-checkpoints-h200", "exa-ml-checkpoints-h300"), ("exa-flyte-h200", "exa-flyte-h300"),
                      ("exa-loki-h200", "exa-loki-h300"), ("forge-h200", "forge-h300"), ("h200.exa.internal", "h300.exa.internal"),
-                     ("flyte-h200.db", "flyte-h300.db")):
+                     ("flyte-h200.db", "flyte-h300.db"), ("exa-alluxio-backups-h200", "exa-alluxio-backups-h300")):
         text = text.replace(old, new)
     for i in range(8):
         text = text.replace(f"cidr: 10.128.{4 * i}.0/22", f"cidr: 10.128.{32 + 4 * i}.0/22")
