@@ -51,6 +51,19 @@ def load_skips(path: Path = SKIPS) -> dict[str, dict[str, str]]:
     return out
 
 
+def json_documents(text: str) -> list:
+    """checkov's JSON output: one report, a list of them, or (one --directory each, as with
+    build/rendered and build/hydrated) several reports one after the other."""
+    decoder, out, at = json.JSONDecoder(), [], 0
+    while True:
+        while at < len(text) and text[at].isspace():
+            at += 1
+        if at == len(text):
+            return out
+        value, at = decoder.raw_decode(text, at)
+        out += value if isinstance(value, list) else [value]
+
+
 def checkov(dirs: list[Path]) -> list[dict]:
     """Failed checks of checkov's kubernetes framework over `dirs`."""
     exe = Path(sys.executable).with_name("checkov")
@@ -62,8 +75,7 @@ def checkov(dirs: list[Path]) -> list[dict]:
     proc = subprocess.run(command, capture_output=True, text=True)
     if proc.returncode not in (0, 1) or not proc.stdout.strip():
         raise ScanError(f"checkov failed (exit {proc.returncode}): {proc.stderr.strip()[-2000:]}")
-    reports = json.loads(proc.stdout)
-    reports = reports if isinstance(reports, list) else [reports]
+    reports = json_documents(proc.stdout)
     failed = []
     for report in reports:
         if report.get("summary", {}).get("parsing_errors"):

@@ -150,8 +150,7 @@ class ClusterModel:
     # the frozen facts each derived once. Components read them through Component.settings/facts.
     component_settings: Mapping[str, Any]
     component_facts: Mapping[str, Any] = field(default_factory=dict)
-    # The other clusters of the fleet whose inventories this one's outputs read, by name, also
-    # filled by the fleet stage: the burst cluster of components.kueue.burst (forge.fleet.links).
+    # Other clusters whose inventories this one's outputs read (components.kueue.burst: forge.fleet.links).
     linked: Mapping[str, "ClusterModel"] = field(default_factory=dict)
 
     @property

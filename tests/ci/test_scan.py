@@ -82,3 +82,12 @@ def test_scan_passes_on_the_rendered_output_with_the_reviewed_skips(repo_inputs,
     flyte.write_text(flyte.read_text().replace("allowPrivilegeEscalation: false", "allowPrivilegeEscalation: true", 1))
     run = subprocess.run([str(SCAN_PYTHON), str(REPO / "ci/scan.py"), str(rendered)], capture_output=True, text=True)
     assert run.returncode == 1 and "CKV_K8S_20" in run.stdout, run.stdout
+
+
+def test_checkov_reports_one_after_another_are_all_read():
+    # Two --directory (build/rendered and build/hydrated after `make hydrate`) give two JSON
+    # reports back to back, not a list: reading only one ended `make scan` in a traceback.
+    one, two = {"check_type": "kubernetes", "n": 1}, {"check_type": "kubernetes", "n": 2}
+    assert scan.json_documents(json.dumps(one, indent=4) + "\n" + json.dumps(two, indent=4) + "\n") == [one, two]
+    assert scan.json_documents(json.dumps([one, two])) == [one, two]
+    assert scan.json_documents(json.dumps(one)) == [one]
