@@ -92,6 +92,7 @@ def synthesize_fleet(root: Path, dest: Path, nodes: int, clusters: int) -> None:
                 raise ForgeError(f"--clusters {clusters}: at most {256 // len(rails)} synthetic clusters get rails of their own")
             rail["cidr"] = f"10.{block}.0.0/16"
         _own_names(inventory, name)
+        (inventory["components"].get("kueue") or {}).pop("burst", None)  # no cloud cluster to burst to here
         for queue in ((inventory["components"].get("kueue") or {}).get("projects") or {}).values():
             queue.pop("flavor_shares", None)  # no synthetic node is cut by MIG: there is no MIG pool to share
         inventory["nodes"] = [{**n, "name": n["name"].replace("h200", name)} for n in control_plane] + [

@@ -112,6 +112,9 @@ def test_the_inventory_hook_reports_file_and_line(tmp_path):
     bad.write_text((REPO / "clusters/h200/inventory.yaml").read_text().replace(
         "  mig_layouts:\n", "  expected:\n    gpu_nodes: 18\n    gpus: 150\n  mig_layouts:\n", 1))
     line = next(i for i, text in enumerate(bad.read_text().splitlines(), 1) if text == "    gpus: 150")
+    burst = tmp_path / "clusters/h200-burst/inventory.yaml"  # h200 bursts into it: the link is checked
+    burst.parent.mkdir()
+    burst.write_text((REPO / "clusters/h200-burst/inventory.yaml").read_text())
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p.endswith("generators"))}
     proc = subprocess.run([sys.executable, "-m", "forge.inventory", "clusters/h200/inventory.yaml",
                            str(REPO / "clusters/a100/inventory.yaml")], cwd=tmp_path, env=env, capture_output=True, text=True)
