@@ -85,6 +85,9 @@ class Runner:
         # Copies (by the uid of what was submitted) whose Workload was seen pre-empted: a plain
         # pod's Workload goes with the pod it evicted, so the event is kept, not looked up again.
         self.preempted: set[str] = set()
+        # Each copy's Workload uid once seen: Kueue's "Preempted" Event on it outlives the Workload
+        # (a plain pod's goes within a poll of its eviction on a busy machine), so it still counts.
+        self.workload_uids: dict[str, str] = {}
         self.projects = {ns["metadata"]["name"] for ns in kube.list("v1", "Namespace", selector=FLYTE_PROJECT_LABEL)}
 
     # ---- what the controllers did -------------------------------------------------------------------
@@ -101,9 +104,19 @@ class Runner:
                 uid = obj["metadata"]["uid"]
                 out.append(next((w for w in listed if any(o.get("uid") == uid for o in w["metadata"].get("ownerReferences") or [])), None))
         for obj, wl in zip(sub.objects, out):
+            if wl:
+                self.workload_uids[obj["metadata"]["uid"]] = wl["metadata"]["uid"]
             if wl and (_true(wl, "Preempted") or (_condition(wl, "Evicted") or {}).get("reason") == "Preempted"):
                 self.preempted.add(obj["metadata"]["uid"])
         return out
+
+    def preempted_by_events(self, sub: Submitted) -> None:
+        """Copies whose Workload Kueue's scheduler recorded as pre-empted (its Event, reason
+        Preempted), though the Workload itself may be gone by now."""
+        events = self.kube.list("v1", "Event", namespace_of(sub.job))
+        hit = {(e.get("involvedObject") or {}).get("uid") for e in events
+               if e.get("reason") == "Preempted" and (e.get("involvedObject") or {}).get("kind") == "Workload"}
+        self.preempted |= {copy for copy, wl in self.workload_uids.items() if wl in hit}
 
     def pods(self, sub: Submitted) -> list[dict[str, Any]]:
         ns = namespace_of(sub.job)
@@ -150,6 +163,7 @@ class Runner:
             if expect.pending_reason not in said:
                 return f"job {expect.job}: pending reason {expect.pending_reason!r} not seen (Kueue says: {said or 'nothing'})"
         if expect.preempted is not None:
+            self.preempted_by_events(sub)
             hit = [o for o in sub.objects if o["metadata"]["uid"] in self.preempted]
             if len(hit) < expect.preempted:
                 return f"job {expect.job}: {len(hit)} pre-empted, want at least {expect.preempted}"
