@@ -43,6 +43,13 @@ def deny_binding(name: str, namespace_selector: dict[str, Any]) -> dict[str, Any
     }
 
 
+def serves_mutating(cluster: Any) -> bool:
+    """Whether the cluster's API server serves MutatingAdmissionPolicy (cluster.api_server on
+    premises; never on EKS). Without it forge writes none: a component that has another way does
+    without (docs/security.md), and forge validate refuses any that is left."""
+    return cluster.served.serves(MUTATING_API, "MutatingAdmissionPolicy")
+
+
 def mutating_policy(name: str, match_conditions: list[dict[str, Any]], mutations: list[dict[str, Any]],
                     variables: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """A MutatingAdmissionPolicy on pods as they are created, applied once (no reinvocation)."""

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Iterator, Literal, Sequence
 from pydantic import Field
 
 from forge.components import infra_priority
+from forge.components.admission import serves_mutating
 from forge.components.base import WAVE_FOUNDATION, Component
 from forge.inventory.schema import Name, Strict
 from forge.model import ClusterModel
@@ -74,6 +75,8 @@ class Scheduling(Component):
         classes = self.settings(cluster).priority_classes
         default = next((c.name for c in classes if c.global_default), None)
         namespaces = sorted({c.namespace for c in components if c.priority_exception})
+        if not serves_mutating(cluster):  # EKS: those pods stay priority exceptions (docs/security.md)
+            namespaces = []
         return [priority_class(spec) for spec in classes] + infra_priority.objects(namespaces, default)
 
 

@@ -15,6 +15,7 @@ from forge.errors import Problem
 from forge.hardware import GPU_MODELS, INSTANCE_TYPES, MIG_SLICES_COMPUTE, MIG_SLICES_MEMORY, NIC_MODELS, SERVER_MODELS
 from forge.inventory import limits
 from forge.inventory.layouts import mig_layout_named, mig_layout_of
+from forge.inventory.api_server import api_server_rules
 from forge.inventory.links import link_rules
 from forge.inventory.pools import pool_rules
 from forge.inventory.located import LoadedInventory, format_path, line_for
@@ -51,6 +52,7 @@ def check_inventory(loaded: LoadedInventory, data: dict[str, Any]) -> list[Probl
         *link_rules(loaded),
         *limits.node_rules(loaded),
         *pool_rules(loaded),
+        *api_server_rules(loaded),
     ]
 
 

@@ -40,6 +40,8 @@ DNS_LABEL_WORDS = ("names are DNS labels: lower-case letters, digits and '-', at
                    "starting and ending with a letter or digit")
 # The other patterns, said in words: the loader shows these instead of a regular expression.
 PATTERN_WORDS = {
+    r"^[A-Z][A-Za-z0-9]{1,80}$": "a feature gate name as kube-apiserver takes it, such as MutatingAdmissionPolicy",
+    r"^[a-z0-9.-]+/v[0-9]+((alpha|beta)[0-9]+)?$": "an API group/version such as admissionregistration.k8s.io/v1beta1",
     r"^/dev/nvme[0-9]+n[0-9]+$": "an NVMe namespace device such as /dev/nvme0n1",
     r"^/[A-Za-z0-9_./-]+$": "an absolute path of letters, digits and _ . / - (no spaces)",
     r"^(https://|ssh://|git@)\S+$": "a git URL starting with https://, ssh:// or git@, without spaces",
@@ -253,6 +255,22 @@ class CloudSettings(Strict):
     account: Annotated[str, Field(pattern=r"^[0-9]{12}$")]
 
 
+# A feature gate's name as kube-apiserver's --feature-gates takes it (MutatingAdmissionPolicy).
+FeatureGate = Annotated[str, Field(pattern=r"^[A-Z][A-Za-z0-9]{1,80}$")]
+# A group/version as --runtime-config takes it (admissionregistration.k8s.io/v1beta1).
+GroupVersion = Annotated[str, Field(pattern=r"^[a-z0-9.-]+/v[0-9]+((alpha|beta)[0-9]+)?$")]
+
+
+class ApiServerSettings(Strict):
+    """What the cluster's API server serves beyond the upstream defaults of its Kubernetes version
+    (forge.kube_apis): the flags it is built with (kubeadm's ClusterConfiguration, Kubespray's
+    kube_feature_gates and kube_api_runtime_config; docs/bootstrap.md). On premises only: a managed
+    control plane (cluster.cloud) serves the provider's defaults."""
+
+    feature_gates: list[FeatureGate] = []  # turned on (--feature-gates NAME=true)
+    runtime_config: list[GroupVersion] = []  # turned on (--runtime-config GROUP/VERSION=true)
+
+
 class ClusterSettings(Strict):
     name: Name
     kubernetes_version: K8sVersion
@@ -274,6 +292,8 @@ class ClusterSettings(Strict):
     rollout: RolloutSettings | None = None
     # Set for a cloud cluster (then `node_pools` replaces `nodes`); absent on premises.
     cloud: CloudSettings | None = None
+    # The API server's feature gates and runtime-config beyond the defaults (on premises only).
+    api_server: ApiServerSettings = ApiServerSettings()
 
 
 class GpuSpec(Strict):

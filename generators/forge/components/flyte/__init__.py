@@ -245,7 +245,7 @@ class Flyte(Component):
             Expected(*config, (*inline, "plugins", "k8s", "default-tolerations"), cluster.gpu_tolerations),
             Expected(*config, (*inline, "plugins", "k8s", "default-pod-template-name"), POD_TEMPLATE),
             Expected(*config, (*inline, "plugins", "k8s", "default-env-from-secrets"), [s3.credentials_secret]),
-            Expected(*config, (*inline, "plugins", "k8s", "default-env-vars", "FLYTE_AWS_ENDPOINT"), endpoint),
+            Expected(*config, (*inline, "plugins", "k8s", "default-env-from-configmaps"), [cloud_storage.CONFIGMAP]),
             *(Expected(*config, (*inline, "plugins", "k8s", k), v) for k, v in default_labels(cluster).items()),
             Expected(*config, (*database, "host"), s.database.host),
             Expected(*config, (*database, "passwordPath"), f"{DB_PASSWORD_DIR}/password"),
@@ -272,9 +272,9 @@ class Flyte(Component):
         objs: list[dict[str, Any]] = [metrics_service(), pod_template(NAMESPACE, s.default_priority_class, image, defaults)]
         classes = {p.name: p.priority_class for p in s.projects}
         levels, fenced = rdma.project_psa_levels(cluster, PSA_LEVEL), rdma.fence_labels(cluster)
-        objs += rdma.fence_objects(cluster) + workload_label.objects()
-        if cluster.cloud:  # tasks a MultiKueue manager sends here name the manager's endpoint
-            objs += cloud_storage.objects(storage_endpoint(cluster))
+        objs += rdma.fence_objects(cluster) + workload_label.objects(cluster)
+        # Tasks read the endpoint of the cluster they run on, also those a MultiKueue manager sends here.
+        objs += cloud_storage.objects((q.namespace for q in self.facts(cluster).quotas), storage_endpoint(cluster))
         for q in self.facts(cluster).quotas:
             objs += [project_namespace(q, levels, fenced), resource_quota(q), limit_range(q.namespace, s.task_defaults),
                      pod_template(q.namespace, classes[q.project], image, defaults)]
@@ -361,7 +361,8 @@ def _configuration(cluster: ClusterModel, s: FlyteSettings, facts: FlyteFacts) -
                     "default-cpus": str(s.task_defaults.cpu),
                     "default-memory": f"{s.task_defaults.memory_gib}Gi",
                     # Task code (flytekit) reads and writes raw data through Alluxio as well.
-                    "default-env-vars": {"FLYTE_AWS_ENDPOINT": endpoint},
+                    # (from each project namespace's ConfigMap: its own cluster's, forge.components.flyte.cloud_storage).
+                    "default-env-from-configmaps": [cloud_storage.CONFIGMAP],
                     "default-env-from-secrets": [s3.credentials_secret], **default_labels(cluster),
                 },
                 # The Ray plugin does not read plugins.logs (configuration.logging above).

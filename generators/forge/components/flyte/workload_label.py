@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from forge.components.admission import mutating_binding, mutating_policy
+from forge.components.admission import mutating_binding, mutating_policy, serves_mutating
 from forge.components.driver_upgrades import WORKLOAD_LABEL
 from forge.queues import FLYTE_PROJECT_LABEL  # on every project namespace
 
@@ -36,5 +36,7 @@ def binding() -> dict[str, Any]:
     return mutating_binding(POLICY, {"matchExpressions": [{"key": FLYTE_PROJECT_LABEL, "operator": "Exists"}]})
 
 
-def objects() -> list[dict[str, Any]]:
-    return [policy(), binding()]
+def objects(cluster: Any) -> list[dict[str, Any]]:
+    """The policy and its binding where the API server serves them. Without (EKS), pods started
+    outside Flyte carry no label and a driver upgrade drains them after its timeout (docs/security.md)."""
+    return [policy(), binding()] if serves_mutating(cluster) else []
