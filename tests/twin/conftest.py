@@ -58,7 +58,7 @@ class Boxes:
             state = self.stack.enter_context(running_box(self.root, plan, self.upstream, say))
             pki = Pki(self.root / "build" / "twin" / cluster / "pki")
             kube = connect(state.server, pki.token(), pki.ca)
-            syncer = Syncer(kube, Controllers.wiring_for(state.kueue_webhook_port), say)
+            syncer = Syncer(kube, Controllers.wiring_for(state.kueue_webhook_port), say, plan.cluster.served)
             report = syncer.sync(applications(self.root, plan, self.upstream, argocd_crds_dir(self.root, self.upstream)))
             self.open[cluster] = (plan, kube, state, report)
         return self.open[cluster]

@@ -104,7 +104,7 @@ class Box:
         shutil.rmtree(self.state, ignore_errors=True)
         self.state.mkdir(parents=True)
         pki = make_pki(self.state / "pki")
-        self.control = ControlPlane(self.state, binaries, pki, Ports.pick(), self.state / "etcd")
+        self.control = ControlPlane(self.state, binaries, pki, Ports.pick(), self.state / "etcd", self.plan.cluster.served)
         self.control.start_api()
         self._stage(f"etcd and kube-apiserver {pins.kubernetes.version} ready at {self.control.server}", started)
         self.control.start_controllers()

@@ -103,11 +103,11 @@ def _box(root: Path, plan: ClusterPlan, upstream: Path | None) -> Iterator[tuple
         yield connect(state.server, pki.token(), pki.ca), state
 
 
-def _syncer(kube: Kube, state: BoxState) -> Syncer:
+def _syncer(kube: Kube, state: BoxState, plan: ClusterPlan) -> Syncer:
     from forge.twin.controllers import Controllers
 
     wiring: Wiring = Controllers.wiring_for(state.kueue_webhook_port)
-    return Syncer(kube, wiring, say)
+    return Syncer(kube, wiring, say, plan.cluster.served)
 
 
 def _render(root: Path) -> None:
@@ -188,7 +188,7 @@ def apply(root: Path, cluster: str, upstream: Path | None, no_render: bool) -> N
         _render(root)
     apps = applications(root, plan, upstream, _argocd_crds(root, upstream))
     with _box(root, plan, upstream) as (kube, state):
-        ok = _print_sync(_syncer(kube, state).sync(apps), state)
+        ok = _print_sync(_syncer(kube, state, plan).sync(apps), state)
     if not ok:
         sys.exit(EXIT_FOUND)
 
@@ -214,7 +214,7 @@ def run(root: Path, cluster: str, scenarios: tuple[str, ...], upstream: Path | N
     apps = applications(root, plan, upstream, _argocd_crds(root, upstream))
     failed = 0
     with _box(root, plan, upstream) as (kube, state):
-        if not _print_sync(_syncer(kube, state).sync(apps), state):
+        if not _print_sync(_syncer(kube, state, plan).sync(apps), state):
             sys.exit(EXIT_FOUND)
         runner = Runner(kube, plan, Propeller.from_values(root / "overlays" / cluster / "flyte" / "values.yaml"), say)
         for scenario in chosen:
@@ -244,7 +244,7 @@ def upgrade(root: Path, cluster: str, ref: str, upstream: Path | None) -> None:
     plan = _plan(root, cluster)
     _render(root)
     with _box(root, plan, upstream) as (kube, state):
-        result = play_upgrade(root, plan, kube, _syncer(kube, state), ref, upstream, _argocd_crds(root, upstream), say)
+        result = play_upgrade(root, plan, kube, _syncer(kube, state, plan), ref, upstream, _argocd_crds(root, upstream), say)
     if result.base_report.refused:
         click.echo(f"note: the base {ref} itself has {len(result.base_report.refused)} refusals (`forge twin apply` on it lists them)")
     for refusal in result.refused:

@@ -7,6 +7,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from forge.kube_apis import Served
 from forge.twin.pki import Pki
 from forge.twin.processes import Process, free_ports, start, wait_until
 
@@ -56,8 +57,10 @@ def _http_ok(url: str) -> bool:
 
 
 class ControlPlane:
-    def __init__(self, state: Path, binaries: dict[str, Path], pki: Pki, ports: Ports, etcd_data: Path) -> None:
+    def __init__(self, state: Path, binaries: dict[str, Path], pki: Pki, ports: Ports, etcd_data: Path,
+                 served: Served | None = None) -> None:
         self.state, self.bin, self.pki, self.ports, self.etcd_data = state, binaries, pki, ports, etcd_data
+        self.served = served or Served("1.34")  # no flags: the upstream defaults
         self.logs = state / "logs"
         self.kubeconfig = state / "kubeconfig"
         self.procs: list[Process] = []
@@ -89,9 +92,9 @@ class ControlPlane:
             "--service-account-key-file", str(pki.sa_pub), "--service-account-signing-key-file", str(pki.sa_key),
             "--service-account-issuer", "https://kubernetes.default.svc", "--service-cluster-ip-range", SERVICE_CIDR,
             "--profiling=false", "--max-requests-inflight", "800", "--max-mutating-requests-inflight", "400",
-            # What forge requires of its clusters on 1.34 (the pre-sync check verifies it): its
-            # MutatingAdmissionPolicies give infrastructure pods their priority.
-            "--feature-gates", "MutatingAdmissionPolicy=true", "--runtime-config", "admissionregistration.k8s.io/v1beta1=true"])
+            # Exactly what the cluster's API server serves (its inventory's cluster.api_server;
+            # none on EKS), never more: an object of another API is refused here as it would be there.
+            *self.served.flags()])
         wait_until(lambda: _https_ok(f"{self.server}/readyz", pki), api, "ready", READY_TIMEOUT)
         self.kubeconfig.write_text(kubeconfig_text(self.server, pki), encoding="utf-8")
         self.kubeconfig.chmod(0o600)

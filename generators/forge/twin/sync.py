@@ -18,7 +18,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from forge.kube_apis import Served
 from forge.twin.kube import ApiError, Kube
+from forge.twin.served import REASON as NOT_SERVED, not_served
 from forge.twin.sources import Application, Item
 
 # gitops-engine's kindOrder (after Helm's install order); kinds not listed sort after all of these.
@@ -163,8 +165,9 @@ class Syncer:
     """Applies Applications; `wiring` decides, per object, whether the box replaces it (returns a
     reason) and may rewrite it for the box (CRD conversion webhooks)."""
 
-    def __init__(self, kube: Kube, wiring: "Wiring", say: Callable[[str], None]) -> None:
+    def __init__(self, kube: Kube, wiring: "Wiring", say: Callable[[str], None], served: Served | None = None) -> None:
         self.kube, self.wiring, self.say = kube, wiring, say
+        self.served = served  # what the cluster serves: an object of another built-in API is refused at once
 
     def sync(self, apps: list[Application]) -> SyncReport:
         """Every Application in order; then, as Argo CD's retries would, once more every object
@@ -196,6 +199,8 @@ class Syncer:
             report.applied += 1
             if obj.get("kind") == "CustomResourceDefinition":
                 self._established(obj)
+        elif why := not_served(self.served, obj, _missing_kind(error)):
+            report.refused.append(Refusal(app, item, error.status, NOT_SERVED, why))
         elif later is not None and _missing_kind(error):
             later.append((app, item, obj))
         else:
