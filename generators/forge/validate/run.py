@@ -28,6 +28,7 @@ from forge.validate.cluster_checks import admission_failures
 from forge.validate.crd import CrdSchemas
 from forge.validate.crd_index import LazyCrdFolder
 from forge.validate.cluster_policies import cluster_plugins
+from forge.validate.served import ServedApis
 from forge.validate.delete_hooks import hook_switches
 from forge.validate.engine import Engine, Report, kube_schemas, missing_runtime_data, policies, runtime_crds
 from forge.validate.failure import Failure
@@ -96,8 +97,8 @@ def validate_cluster(cluster: ClusterModel, components: list[Component], objects
                     no_schema, [policies(labels_for(cluster.name), imageless=lambda obj: id(obj) in imageless)])
     # The Applications as rendered from the bootstrap: what Argo CD will be told to prune.
     apps = {o["metadata"]["name"]: o for o in objects.get("argocd", []) if o.get("kind") == "Application"}
-    plugins = cluster_plugins(objects, {c.name: apps.get(app_name(cluster, c.name)) for c in components}, components,
-                              labels_for(cluster.name))
+    plugins = [*cluster_plugins(objects, {c.name: apps.get(app_name(cluster, c.name)) for c in components}, components,
+                                labels_for(cluster.name)), ServedApis(cluster.served)]
     for component, objs in objects.items():
         engine.check_component(report, cluster.name, component, ((obj, object_id(obj)) for obj in objs), plugins)
     report.failures += queue_failures(cluster, objects)  # Kueue's objects hold only together
