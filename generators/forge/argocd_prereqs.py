@@ -4,7 +4,8 @@ until the cluster can take it, and retries until it can (forge.argocd_order).
 
 Its ServiceAccount, RBAC and ConfigMap are PreSync hooks too (weight -1, before the Job): hooks run
 before every other object of the sync. The RBAC reads only what the check needs: DaemonSets (to
-find the CNI), the StorageClasses and IngressClasses by name, the bootstrap Secret by name.
+find the CNI), the StorageClasses and IngressClasses by name, the bootstrap Secret by name (the
+API groups it reads through discovery, open to every account by default: system:discovery).
 """
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ import json
 from pathlib import Path
 from typing import Any, Iterator
 
-from forge import prereq_check, versions
+from forge import kube_apis, prereq_check, versions
 from forge.components.base import Component
-from forge.components.external_secrets import ACCESS_KEY_KEYS, ExternalSecrets
+from forge.components import network
+from forge.components.external_secrets import ACCESS_KEY_KEYS, ExternalSecrets, external_secrets_for
 from forge.model import ClusterModel
 
 NAME = "forge-prerequisites"
@@ -49,7 +51,22 @@ def prerequisites(cluster: ClusterModel, components: list[Component]) -> dict[st
     if eso and (boot := eso.bootstrap_secret(cluster)):
         secrets.append({"namespace": boot[0], "name": boot[1], "keys": list(ACCESS_KEY_KEYS)})
     return {"cni": list(ENFORCING_CNI), "storage_classes": sorted(named["storage"]),
-            "ingress_classes": sorted(named["ingress"]), "secrets": secrets}
+            "ingress_classes": sorted(named["ingress"]), "secrets": secrets, "apis": built_in_apis(cluster, components)}
+
+
+def built_in_apis(cluster: ClusterModel, components: list[Component]) -> dict[str, list[str]]:
+    """{group/version: kinds} of every object forge writes for the cluster whose group the API
+    server builds in (forge.kube_apis): a CRD's group comes with the sync itself. Charts' objects
+    are Argo CD's to render; forge validate checks those against cluster.served."""
+    found: dict[str, set[str]] = {}
+    for c in components:
+        own = [*c.fleet_manifests(cluster, components), *external_secrets_for(cluster, c),
+               *network.policies(c, cluster, components)]  # as forge.generate writes them
+        for obj in own:
+            api_version, kind = str(obj.get("apiVersion") or ""), str(obj.get("kind") or "")
+            if kube_apis.built_in(cluster.kubernetes_version, api_version):
+                found.setdefault(api_version, set()).add(kind)
+    return {gv: sorted(kinds) for gv, kinds in sorted(found.items())}
 
 
 def _meta(cluster: ClusterModel, name: str, weight: str, namespaced: bool = True) -> dict[str, Any]:

@@ -11,7 +11,10 @@ The prerequisites (keys of the JSON):
   must run, else forge's default-deny NetworkPolicies fence nothing;
 - `storage_classes`: every StorageClass forge's components claim volumes of;
 - `ingress_classes`: every IngressClass forge's Ingresses name (the ingress controller);
-- `secrets`: the bootstrap Secret(s), namespace, name and the keys they must have.
+- `secrets`: the bootstrap Secret(s), namespace, name and the keys they must have;
+- `apis`: every built-in API group/version forge's objects for the cluster use, with their kinds
+  (forge.argocd_prereqs derives it from those objects): the API server must serve each kind, or
+  the first wave that carries one fails and no later wave syncs.
 """
 from __future__ import annotations
 
@@ -47,6 +50,7 @@ def missing(spec: dict[str, Any], get: Get) -> list[str]:
         if get(f"/apis/networking.k8s.io/v1/ingressclasses/{name}") is None:
             out.append(f"missing prerequisite: IngressClass {name} (the ingress controller forge's Ingresses use): "
                        "install the ingress controller that provides it")
+    out += missing_apis(spec.get("apis") or {}, get)
     for secret in spec.get("secrets") or []:
         ns, name, keys = secret["namespace"], secret["name"], secret.get("keys") or []
         found = get(f"/api/v1/namespaces/{ns}/secrets/{name}")
@@ -57,6 +61,25 @@ def missing(spec: dict[str, Any], get: Get) -> list[str]:
         lacking = [k for k in keys if not (found.get("data") or {}).get(k)]
         if lacking:
             out.append(f"missing prerequisite: Secret {ns}/{name} has no key {', '.join(lacking)}: add it (docs/bootstrap.md)")
+    return out
+
+
+def missing_apis(apis: dict[str, list[str]], get: Get) -> list[str]:
+    """One line per group/version the API server does not serve, or serves without some kinds
+    (a beta kind behind a feature gate): discovery, which every authenticated account may read."""
+    out = []
+    for group_version, kinds in sorted(apis.items()):
+        listing = get("/api/v1" if group_version == "v1" else f"/apis/{group_version}")
+        served = {r.get("kind") for r in (listing or {}).get("resources", [])}
+        lacking = [k for k in kinds if k not in served]
+        if listing is None:
+            out.append(f"missing prerequisite: API {group_version} (forge's objects use it: {', '.join(kinds)}): the API "
+                       "server does not serve it; turn it on (--runtime-config, docs/bootstrap.md) or state in "
+                       "cluster.api_server what the cluster serves and regenerate")
+        elif lacking:
+            out.append(f"missing prerequisite: API {group_version} serves no {', '.join(lacking)} (forge's objects use "
+                       "them): turn on its feature gate (--feature-gates, docs/bootstrap.md) or state in "
+                       "cluster.api_server what the cluster serves and regenerate")
     return out
 
 
