@@ -225,13 +225,15 @@ def test_prerequisites_check_prints_one_line_per_missing_prerequisite(api, tmp_p
     _, _, files = bootstrap()
     spec = tmp_path / "prerequisites.json"
     spec.write_text(files["prerequisites/configmap.yaml"]["data"]["prerequisites.json"])
-    _Api.objects = {"/apis/apps/v1/daemonsets": {"items": [{"metadata": {"name": "kube-flannel-ds"}, "status": {"numberReady": 3}}]}}
+    served = discovery(json.loads(spec.read_text())["apis"])
+    _Api.objects = {**served, "/apis/apps/v1/daemonsets": {"items": [{"metadata": {"name": "kube-flannel-ds"}, "status": {"numberReady": 3}}]}}
     assert prereq_check.main([str(spec), "--api", api]) == 1
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 4 and all(line.startswith("missing prerequisite: ") for line in lines)
     assert "NetworkPolicy" in lines[0] and "StorageClass local-path" in lines[1]
     assert "IngressClass nginx" in lines[2] and "Secret external-secrets/external-secrets-aws" in lines[3]
     _Api.objects = {
+        **served,
         "/apis/apps/v1/daemonsets": {"items": [{"metadata": {"name": "calico-node"}, "status": {"numberReady": 3}}]},
         "/apis/storage.k8s.io/v1/storageclasses/local-path": {"kind": "StorageClass"},
         "/apis/networking.k8s.io/v1/ingressclasses/nginx": {"kind": "IngressClass"},
@@ -242,6 +244,33 @@ def test_prerequisites_check_prints_one_line_per_missing_prerequisite(api, tmp_p
         "missing prerequisite: Secret external-secrets/external-secrets-aws has no key secret-access-key: add it (docs/bootstrap.md)"]
     _Api.objects["/api/v1/namespaces/external-secrets/secrets/external-secrets-aws"]["data"]["secret-access-key"] = "QQ=="
     assert prereq_check.main([str(spec), "--api", api]) == 0
+
+
+def discovery(apis: dict) -> dict:
+    """The stand-in's discovery documents: each group/version serving the kinds listed."""
+    return {("/api/v1" if gv == "v1" else f"/apis/{gv}"): {"resources": [{"kind": k} for k in kinds]} for gv, kinds in apis.items()}
+
+
+def test_prerequisites_check_names_each_api_the_server_does_not_serve(api, tmp_path, capsys):
+    # Issue 30: the API server built with default flags serves no MutatingAdmissionPolicy; h200's
+    # scheduling wave carries one. One line per group/version; the beta one served without its gate too.
+    _, _, files = bootstrap()
+    spec = tmp_path / "prerequisites.json"
+    spec.write_text(files["prerequisites/configmap.yaml"]["data"]["prerequisites.json"])
+    apis = json.loads(spec.read_text())["apis"]
+    assert apis["admissionregistration.k8s.io/v1beta1"] == ["MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"]
+    served = discovery({gv: kinds for gv, kinds in apis.items() if gv != "admissionregistration.k8s.io/v1beta1"})
+    _Api.objects = served
+    assert prereq_check.missing_apis(apis, prereq_check.api_getter(api, None, None)) == [
+        "missing prerequisite: API admissionregistration.k8s.io/v1beta1 (forge's objects use it: MutatingAdmissionPolicy, "
+        "MutatingAdmissionPolicyBinding): the API server does not serve it; turn it on (--runtime-config, docs/bootstrap.md) "
+        "or state in cluster.api_server what the cluster serves and regenerate"]
+    _Api.objects = {**served, **discovery({"admissionregistration.k8s.io/v1beta1": ["ValidatingAdmissionPolicy"]})}
+    [line] = prereq_check.missing_apis(apis, prereq_check.api_getter(api, None, None))
+    assert line.startswith("missing prerequisite: API admissionregistration.k8s.io/v1beta1 serves no MutatingAdmissionPolicy, "
+                           "MutatingAdmissionPolicyBinding")
+    _Api.objects = discovery(apis)
+    assert prereq_check.missing_apis(apis, prereq_check.api_getter(api, None, None)) == []
 
 
 # --- item 9: wave order and retries ----------------------------------------------------------

@@ -47,7 +47,7 @@ def test_the_priority_floor_accepts_classless_pods_only_where_the_policy_binds()
     assert mutated_namespaces([infra_priority.binding(["alluxio"])]) == frozenset()
 
 
-@pytest.mark.parametrize("cluster", ["h200", "h200-burst"])  # the clusters with developer hubs
+@pytest.mark.parametrize("cluster", ["h200"])  # h200-burst's hubs too, but EKS serves no such policy (test_api_served.py)
 def test_jupyterhub_pods_get_a_system_class_from_the_policy_and_no_placeholders(cluster):
     # The jupyterhub chart 4.4.0 can name only PriorityClasses it creates itself: its hub and
     # proxy named none in the real chart's hydrated output (6 failures per hub pair before).
