@@ -10,6 +10,12 @@ writes, per node, `overlays/<cluster>/node-feature-discovery/node-join/<node>.ya
   in Git) and runs `kubeadm join --config`;
 * the same taints as a `KubeletConfiguration` fragment (`registerWithTaints`) for installers that
   do not use kubeadm (they pass the JoinConfiguration's `node-labels` as the kubelet's flag).
+
+and once per on-premises cluster, `node-join/control-plane.kubeadm.yaml`: the kubeadm `ClusterConfiguration`
+fragment the control plane is built with (`kubeadm init --config`), whose `apiServer.extraArgs` turn
+on exactly the feature gates and APIs of the inventory's `cluster.api_server` (forge.kube_apis):
+what forge's output needs and the fleet in a box runs with. Kubespray takes the same values as
+`kube_apiserver_feature_gates` and `kube_api_runtime_config` (docs/bootstrap.md).
 """
 from __future__ import annotations
 
@@ -20,6 +26,7 @@ from forge.model import UNTESTED_TAINT, ClusterModel, NodeModel
 JOIN_DIR = "node-join"
 KUBEADM_API = "kubeadm.k8s.io/v1beta4"  # kubeadm 1.31 and later (the clusters run 1.34)
 KUBELET_API = "kubelet.config.k8s.io/v1beta1"
+CONTROL_PLANE_FILE = "control-plane.kubeadm.yaml"  # never a node's file: node names are DNS labels, without a dot
 
 
 def registration_taints(node: NodeModel) -> list[dict[str, str]]:
@@ -54,9 +61,20 @@ def kubelet_configuration(node: NodeModel) -> dict[str, Any]:
     }
 
 
+def cluster_configuration(cluster: ClusterModel) -> dict[str, Any]:
+    """The kubeadm ClusterConfiguration's API server flags (a fragment: the installer adds the
+    endpoint, certificates and networking it owns)."""
+    flags = cluster.served.flags()
+    args = [{"name": flags[i].removeprefix("--"), "value": flags[i + 1]} for i in range(0, len(flags), 2)]
+    return {"apiVersion": KUBEADM_API, "kind": "ClusterConfiguration", "apiServer": {"extraArgs": args}}
+
+
 def join_files(cluster: ClusterModel) -> dict[str, list[dict[str, Any]]]:
     """{path under the NFD overlay: documents} for every node but the control plane (the installer
     joins and taints those itself) and a cloud pool's (Karpenter registers them with the NodePool's
     taints)."""
-    return {f"{JOIN_DIR}/{node.name}.yaml": [join_configuration(node), kubelet_configuration(node)]
-            for node in cluster.nodes if "control-plane" not in node.roles and node.pool is None}
+    files = {f"{JOIN_DIR}/{node.name}.yaml": [join_configuration(node), kubelet_configuration(node)]
+             for node in cluster.nodes if "control-plane" not in node.roles and node.pool is None}
+    if not cluster.cloud:  # a managed control plane is the provider's
+        files[f"{JOIN_DIR}/{CONTROL_PLANE_FILE}"] = [cluster_configuration(cluster)]
+    return files
