@@ -114,21 +114,3 @@ def test_an_alluxio_worker_pod_checks_its_tier_mounts_before_anything_else(boxes
         assert {"name": "forge-tier-parent-0", "hostPath": {"path": "/mnt", "type": "Directory"}} in made["spec"]["volumes"]
     finally:
         kube.delete("v1", "Pod", "tier-check", "alluxio")
-
-
-def test_a_task_pod_sent_to_the_cloud_reaches_s3_at_the_cloud_clusters_endpoint(boxes):
-    # Issue 25 (forge.components.flyte.cloud_storage): a pod made from the on-premises manager's spec
-    # names Alluxio's S3 endpoint, which the cloud cluster has not; its own endpoint replaces it.
-    _, kube, _, report = boxes.get("h200-burst")
-    assert [str(r) for r in report.refused if "forge-storage-endpoint" in str(r)] == []  # the API server took the policy
-    onprem = "http://alluxio-proxy.alluxio.svc.cluster.local:39999"
-    env = [{"name": "A", "value": "1"}, {"name": "FLYTE_AWS_ENDPOINT", "value": onprem}]
-    task = pod("cloud-task", container={"env": env})
-    task["spec"]["containers"].append({"name": "sidecar", "image": "registry.k8s.io/pause:3.10", "env": [{"name": "B", "value": "2"}]})
-    made = kube.create(task)
-    try:
-        task_env = {e["name"]: e.get("value") for e in made["spec"]["containers"][0]["env"]}
-        assert task_env == {"A": "1", "FLYTE_AWS_ENDPOINT": "https://s3.us-west-2.amazonaws.com"}, task_env
-        assert made["spec"]["containers"][1]["env"] == [{"name": "B", "value": "2"}]  # nothing else changes
-    finally:
-        kube.delete("v1", "Pod", "cloud-task", NS)
