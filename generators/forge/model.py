@@ -5,9 +5,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Mapping
 
-from forge import kube_apis
 from forge.hardware import DRIVER_BY_ARCHITECTURE, GPU_MODELS, NIC_MODELS, GpuModel, NicModel
 from forge.inventory import LoadedInventory
+from forge.inventory.api_server import Served, served_apis
 from forge.inventory.layouts import MIG_DISABLED, mig_layout_of
 from forge.inventory.pools import PoolModel, instance_profile, pool_model
 from forge.inventory.schema import ClusterSettings, MigLayoutGroup, NicSpec, NodePool, NvmeSpec, Profile, Taint
@@ -153,8 +153,7 @@ class ClusterModel:
     component_facts: Mapping[str, Any] = field(default_factory=dict)
     # Other clusters whose inventories this one's outputs read (components.kueue.burst: forge.fleet.links).
     linked: Mapping[str, "ClusterModel"] = field(default_factory=dict)
-    # What the cluster's API server serves (forge.kube_apis), with the inventory line that says so.
-    served: kube_apis.Served = kube_apis.Served("1.34")
+    served: Served = Served("1.34")  # what its API server serves (forge.kube_apis), and the inventory line saying so
 
     @property
     def kubernetes_version(self) -> str:
@@ -382,21 +381,8 @@ def derive(loaded: LoadedInventory, component_settings: Mapping[str, Any]) -> Cl
         ))
     for pool in inv.node_pools:
         nodes.extend(pool_nodes(pool))
-    return ClusterModel(
-        name=inv.cluster.name, source=loaded.file, settings=inv.cluster, nodes=tuple(nodes),
-        component_settings=dict(component_settings), served=served_apis(loaded),
-    )
-
-
-def served_apis(loaded: LoadedInventory) -> kube_apis.Served:
-    """What the API server serves, and where the inventory says it: cluster.api_server on premises
-    (the upstream defaults without it), cluster.cloud for a managed control plane."""
-    cluster = loaded.inventory.cluster
-    at = ("cluster", "api_server") if "api_server" in cluster.model_fields_set else (
-        ("cluster", "cloud") if cluster.cloud else ("cluster", "kubernetes_version"))
-    what = ".".join(at) + (f" ({kube_apis.MANAGED_DEFAULTS[cluster.cloud.provider]})" if cluster.cloud else "")
-    return kube_apis.Served(cluster.kubernetes_version, frozenset(cluster.api_server.runtime_config),
-                            frozenset(cluster.api_server.feature_gates), f"{loaded.file}:{loaded.line_of(at)}: {what}")
+    return ClusterModel(name=inv.cluster.name, source=loaded.file, settings=inv.cluster, nodes=tuple(nodes),
+                        component_settings=dict(component_settings), served=served_apis(loaded))
 
 
 POOL_ROLES = {"system": ("system",), "gpu": ("gpu",), "cpu": ()}

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from forge import kube_apis
+from forge.kube_apis import Served
 from forge.errors import Problem
 from forge.inventory.located import LoadedInventory
 
@@ -38,3 +39,14 @@ def api_server_rules(loaded: LoadedInventory) -> Iterator[Problem]:
     for i, gate in enumerate(api.feature_gates):
         if api.feature_gates.index(gate) != i:
             yield loaded.problem(("cluster", "api_server", "feature_gates", i), f"{gate} is listed twice")
+
+
+def served_apis(loaded: LoadedInventory) -> Served:
+    """What the API server serves, and where the inventory says it: cluster.api_server on premises
+    (the upstream defaults without it), cluster.cloud for a managed control plane."""
+    cluster = loaded.inventory.cluster
+    at = ("cluster", "api_server") if "api_server" in cluster.model_fields_set else (
+        ("cluster", "cloud") if cluster.cloud else ("cluster", "kubernetes_version"))
+    what = ".".join(at) + (f" ({kube_apis.MANAGED_DEFAULTS[cluster.cloud.provider]})" if cluster.cloud else "")
+    return Served(cluster.kubernetes_version, frozenset(cluster.api_server.runtime_config),
+                  frozenset(cluster.api_server.feature_gates), f"{loaded.file}:{loaded.line_of(at)}: {what}")

@@ -262,10 +262,9 @@ GroupVersion = Annotated[str, Field(pattern=r"^[a-z0-9.-]+/v[0-9]+((alpha|beta)[
 
 
 class ApiServerSettings(Strict):
-    """What the cluster's API server serves beyond the upstream defaults of its Kubernetes version
-    (forge.kube_apis): the flags it is built with (kubeadm's ClusterConfiguration, Kubespray's
-    kube_feature_gates and kube_api_runtime_config; docs/bootstrap.md). On premises only: a managed
-    control plane (cluster.cloud) serves the provider's defaults."""
+    """What the API server serves beyond its Kubernetes version's defaults (forge.kube_apis): the
+    flags it is built with (docs/bootstrap.md). On premises only: a managed control plane
+    (cluster.cloud) serves the provider's defaults."""
 
     feature_gates: list[FeatureGate] = []  # turned on (--feature-gates NAME=true)
     runtime_config: list[GroupVersion] = []  # turned on (--runtime-config GROUP/VERSION=true)
