@@ -37,6 +37,27 @@ HUB_API_PORT = 8081
 GENERATED_TOKENS = ("hub.config.ConfigurableHTTPProxy.auth_token", "hub.config.JupyterHub.cookie_secret",
                     "hub.config.CryptKeeper.keys")
 SERVER_PORT = 8888  # a user server's port (KubeSpawner's default)
+# How chart 4.4.0 labels the pods of a release: the hub and proxy (templates/hub|proxy/deployment.yaml:
+# the legacy and modern match labels, plus the network-access labels its own NetworkPolicies read)
+# and a user server (KubeSpawner's common labels, files/hub/jupyterhub_config.py, component
+# singleuser-server, then singleuser.extraLabels). SINGLEUSER_ACCESS marks the pods that call user
+# servers (the hub and the proxy); the box's flows (forge.twin.flows) stand these pods in.
+SINGLEUSER_ACCESS = "hub.jupyter.org/network-access-singleuser"
+USER_SERVER = "singleuser-server"
+CHART_POD_LABELS = {
+    "hub": {"hub.jupyter.org/network-access-proxy-api": "true", "hub.jupyter.org/network-access-proxy-http": "true",
+            SINGLEUSER_ACCESS: "true"},
+    "proxy": {"hub.jupyter.org/network-access-hub": "true", SINGLEUSER_ACCESS: "true"},
+    USER_SERVER: {"hub.jupyter.org/network-access-hub": "true"},  # the chart's default singleuser.extraLabels
+}
+
+
+def chart_pod_labels(role: str, release: str) -> dict[str, str]:
+    """The labels chart 4.4.0 gives a `role` pod (hub, proxy, singleuser-server) of `release`."""
+    match = {"app": "jupyterhub", "release": release, "component": role}
+    modern = {"app.kubernetes.io/name": "jupyterhub", "app.kubernetes.io/instance": release, "app.kubernetes.io/component": role}
+    return {**match, **(modern if role != USER_SERVER else {k: v for k, v in modern.items() if not k.endswith("component")}),
+            **CHART_POD_LABELS[role]}
 
 
 class Oidc(Strict):
