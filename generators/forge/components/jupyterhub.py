@@ -139,6 +139,10 @@ class JupyterHub(Component):
     def secrets(self, cluster: ClusterModel) -> list[SecretUse]:
         return [SecretUse("oidc", self.settings(cluster).oidc.credentials_secret, (self.namespace,))]
 
+    def release_of(self, cluster: ClusterModel, project: str) -> str:
+        """The Helm release of `project`'s hub: the first is the Application's main release (forge.argocd)."""
+        return self.release if project == self.projects(cluster)[0] else hub_name(project)
+
     def ingress(self, cluster: ClusterModel) -> tuple[network.Allow, ...]:
         # The ingress controller reaches each hub's proxy; user servers (in project namespaces) call the hub API.
         return (network.Allow("from-ingress", (8000,), from_namespaces=(cluster.settings.ingress_namespace,)),

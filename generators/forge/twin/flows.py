@@ -39,6 +39,8 @@ Name = Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_leng
 KINDS = ("any", "task", "user-server", "jupyterhub-hub", "jupyterhub-proxy", "flyte", "alluxio-proxy", "prometheus",
          "kuberay-operator", "ingress-controller", "dns", "kubernetes-api", "scrape-targets")
 
+OWN_PORT = ("scrape-targets", "kubernetes-api")  # destinations with their own port: each target's, the API's
+
 
 @dataclass(frozen=True)
 class Peer:
@@ -66,7 +68,7 @@ class Flow(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
     source: Endpoint = Field(alias="from")
     to: Endpoint
-    port: Annotated[int, Field(ge=1, le=65535)] | None = None  # none for scrape-targets: each its own
+    port: Annotated[int, Field(ge=1, le=65535)] | None = None  # none for OWN_PORT destinations
     protocol: Literal["TCP", "UDP", "SCTP"] = "TCP"
     allowed: bool
 
@@ -76,8 +78,8 @@ class Flow(BaseModel):
             raise ValueError("scrape-targets is a destination only")
         if self.to.pod == "any":
             raise ValueError("any is a source only: name the destination")
-        if (self.port is None) != (self.to.pod == "scrape-targets"):
-            raise ValueError("give a port, except to scrape-targets (each is scraped on its own port)")
+        if (self.port is None) != (self.to.pod in OWN_PORT):
+            raise ValueError("give a port, except to scrape-targets and kubernetes-api (each has its own)")
         return self
 
 

@@ -102,8 +102,7 @@ class Peers:
         projects = hub.projects(self.plan.cluster)
         if project not in projects:
             raise ForgeError(f"twin: flow names JupyterHub project {project!r}; {self.plan.name}'s hubs: {', '.join(projects)}")
-        # The first project's hub is the Application's main release (forge.argocd), the others extra releases.
-        return hub, hub.release if project == projects[0] else jupyterhub.hub_name(project)
+        return hub, hub.release_of(self.plan.cluster, project)
 
     def hub_pod(self, role: str, project: str | None) -> Peer:
         hub, release = self._hub(project)
@@ -118,9 +117,14 @@ class Peers:
         return Peer(f"user-server ({ns})", ns, labels, port=jupyterhub.SERVER_PORT)
 
     def api_server(self) -> Peer:
+        """The API server where the `kubernetes` Service sends pods: its Endpoints' address and port."""
         endpoints = self.kube.get("v1", "Endpoints", "kubernetes", "default") or {}
-        ips = [a["ip"] for s in endpoints.get("subsets") or [] for a in s.get("addresses") or []]
-        return Peer("kubernetes-api", None, ip=ips[0] if ips else "")
+        subsets = endpoints.get("subsets") or [{}]
+        ips = [a["ip"] for a in subsets[0].get("addresses") or []]
+        ports = [p["port"] for p in subsets[0].get("ports") or []]
+        if not ips or not ports:
+            raise ForgeError("twin: the box's API server publishes no address in its default/kubernetes Endpoints")
+        return Peer("kubernetes-api", None, ip=ips[0], port=ports[0])
 
     def scrape_targets(self) -> list[Peer]:
         """One peer per endpoint of every PodMonitor stored in the box, in each namespace it selects."""
