@@ -145,8 +145,16 @@ class JupyterHub(Component):
 
     def ingress(self, cluster: ClusterModel) -> tuple[network.Allow, ...]:
         # The ingress controller reaches each hub's proxy; user servers (in project namespaces) call the hub API.
+        # Each hub's proxy (the user's traffic) and hub (spawn checks, activity) reach that project's user
+        # servers on 8888: the project namespace denies all else, and a spawn would time out. Only the
+        # pods the chart marks for it (SINGLEUSER_ACCESS), of that project's release.
+        to_servers = tuple(network.Allow("jupyterhub-to-user-servers", (SERVER_PORT,), from_namespaces=(self.namespace,),
+                                         from_pods={"release": self.release_of(cluster, p), SINGLEUSER_ACCESS: "true"},
+                                         to_pods={"component": USER_SERVER}, into=(namespace_for(p, DOMAIN),))
+                           for p in self.projects(cluster))
         return (network.Allow("from-ingress", (8000,), from_namespaces=(cluster.settings.ingress_namespace,)),
-                network.Allow("from-user-servers", (HUB_API_PORT,), from_namespaces=tuple(namespace_for(p, DOMAIN) for p in self.projects(cluster))))
+                network.Allow("from-user-servers", (HUB_API_PORT,), from_namespaces=tuple(namespace_for(p, DOMAIN) for p in self.projects(cluster))),
+                *to_servers)
 
     def values(self, cluster: ClusterModel) -> dict[str, Any]:
         return hub_values(cluster, self.settings(cluster), self.projects(cluster)[0])
