@@ -95,16 +95,16 @@ class FlowJudge:
                  for src in self.peers.of(flow.source.pod, flow.source.project, flow.source.domain)
                  for dst in self.peers.of(flow.to.pod, flow.to.project, flow.to.domain) if src != dst]
         namespaces = {ns["metadata"]["name"]: ns["metadata"].get("labels") or {} for ns in self.kube.list("v1", "Namespace")}
-        traffic = [traffic(src, dst, flow.port or dst.port or 0, flow.protocol, namespaces) for flow, src, dst in pairs]
-        verdicts = self.ask(traffic)
-        return [_wrong(flow, src, dst, verdict) for (flow, src, dst), verdict in zip(pairs, verdicts)
+        asked = [traffic(src, dst, flow.port or dst.port or 0, flow.protocol, namespaces) for flow, src, dst in pairs]
+        answers = self.ask(asked)
+        return [_wrong(flow, src, dst, verdict) for (flow, src, dst), verdict in zip(pairs, answers)
                 if verdict["allowed"] != flow.allowed]
 
-    def ask(self, traffic: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def ask(self, asked: list[dict[str, Any]]) -> list[dict[str, Any]]:
         policies = [{"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
                      "metadata": {"name": p["metadata"]["name"], "namespace": p["metadata"]["namespace"]}, "spec": p["spec"]}
                     for p in self.kube.list("networking.k8s.io/v1", "NetworkPolicy")]
-        return verdicts(self.engine, policies, traffic)
+        return verdicts(self.engine, policies, asked)
 
 
 def verdicts(engine: Path, policies: list[dict[str, Any]], traffic: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -139,7 +139,7 @@ class Peers:
 
     def _target(self, monitor: str, ns: str, selector: dict[str, Any], endpoint: dict[str, Any]) -> Peer:
         port = endpoint.get("portNumber") or endpoint.get("targetPort")
-        pods = self.kube.list("v1", "Pod", ns, selector=_selector_text(selector))
+        pods = self.kube.list("v1", "Pod", ns, selector=_selector_text(selector)) or self._templates(ns, selector)
         labels = (pods[0]["metadata"].get("labels") or {}) if pods else _labels_for(selector, monitor)
         if not isinstance(port, int):
             name = endpoint.get("port") or port
@@ -150,6 +150,27 @@ class Peers:
                                  f"resolves it: give the endpoint a portNumber")
             port = found[0]
         return Peer(f"scrape target {monitor} ({ns})", ns, labels, port=int(port))
+
+
+    def _templates(self, ns: str, selector: dict[str, Any]) -> list[dict[str, Any]]:
+        """The pod templates of the workloads stored in `ns` that `selector` matches (their pods
+        may not be made yet), as pods."""
+        out = []
+        for kind in ("DaemonSet", "Deployment", "StatefulSet"):
+            for obj in self.kube.list("apps/v1", kind, ns):
+                template = (obj.get("spec") or {}).get("template") or {}
+                if _matches(selector, (template.get("metadata") or {}).get("labels") or {}):
+                    out.append({"metadata": template.get("metadata") or {}, "spec": template.get("spec") or {}})
+        return out
+
+
+def _matches(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    """Whether `labels` satisfy a label selector (only to find a named port's number)."""
+    tests = {"In": lambda e: labels.get(e["key"]) in (e.get("values") or []),
+             "NotIn": lambda e: labels.get(e["key"]) not in (e.get("values") or []),
+             "Exists": lambda e: e["key"] in labels, "DoesNotExist": lambda e: e["key"] not in labels}
+    return (all(labels.get(k) == v for k, v in (selector.get("matchLabels") or {}).items())
+            and all(tests.get(e.get("operator"), lambda e: False)(e) for e in selector.get("matchExpressions") or []))
 
 
 def _selector_text(selector: dict[str, Any]) -> str:
