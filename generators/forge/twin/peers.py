@@ -117,14 +117,19 @@ class Peers:
         return Peer(f"user-server ({ns})", ns, labels, port=jupyterhub.SERVER_PORT)
 
     def api_server(self) -> Peer:
-        """The API server where the `kubernetes` Service sends pods: its Endpoints' address and port."""
+        """The API server where the `kubernetes` Service sends pods: its Endpoints' address and port
+        (a CNI judges egress after the Service's translation). The box's API server listens on
+        loopback, which it never publishes there: then the Service's own address and port."""
         endpoints = self.kube.get("v1", "Endpoints", "kubernetes", "default") or {}
         subsets = endpoints.get("subsets") or [{}]
         ips = [a["ip"] for a in subsets[0].get("addresses") or []]
         ports = [p["port"] for p in subsets[0].get("ports") or []]
-        if not ips or not ports:
-            raise ForgeError("twin: the box's API server publishes no address in its default/kubernetes Endpoints")
-        return Peer("kubernetes-api", None, ip=ips[0], port=ports[0])
+        if ips and ports:
+            return Peer("kubernetes-api", None, ip=ips[0], port=ports[0])
+        service = (self.kube.get("v1", "Service", "kubernetes", "default") or {}).get("spec") or {}
+        if not service.get("clusterIP") or not service.get("ports"):
+            raise ForgeError("twin: the box's API server publishes neither its address nor the default/kubernetes Service")
+        return Peer("kubernetes-api", None, ip=service["clusterIP"], port=service["ports"][0]["port"])
 
     def scrape_targets(self) -> list[Peer]:
         """One peer per endpoint of every PodMonitor stored in the box, in each namespace it selects."""
