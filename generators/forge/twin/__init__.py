@@ -14,8 +14,9 @@ stages; nothing outside this package imports it):
 - `pki`, `processes`, `box`: certificates, the processes and the box that owns them;
 - `kube`: a small client of the API server (server-side apply, strict field validation);
 - `nodes`, `sync`: the inventory's Node objects, and forge's output applied in Argo CD's order;
-- `scenario`, `submit`, `run`: the seed's workloads as data, submitted as Flyte would, judged;
-- `flows`, `peers`: the flows a step states, its representative pods, the engine's verdicts;
+- `flows`: the flows a step states and the NetworkPolicy engine's verdicts on them;
+- `scenario`, `submit`, `peers`, `run`: the seed's workloads as data, submitted as Flyte would,
+  a flow's representative pods, judged;
 - `upgrade`: the base revision's output, then the working tree's: what the server refuses;
 - `cli`: `forge twin up|apply|run|upgrade|down|status`.
 """
