@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from forge.components import alluxio, flyte, kueue, network
+from forge.components import COMPONENTS, alluxio, flyte, kueue, network
 from forge.components.network import Allow, default_deny
 from forge.fleet import components_of
 from forge.components.training_operator import WEBHOOK_PORT
@@ -85,8 +85,11 @@ def test_webhooks_are_open_to_the_api_server_from_any_source():
 
 
 class Fake:
-    def __init__(self, name, namespace, owned, allows=()):
-        self.name, self.namespace, self._owned, self._allows = name, namespace, owned, allows
+    def __init__(self, name, namespace, owned, allows=(), deploys=()):
+        self.name, self.namespace, self._owned, self._allows, self._deploys = name, namespace, owned, allows, deploys
+
+    def namespaces(self, cluster):
+        return (*self._owned, *self._deploys)
 
     def owned_namespaces(self, cluster):
         return self._owned
@@ -101,8 +104,29 @@ def test_a_peer_that_is_off_gets_no_rule_and_a_foreign_namespace_is_refused():
     out = network.policies(to, m, [to])
     assert [o["metadata"]["name"] for o in out] == ["default-deny-ingress", "allow-same-namespace"]
     bad = Fake("svc", "svc", ("svc",), (Allow("elsewhere", (80,), anywhere=True, into=("kube-system",)),))
-    with pytest.raises(ValueError, match="kube-system, which it does not own"):
+    with pytest.raises(ValueError, match="kube-system, which it does not deploy into"):
         network.policies(bad, m, [bad])
+
+
+def test_an_allow_into_a_namespace_the_component_deploys_into_but_does_not_own_is_that_policy_alone():
+    """JupyterHub's user servers run in Flyte's project namespaces: the hub's Allow opens them
+    there, and the owner's default deny and same-namespace policies stay the owner's own."""
+    hub = Fake("hub", "hub", ("hub",), (Allow("to-servers", (8888,), from_namespaces=("hub",), into=("p-dev",)),), deploys=("p-dev",))
+    out = network.policies(hub, model("a100"), [hub])
+    assert [(o["metadata"]["namespace"], o["metadata"]["name"]) for o in out] == [
+        ("hub", "default-deny-ingress"), ("hub", "allow-same-namespace"), ("p-dev", "allow-to-servers")]
+
+
+def test_each_hub_and_its_proxy_alone_reach_their_projects_user_servers():
+    m = model("h200")
+    hub = next(c for c in COMPONENTS if c.name == "jupyterhub")
+    mine = {o["metadata"]["namespace"]: o for o in network.policies(hub, m, [c for c in COMPONENTS if c.enabled(m)])
+            if o["metadata"]["name"] == "allow-jupyterhub-to-user-servers"}
+    assert sorted(mine) == [f"{p}-development" for p in sorted(hub.projects(m))]
+    rule = mine["research-development"]["spec"]["ingress"][0]
+    assert rule["ports"] == [{"protocol": "TCP", "port": 8888}]
+    assert rule["from"][0]["podSelector"]["matchLabels"] == {"release": "jupyterhub-research",
+                                                              "hub.jupyter.org/network-access-singleuser": "true"}
 
 
 def test_default_deny_recognises_only_a_deny_all_policy():

@@ -36,6 +36,32 @@ def test_a_bad_scenario_file_is_named_by_file_line_and_field(repo, upstream, old
     assert not (repo / "build/twin/h200").exists()
 
 
+FLOWS = "scenarios[4].steps[0].flows"  # h200's network-flows
+
+
+@pytest.mark.parametrize("old, new, field, message", [
+    ("{from: {pod: prometheus}, to: {pod: scrape-targets}, allowed: true}",
+     "{from: {pod: prometheus}, to: {pod: scrape-targets}, port: 9090, allowed: true}", f"{FLOWS}[18]",
+     "give a port, except to scrape-targets and kubernetes-api"),
+    ("{from: {pod: any}, to: {pod: dns}, port: 53, allowed: true}", "{from: {pod: any}, to: {pod: dnss}, port: 53, allowed: true}",
+     f"{FLOWS}[17].to.pod", "input should be 'any', 'task',"),
+    ("{from: {pod: any}, to: {pod: dns}, port: 53, allowed: true}", "{from: {pod: dns}, to: {pod: any}, port: 53, allowed: true}",
+     f"{FLOWS}[17]", "any is a source only"),
+    ("{from: {pod: any}, to: {pod: dns}, port: 53, allowed: true}", "{from: {pod: any}, to: {pod: dns}, port: 53, allowed: yes-please}",
+     f"{FLOWS}[17].allowed", "input should be a valid boolean"),
+])
+def test_a_bad_flow_is_named_by_file_line_and_field(repo, upstream, old, new, field, message):
+    path = repo / "clusters/h200/scenarios.yaml"
+    text = path.read_text()
+    assert text.count(old) == 1, old
+    path.write_text(text.replace(old, new))
+    result = forge(repo, "twin", "run", "h200", "--upstream", str(upstream))
+    assert result.exit_code == 2, result.output
+    assert f"clusters/h200/scenarios.yaml:{line_of(text, old)}: {field}: " in result.output, result.output
+    assert message in result.output.lower() and "Traceback" not in result.output
+    assert not (repo / "build/twin/h200").exists()
+
+
 @pytest.mark.parametrize("args, message", [
     (("run", "h200", "pretrain-whole-pol"), "clusters/h200/scenarios.yaml: no scenario named pretrain-whole-pol (have: pretrain-whole-pool,"),
     (("run", "h300"), "no cluster 'h300' (have: a100, h200, h200-burst)"),

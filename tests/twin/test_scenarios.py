@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from forge.twin.flows import ENGINE
 from forge.twin.run import Runner
 from forge.twin.scenario import load_scenarios
 from forge.twin.submit import Propeller
@@ -24,10 +25,11 @@ def test_the_api_server_accepts_every_object_forge_renders(boxes, cluster):
 
 
 @pytest.mark.parametrize("cluster, name", SHIPPED)
-def test_shipped_scenario(boxes, cluster, name):
+def test_shipped_scenario(boxes, box_programs, cluster, name):
     plan, kube, _, _ = boxes.get(cluster)
     scenario = next(s for s in load_scenarios(boxes.root, cluster) if s.name == name)
-    runner = Runner(kube, plan, Propeller.from_values(boxes.root / "overlays" / cluster / "flyte" / "values.yaml"), say)
+    runner = Runner(kube, plan, Propeller.from_values(boxes.root / "overlays" / cluster / "flyte" / "values.yaml"), say,
+                    engine=box_programs[ENGINE])
     outcome = runner.run(scenario)
     assert outcome.passed, "\n".join(outcome.lines)
 
@@ -35,4 +37,4 @@ def test_shipped_scenario(boxes, cluster, name):
 def test_every_fleet_ships_the_seeds_scenarios():
     for cluster in CLUSTERS:
         assert {n for c, n in SHIPPED if c == cluster} == {
-            "pretrain-whole-pool", "thirty-sweeps", "urgent-finetune-preempts-batch", "mig-slices"}
+            "pretrain-whole-pool", "thirty-sweeps", "urgent-finetune-preempts-batch", "mig-slices", "network-flows"}

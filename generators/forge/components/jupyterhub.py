@@ -37,6 +37,27 @@ HUB_API_PORT = 8081
 GENERATED_TOKENS = ("hub.config.ConfigurableHTTPProxy.auth_token", "hub.config.JupyterHub.cookie_secret",
                     "hub.config.CryptKeeper.keys")
 SERVER_PORT = 8888  # a user server's port (KubeSpawner's default)
+# How chart 4.4.0 labels the pods of a release: the hub and proxy (templates/hub|proxy/deployment.yaml:
+# the legacy and modern match labels, plus the network-access labels its own NetworkPolicies read)
+# and a user server (KubeSpawner's common labels, files/hub/jupyterhub_config.py, component
+# singleuser-server, then singleuser.extraLabels). SINGLEUSER_ACCESS marks the pods that call user
+# servers (the hub and the proxy); the box's flows (forge.twin.flows) stand these pods in.
+SINGLEUSER_ACCESS = "hub.jupyter.org/network-access-singleuser"
+USER_SERVER = "singleuser-server"
+CHART_POD_LABELS = {
+    "hub": {"hub.jupyter.org/network-access-proxy-api": "true", "hub.jupyter.org/network-access-proxy-http": "true",
+            SINGLEUSER_ACCESS: "true"},
+    "proxy": {"hub.jupyter.org/network-access-hub": "true", SINGLEUSER_ACCESS: "true"},
+    USER_SERVER: {"hub.jupyter.org/network-access-hub": "true"},  # the chart's default singleuser.extraLabels
+}
+
+
+def chart_pod_labels(role: str, release: str) -> dict[str, str]:
+    """The labels chart 4.4.0 gives a `role` pod (hub, proxy, singleuser-server) of `release`."""
+    match = {"app": "jupyterhub", "release": release, "component": role}
+    modern = {"app.kubernetes.io/name": "jupyterhub", "app.kubernetes.io/instance": release, "app.kubernetes.io/component": role}
+    return {**match, **(modern if role != USER_SERVER else {k: v for k, v in modern.items() if not k.endswith("component")}),
+            **CHART_POD_LABELS[role]}
 
 
 class Oidc(Strict):
@@ -118,10 +139,22 @@ class JupyterHub(Component):
     def secrets(self, cluster: ClusterModel) -> list[SecretUse]:
         return [SecretUse("oidc", self.settings(cluster).oidc.credentials_secret, (self.namespace,))]
 
+    def release_of(self, cluster: ClusterModel, project: str) -> str:
+        """The Helm release of `project`'s hub: the first is the Application's main release (forge.argocd)."""
+        return self.release if project == self.projects(cluster)[0] else hub_name(project)
+
     def ingress(self, cluster: ClusterModel) -> tuple[network.Allow, ...]:
         # The ingress controller reaches each hub's proxy; user servers (in project namespaces) call the hub API.
+        # Each hub's proxy (the user's traffic) and hub (spawn checks, activity) reach that project's user
+        # servers on 8888: the project namespace denies all else, and a spawn would time out. Only the
+        # pods the chart marks for it (SINGLEUSER_ACCESS), of that project's release.
+        to_servers = tuple(network.Allow("jupyterhub-to-user-servers", (SERVER_PORT,), from_namespaces=(self.namespace,),
+                                         from_pods={"release": self.release_of(cluster, p), SINGLEUSER_ACCESS: "true"},
+                                         to_pods={"component": USER_SERVER}, into=(namespace_for(p, DOMAIN),))
+                           for p in self.projects(cluster))
         return (network.Allow("from-ingress", (8000,), from_namespaces=(cluster.settings.ingress_namespace,)),
-                network.Allow("from-user-servers", (HUB_API_PORT,), from_namespaces=tuple(namespace_for(p, DOMAIN) for p in self.projects(cluster))))
+                network.Allow("from-user-servers", (HUB_API_PORT,), from_namespaces=tuple(namespace_for(p, DOMAIN) for p in self.projects(cluster))),
+                *to_servers)
 
     def values(self, cluster: ClusterModel) -> dict[str, Any]:
         return hub_values(cluster, self.settings(cluster), self.projects(cluster)[0])

@@ -8,7 +8,9 @@ namespaces included) gets:
   masters, Prometheus -> Alertmanager, Loki's targets, the ranks of a multi-node job);
 - one policy per `Allow` the component declares (`Component.ingress`), each with its real peers
   and ports: Prometheus scraping from the monitoring namespace to the metrics ports, the
-  components that use a service, webhook ports for the API server.
+  components that use a service, webhook ports for the API server. An Allow may also open pods
+  the component runs in another component's namespace (JupyterHub's user servers, in Flyte's
+  project namespaces, reached from their hub and proxy).
 
 Peers are named by component (`from_components`), resolved here to the namespaces that component
 owns on this cluster (a disabled component gives none), or by namespace (`from_namespaces`, e.g.
@@ -40,6 +42,8 @@ class Owner(Protocol):
     name: str
     namespace: str
 
+    def namespaces(self, cluster: ClusterModel) -> tuple[str, ...]: ...
+
     def owned_namespaces(self, cluster: ClusterModel) -> tuple[str, ...]: ...
 
     def ingress(self, cluster: ClusterModel) -> "tuple[Allow, ...]": ...
@@ -62,7 +66,10 @@ class Allow:
     from_pods: Mapping[str, str] | None = None  # only these pods of the source namespaces
     anywhere: bool = False  # any source (webhooks: the API server is not a pod)
     to_pods: Mapping[str, str] | None = None  # only these pods of the namespace; None: every pod
-    into: tuple[str, ...] = ()  # owned namespaces it applies to; () = the component's own
+    # Namespaces it applies to; () = the component's own. One the component deploys into but does
+    # not own (JupyterHub's user servers in Flyte's project namespaces) gets this policy only: its
+    # owner's default deny and other allows stay the owner's, and the policy goes with its component.
+    into: tuple[str, ...] = ()
 
 
 def scrape(ports: Iterable[int], to_pods: Mapping[str, str] | None = None, name: str = "prometheus-scrape") -> Allow:
@@ -105,6 +112,7 @@ def policies(component: Owner, cluster: ClusterModel, components: Iterable[Owner
     for ns in owned:
         out.append(_policy(DEFAULT_DENY, ns, None, None))
         out.append(_policy(SAME_NAMESPACE, ns, None, [{"from": [{"podSelector": {}}]}]))
+    deployed = set(owned) | set(component.namespaces(cluster))
     for allow in component.ingress(cluster):
         sources = _sources(allow, owners)
         if sources == []:
@@ -113,8 +121,8 @@ def policies(component: Owner, cluster: ClusterModel, components: Iterable[Owner
         if sources is not None:
             rule["from"] = sources
         for ns in allow.into or (component.namespace,):
-            if ns not in owned:
-                raise ValueError(f"{component.name}: Allow {allow.name} names namespace {ns}, which it does not own")
+            if ns not in deployed:
+                raise ValueError(f"{component.name}: Allow {allow.name} names namespace {ns}, which it does not deploy into")
             out.append(_policy(f"allow-{allow.name}", ns, allow.to_pods, [rule]))
     return out
 

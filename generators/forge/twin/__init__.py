@@ -5,8 +5,8 @@ controllers *do* with that output can be watched and asserted.
 Real: etcd (Debian's etcd-server), kube-apiserver, kube-scheduler and kube-controller-manager
 (built from the Go module k8s.io/kubernetes), the Kueue controller and the Kubeflow
 training-operator at the versions forge deploys (built from their Go modules), and kwok, which
-plays each node's kubelet (it keeps the nodes Ready and marks bound pods Running). Nothing here
-runs a container.
+plays each node's kubelet (it keeps the nodes Ready and marks bound pods Running), and cyclonus's
+NetworkPolicy engine, which judges the flows a scenario states. Nothing here runs a container.
 
 Stages, in the order they run (each module imports only the ones above it and forge's earlier
 stages; nothing outside this package imports it):
@@ -14,7 +14,9 @@ stages; nothing outside this package imports it):
 - `pki`, `processes`, `box`: certificates, the processes and the box that owns them;
 - `kube`: a small client of the API server (server-side apply, strict field validation);
 - `nodes`, `sync`: the inventory's Node objects, and forge's output applied in Argo CD's order;
-- `scenario`, `submit`, `run`: the seed's workloads as data, submitted as Flyte would, judged;
+- `flows`: the flows a step states and the NetworkPolicy engine's verdicts on them;
+- `scenario`, `submit`, `peers`, `run`: the seed's workloads as data, submitted as Flyte would,
+  a flow's representative pods, judged;
 - `upgrade`: the base revision's output, then the working tree's: what the server refuses;
 - `cli`: `forge twin up|apply|run|upgrade|down|status`.
 """

@@ -3,9 +3,10 @@
 Go programs come from the Go module proxy: Kueue, the training-operator and kwok with `go install
 MODULE/CMD@VERSION`; kube-apiserver, kube-scheduler and kube-controller-manager with `go build`
 from ci/twin/kubernetes, a module of ours that requires k8s.io/kubernetes and pins each staging
-module (k8s.io/kubernetes cannot be `go install`ed). etcd is the binary of Debian's etcd-server
-package, downloaded with `apt-get download` and checked against its pinned sha256; nothing is
-installed system-wide, so no etcd service starts.
+module (k8s.io/kubernetes cannot be `go install`ed); netpol-verdicts, our own main package in
+ci/twin/cyclonus, with `go build` against cyclonus's NetworkPolicy engine (forge.twin.flows).
+etcd is the binary of Debian's etcd-server package, downloaded with `apt-get download` and
+checked against its pinned sha256; nothing is installed system-wide, so no etcd service starts.
 
 Each program's folder is named by its version and a digest of everything that decides the build
 (module, version, commands, flags, the builder's go.mod and go.sum, Go's minor version); it is
@@ -28,7 +29,7 @@ from pathlib import Path
 from typing import Callable
 
 from forge.errors import ForgeError
-from forge.twin.pins import BoxPins, DebianPackage, GoProgram
+from forge.twin.pins import BoxPins, DebianPackage, GoProgram, box_pins
 
 Say = Callable[[str], None]
 HEARTBEAT_SECONDS = 10  # CI's logs get a line at least this often during a long build
@@ -90,6 +91,8 @@ class Builder:
         inputs = [program.module, program.version, *program.commands, _ldflags(program), *program.keep]
         if program.builder:
             inputs += [(self.root / program.builder / f).read_bytes() for f in ("go.mod", "go.sum")]
+            inputs += [p.read_bytes() for c in program.commands if program.local(c)
+                       for p in sorted((self.root / program.builder / c).glob("*.go"))]
         return self.cache / f"{program.name}-{program.version}-{_digest(*inputs)}"
 
     def ensure_all(self) -> dict[str, Path]:
@@ -115,7 +118,7 @@ class Builder:
             env = {**os.environ, "GOFLAGS": "-trimpath", "GOWORK": "off", "CGO_ENABLED": "0"}
             flags = ["-ldflags", _ldflags(program)]
             if program.builder:
-                packages = [f"{program.module}/{c}" for c in program.commands]
+                packages = [c if program.local(c) else f"{program.module}/{c}" for c in program.commands]
                 cmd, cwd = ["go", "build", *flags, "-o", str(work) + "/", *packages], self.root / program.builder
             else:
                 env["GOBIN"] = str(work)
@@ -201,3 +204,17 @@ class Builder:
 
 def ensure_binaries(root: Path, pins: BoxPins, say: Say | None = None) -> dict[str, Path]:
     return Builder(root, pins, say or (lambda line: print(line, file=sys.stderr, flush=True))).ensure_all()
+
+
+def ensure_program(root: Path, name: str, say: Say | None = None) -> dict[str, Path]:
+    """One program's binaries ({binary name: path}), built if missing: the flows' NetworkPolicy
+    engine (`cyclonus`) without building the whole box."""
+    pins = box_pins(root)
+    builder, program = Builder(root, pins, say or (lambda line: print(line, file=sys.stderr, flush=True))), pins.program(name)
+    folder = builder.folder(program)
+    if not (folder / _DONE).is_file():
+        if go_version() < pins.go_min:
+            raise ForgeError(f"Go {'.'.join(map(str, go_version()))} is too old for {name}: it needs Go "
+                             f"{pins.go_min[0]}.{pins.go_min[1]} or newer (ci/tools.json twin.go_min)")
+        builder._build(program, folder)
+    return {program.binary(c): folder / program.binary(c) for c in program.commands}

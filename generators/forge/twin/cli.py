@@ -203,6 +203,8 @@ def apply(root: Path, cluster: str, upstream: Path | None, no_render: bool) -> N
 def run(root: Path, cluster: str, scenarios: tuple[str, ...], upstream: Path | None, no_render: bool) -> None:
     """Apply, then run CLUSTER's scenarios (clusters/CLUSTER/scenarios.yaml): all, or those named."""
     upstream = _need_upstream(upstream)
+    from forge.twin.binaries import ensure_program
+    from forge.twin.flows import ENGINE, ENGINE_PROGRAM
     from forge.twin.run import Runner
     from forge.twin.scenario import load_scenarios
     from forge.twin.submit import Propeller
@@ -216,7 +218,8 @@ def run(root: Path, cluster: str, scenarios: tuple[str, ...], upstream: Path | N
     with _box(root, plan, upstream) as (kube, state):
         if not _print_sync(_syncer(kube, state, plan).sync(apps), state):
             sys.exit(EXIT_FOUND)
-        runner = Runner(kube, plan, Propeller.from_values(root / "overlays" / cluster / "flyte" / "values.yaml"), say)
+        runner = Runner(kube, plan, Propeller.from_values(root / "overlays" / cluster / "flyte" / "values.yaml"), say,
+                        engine=ensure_program(root, ENGINE_PROGRAM, say)[ENGINE])
         for scenario in chosen:
             outcome = runner.run(scenario)
             verdict = "passed" if outcome.passed else "FAILED"

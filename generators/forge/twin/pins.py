@@ -21,9 +21,13 @@ class GoProgram:
     name: str  # the cache folder's stem: kubernetes, kueue, ...
     module: str
     version: str
-    commands: tuple[str, ...]  # package paths inside the module (kube-apiserver: cmd/kube-apiserver)
+    commands: tuple[str, ...]  # package paths inside the module (kube-apiserver: cmd/kube-apiserver), or "./<dir>": ours, in `builder`
     builder: str | None = None  # a folder of this repo with a go.mod that requires `module`
     keep: tuple[str, ...] = ()  # folders of the module copied beside the binary (data the box reads)
+
+    def local(self, command: str) -> bool:
+        """A main package of ours in the builder module (netpol-verdicts asks cyclonus's library)."""
+        return command.startswith("./")
 
     def binary(self, command: str) -> str:
         """The file name `go build`/`go install` gives the command (training-operator.v1 keeps its dot)."""
@@ -72,7 +76,7 @@ def box_pins(root: Path) -> BoxPins:
     try:
         twin = json.loads(path.read_text(encoding="utf-8"))["twin"]
         programs = []
-        for name in ("kubernetes", "kueue", "training-operator", "kwok"):
+        for name in ("kubernetes", "kueue", "training-operator", "kwok", "cyclonus"):
             entry = twin[name]
             commands = entry.get("commands")
             commands = tuple(f"cmd/{c}" for c in commands) if commands else (entry["command"],)

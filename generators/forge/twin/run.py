@@ -9,13 +9,17 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 from forge.capacity import MEMORY, node_resources
 from forge.fleet import ClusterPlan
 from forge.capacity import capacity
 from forge.queues import FLYTE_PROJECT_LABEL
+from forge.errors import ForgeError
+from forge.twin.flows import Flow, FlowJudge
 from forge.twin.kube import ApiError, Kube
+from forge.twin.peers import Peers
 from forge.twin.scenario import WHOLE_POOL, Expect, Job, Scenario
 from forge.twin.submit import SUBMITTED_LABEL, Propeller, build, namespace_of
 
@@ -80,8 +84,10 @@ def _shortfall(message: str) -> str:
 
 
 class Runner:
-    def __init__(self, kube: Kube, plan: ClusterPlan, propeller: Propeller, say: Callable[[str], None]) -> None:
+    def __init__(self, kube: Kube, plan: ClusterPlan, propeller: Propeller, say: Callable[[str], None],
+                 engine: Path | None = None) -> None:
         self.kube, self.plan, self.propeller, self.say = kube, plan, propeller, say
+        self.engine = engine  # the NetworkPolicy engine a step's flows need (forge.twin.flows)
         # Copies (by the uid of what was submitted) whose Workload was seen pre-empted: a plain
         # pod's Workload goes with the pod it evicted, so the event is kept, not looked up again.
         self.preempted: set[str] = set()
@@ -239,13 +245,21 @@ class Runner:
                     except ApiError as exc:
                         return Outcome(scenario.name, False, [f"step {number}: job {job.name} refused: {exc.message}"],
                                        time.monotonic() - started)
-                problem = self._wait(step.expect, step.within, subs, infra)
+                problem = self._wait(step.expect, step.within, subs, infra) or self._flows(step.flows)
                 if problem:
                     return Outcome(scenario.name, False, [f"step {number}: {problem}"], time.monotonic() - started)
                 lines.append(f"step {number}: {len(step.expect)} expectations held")
             return Outcome(scenario.name, True, lines, time.monotonic() - started)
         finally:
             self.cleanup(scenario.name)
+
+    def _flows(self, flows: list[Flow]) -> str | None:
+        if not flows:
+            return None
+        if self.engine is None:
+            raise ForgeError("twin: this step states flows and the box was given no NetworkPolicy engine")
+        wrong = FlowJudge(self.kube, Peers(self.kube, self.plan, self.propeller), self.engine).judge(flows)
+        return "\n".join(wrong) or None
 
     def _wait(self, expects: list[Expect], within: int, subs: dict[str, Submitted], infra: dict[str, str]) -> str | None:
         """Wait until every expectation holds; a `pending` one must hold for the whole wait."""

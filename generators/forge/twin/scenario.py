@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from forge import datafile
 from forge.errors import ForgeError
 from forge.paths import CLUSTERS_DIR
+from forge.twin.flows import Flow
 
 SCENARIOS_FILE = "scenarios.yaml"
 WHOLE_POOL = "whole-pool"
@@ -74,6 +75,7 @@ class Expect(_Strict):
 class Step(_Strict):
     submit: list[Job] = []
     expect: list[Expect] = []
+    flows: list[Flow] = []  # judged once the expectations hold (forge.twin.flows)
     within: Annotated[int, Field(ge=1, le=1800)] = 120  # seconds to wait for the expectations
 
 

@@ -332,6 +332,9 @@ def _selector(role: str) -> dict[str, str]:
     return {"app": APP_LABEL, "release": RELEASE, "role": role}
 
 
+pod_labels = _selector  # what the box's flows label a role's pods with (forge.twin.peers)
+
+
 def s3_endpoint(cluster_domain: str = "cluster.local") -> str:
     """The S3 endpoint other components use (Flyte's storage, task pods)."""
     return f"http://{S3_SERVICE}.alluxio.svc.{cluster_domain}:{PROXY_PORT}{S3_PATH}"
