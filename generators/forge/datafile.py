@@ -194,10 +194,10 @@ def problems(exc: ValidationError, data: Any, lines: dict[Key, int], file: str) 
 
 
 def load(path: Path, model: type[M], file: str,
-         rules: Callable[[M], Iterable[tuple[Key, str]]] | None = None) -> M:
+         rules: Callable[[M], Iterable[tuple[Key, str]]] | None = None, root: Path | None = None) -> M:
     """`path` validated as `model`, then `rules` (problems that span keys, by key path); `file`
-    is how errors name it (relative to the repo)."""
-    data, lines = parse(read(path, file), file)
+    is how errors name it (relative to the repo); with `root`, a link out of it is refused."""
+    data, lines = parse(read(path, file, root), file)
     try:
         result = model.model_validate(data)
     except ValidationError as exc:
