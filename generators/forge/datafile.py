@@ -47,11 +47,11 @@ class _Builder:
     """Plain data from composed nodes, recording the line of every key and list item, within
     textguard's Budget (an alias bomb or a self-reference is refused before it expands)."""
 
-    def __init__(self, loader: Any, file: str) -> None:
+    def __init__(self, loader: Any, file: str, max_depth: int = textguard.MAX_NESTING_DEPTH) -> None:
         self.loader, self.file = loader, file
         self.lines: dict[Key, int] = {(): 1}
         self.dups: list[Key] = []
-        self.budget = textguard.Budget()
+        self.budget = textguard.Budget(max_depth)
         self.active: dict[int, int] = {}
 
     def refuse(self, node: yaml.Node, message: str) -> DataFileError:
@@ -110,12 +110,12 @@ def _guarded(text: str, file: str) -> Any:
     return _Loader(text)
 
 
-def parse(text: str, file: str) -> tuple[Any, dict[Key, int]]:
+def parse(text: str, file: str, max_depth: int = textguard.MAX_NESTING_DEPTH) -> tuple[Any, dict[Key, int]]:
     """One YAML document of `text`, with the line of every key and list item."""
     loader = _guarded(text, file)
     try:
         node = loader.get_single_node()
-        builder = _Builder(loader, file)
+        builder = _Builder(loader, file, max_depth)
         data = builder.build(node, ()) if node is not None else None
     except yaml.YAMLError as exc:
         raise _yaml_error(exc, text, file) from None
@@ -127,13 +127,13 @@ def parse(text: str, file: str) -> tuple[Any, dict[Key, int]]:
     return data, builder.lines
 
 
-def parse_all(text: str, file: str) -> list[Any]:
+def parse_all(text: str, file: str, max_depth: int = textguard.MAX_NESTING_DEPTH) -> list[Any]:
     """Every document of a YAML stream (Kubernetes manifests), within the same guards."""
     loader = _guarded(text, file)
     docs = []
     try:
         while loader.check_node():
-            docs.append(_Builder(loader, file).build(loader.get_node(), ()))
+            docs.append(_Builder(loader, file, max_depth).build(loader.get_node(), ()))
     except yaml.YAMLError as exc:
         raise _yaml_error(exc, text, file) from None
     finally:

@@ -32,6 +32,8 @@ from forge.errors import InventoryError, Problem
 MAX_INVENTORY_BYTES = MAX_BYTES = 4 * 1024 * 1024
 # The inventory's deepest path (cluster.mig_layouts.<name>[i].profiles.<profile>) is 6 levels.
 MAX_NESTING_DEPTH = 32
+# A chart's CRDs nest their OpenAPI schemas deeper (kuberay's RayCluster: about 40 levels).
+MAX_SCHEMA_DEPTH = 200
 # Aliases (`*name`) reuse a block; these bound what they may add, so nested aliases (a "billion
 # laughs" document) cannot expand into gigabytes.
 MAX_ALIASES = 1000
@@ -155,7 +157,8 @@ def check_printable(text: str, file: str, error: type = InventoryError) -> None:
 class Budget:
     """Counts what building the document costs: nesting, alias uses and what aliases add."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_depth: int = MAX_NESTING_DEPTH) -> None:
+        self.max_depth = max_depth
         self.built: set[int] = set()  # ids of the nodes built at least once
         self.visits = 0
         self.aliases = 0
@@ -166,8 +169,8 @@ class Budget:
         if id(node) in active:
             return (f"an alias refers to the block that contains it (anchored at line {active[id(node)]}): "
                     "the value would contain itself without end; copy the values instead of the alias")
-        if depth > MAX_NESTING_DEPTH:
-            return (f"values nested more than {MAX_NESTING_DEPTH} levels deep: an inventory nests about 6, forge's other files less; "
+        if depth > self.max_depth:
+            return (f"values nested more than {self.max_depth} levels deep: an inventory nests about 6, a CRD's schema about 40; "
                     "check the indentation and the brackets")
         self.visits += 1
         if id(node) not in self.built:
