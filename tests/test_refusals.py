@@ -94,6 +94,47 @@ def disk(root: Path) -> str:
     return generate(root)
 
 
+def data_file(root: Path) -> str:
+    from tests.test_data_files_hostile import BOMB
+
+    (root / "clusters/rings.yaml").write_text(BOMB, encoding="utf-8")
+    result = CliRunner().invoke(main, ["check", "--root", str(root)])
+    assert result.exit_code == 2, result.output
+    return result.output
+
+
+def override_file(root: Path) -> str:
+    outside = root.parent / "kubeconfig.yaml"
+    outside.write_text("loki: {x: 1}\n", encoding="utf-8")
+    target = root / "clusters/h200/overrides/loki/values.yaml"
+    target.parent.mkdir(parents=True)
+    target.symlink_to(outside)
+    return generate(root)
+
+
+def chart_member(root: Path) -> str:
+    from tests.upstream.test_hostile_charts import CASES
+
+    chart = CASES["crd-name-escapes"][0](root.parent)
+    (root.parent / "data").mkdir()
+    result = CliRunner().invoke(main, ["charts", "bump", "kuberay-operator", "1.7.1", "--chart", str(chart),
+                                       "--upstream", str(root.parent / "data"), "--root", str(root)])
+    assert result.exit_code == 2, result.output
+    return result.output
+
+
+def promote_answer(root: Path) -> str:
+    from forge.rollout import api
+    from tests.rollout.test_promote_hostile import Server, send
+
+    with Server(lambda h: send(h, b"", 302, Location="http://127.0.0.2:9/steal")) as argocd:
+        try:
+            api.applications(argocd.url, "a100")
+        except api.Unreachable as exc:
+            return str(exc)
+    return "followed"
+
+
 PROBES = {
     "journal": lambda root: journal(root, {"entries": [{"target": "../outside", "new": None, "old": ".forge-staging/old/0"}]}),
     "malformed-journal": lambda root: journal(root, [1, 2]),
@@ -119,6 +160,10 @@ PROBES = {
     "mig-label": lambda _: inventory(GPU_18, "      nvidia.com/mig.config: all-disabled\n" + GPU_18),
     "mount": lambda _: inventory("mount: /mnt/nvme3}", "mount: /mnt/../etc}"),
     "upstream-data": upstream_data,
+    "data-file": data_file,
+    "override-file": override_file,
+    "chart-member": chart_member,
+    "promote-answer": promote_answer,
 }
 
 

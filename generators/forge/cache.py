@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import time
 from dataclasses import dataclass
 from functools import cached_property
@@ -41,11 +42,24 @@ def digest(*parts: str | bytes) -> str:
 
 
 def file_digest(path: Path | str) -> str:
+    """A regular file's content digest, read in pieces; a FIFO, a device or a socket is never
+    read (it could block or never end: the reader that needs it refuses it in words)."""
     try:
-        with open(path, "rb") as handle:
-            return hashlib.sha256(handle.read()).hexdigest()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
         return f"unreadable:{exc.errno}"
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            return f"unreadable:special-{stat.S_IFMT(mode):o}"
+        sha = hashlib.sha256()
+        while chunk := os.read(fd, 1 << 20):
+            sha.update(chunk)
+        return sha.hexdigest()
+    except OSError as exc:
+        return f"unreadable:{exc.errno}"
+    finally:
+        os.close(fd)
 
 
 def tree_digest(folder: Path, patterns: Iterable[str] = ("**/*",), digests: Digests | None = None) -> str:

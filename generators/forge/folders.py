@@ -34,13 +34,13 @@ import json
 import os
 import shutil
 import signal
-import stat
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from forge.errors import ForgeError
+from forge.textguard import read_regular  # noqa: F401  (the journal's reader; others import it here)
 
 JOURNAL = "journal.json"
 FAULT_ENV = "FORGE_SWAP_FAULT"
@@ -171,24 +171,6 @@ def check_journal(work: Path, entries: list[Entry], targets: Callable[[str], boo
         if entry.new is not None and (entry.new == entry.target or entry.target.startswith(entry.new + os.sep)
                                       or entry.new.startswith(entry.target + os.sep)):
             raise JournalError(work / JOURNAL, f"entry {i}'s new copy '{entry.new}' overlaps its target")
-
-
-def read_regular(path: Path, limit: int) -> bytes:
-    """A regular file's bytes, at most `limit` (more raises OSError EFBIG): a FIFO, a device or a
-    folder is refused without blocking, and the size is what read returns, not st_size."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", str(path))
-        chunks, size = [], 0
-        while chunk := os.read(fd, min(1 << 20, limit + 1 - size)):
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > limit:
-                raise OSError(errno.EFBIG, f"larger than {limit} bytes", str(path))
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
 
 
 def _rename(src: Path, dst: Path) -> None:

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from forge.errors import ForgeError
+from forge import datafile
+from forge.errors import ForgeError, Problem
+from forge.inventory import credentials
 from forge.paths import CLUSTERS_DIR
 
 OVERRIDES_DIR = "overrides"  # clusters/<cluster>/overrides/<component>/
@@ -49,16 +49,21 @@ def _suggest(name: str, allowed: list[str]) -> str:
     return f"did you mean '{close[0]}'? " if close else ""
 
 
-def _load_docs(path: Path, rel: str) -> list[Any]:
+def _read(path: Path, rel: str, root: Path) -> tuple[str, list[Any]]:
+    """The text and documents of one override file, read as the inventory is (forge.textguard: a
+    regular file inside the repository, bounded, UTF-8; no alias bomb) and scanned for credentials
+    as the inventory is: an override is committed, and copied into generated files."""
     try:
-        text = path.read_text(encoding="utf-8")
-        return [d for d in yaml.safe_load_all(text) if d is not None]
-    except UnicodeDecodeError:
-        raise ForgeError(f"{rel}:1: <file>: not UTF-8 text; allowed: {ALLOWED}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark else 1
-        raise ForgeError(f"{rel}:{line}: <yaml>: {getattr(exc, 'problem', None) or exc}: fix the YAML") from None
+        text = datafile.read(path, rel, root, "an override")
+        docs = [d for d in datafile.parse_all(text, rel) if d is not None]
+    except datafile.DataFileError as exc:  # one line per problem, as every override error
+        raise ForgeError("\n".join(f"{p.file}:{p.line}: {p.path or '<yaml>'}: {p.message}" for p in exc.problems)) from None
+    found = [Problem(rel, line, "", credentials.message(what)) for line, what in credentials.find_in_text(text)]
+    found += [Problem(rel, 1, ".".join(map(str, where)), credentials.message(what))
+              for doc in docs for where, what in credentials.find_credentials(doc)]
+    if found:
+        raise ForgeError("\n".join(map(str, sorted(set(found)))))
+    return text, docs
 
 
 def _check_objects(docs: list[Any], rel: str, what: str) -> None:
@@ -90,28 +95,30 @@ def load(root: Path, cluster: str, components: dict[str, bool]) -> dict[str, Ove
                              f"overrides go in {folder_of(cluster)}/<component>/, one of {', '.join(names)}")
         if not components[entry.name]:
             raise ForgeError(f"{rel}: {entry.name} is not enabled on cluster {cluster}: enable it in the inventory or remove the folder")
-        out[entry.name] = _load_component(entry, rel)
+        out[entry.name] = _load_component(entry, rel, root)
     return out
 
 
-def _load_component(folder: Path, rel: str) -> Overrides:
+def _load_component(folder: Path, rel: str, root: Path) -> Overrides:
     found = Overrides(rel)
     for path in sorted(folder.rglob("*")):
-        if path.is_dir():
+        if path.is_dir() and not path.is_symlink():
             continue
         name = path.relative_to(folder).as_posix()
         where = f"{rel}/{name}"
+        if not name.endswith(".yaml"):
+            raise ForgeError(f"{where}: not an override forge reads; allowed in {rel}/: {ALLOWED}")
+        text, docs = _read(path, where, root)
         if name == VALUES_FILE:
-            docs = _load_docs(path, where)
             if len(docs) != 1 or not isinstance(docs[0], dict):
                 raise ForgeError(f"{where}:1: <top>: Helm values are one YAML mapping (key: value), merged last into the generated values")
             found.values = docs[0]
         elif name.endswith(".yaml") and name.count("/") == 0:
-            _check_objects(_load_docs(path, where), where, "manifest")
-            found.manifests[where] = path.read_text(encoding="utf-8")
+            _check_objects(docs, where, "manifest")
+            found.manifests[where] = text
         elif name.endswith(".yaml") and name.startswith(f"{PATCHES_DIR}/") and name.count("/") == 1:
-            _check_objects(_load_docs(path, where), where, "patch")
-            found.patches[where] = path.read_text(encoding="utf-8")
+            _check_objects(docs, where, "patch")
+            found.patches[where] = text
         else:
             raise ForgeError(f"{where}: not an override forge reads; allowed in {rel}/: {ALLOWED}")
     return found

@@ -116,7 +116,7 @@ class Versions(_Strict):
 
 
 def _read(root: Path) -> Versions:
-    return datafile.load(root / VERSIONS_FILE, Versions, VERSIONS_FILE.as_posix(), rules=Versions.rules)
+    return datafile.load(root / VERSIONS_FILE, Versions, VERSIONS_FILE.as_posix(), rules=Versions.rules, root=root)
 
 
 def _stamp(root: Path) -> tuple[int, int] | None:

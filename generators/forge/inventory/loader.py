@@ -18,7 +18,7 @@ import yaml
 
 from forge.datafile import data_path
 from forge.errors import InventoryError, Problem
-from forge.folders import read_regular
+from forge.textguard import read_regular
 from forge.inventory import credentials, formats, guards
 from forge.inventory.checks import check_inventory, check_raw  # rules that span fields
 from forge.inventory.located import LoadedInventory, Path_, format_path, line_for

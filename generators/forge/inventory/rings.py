@@ -55,4 +55,4 @@ class RingsFile(_Strict):
 
 
 def load_rings_file(root: Path) -> RingsFile:
-    return datafile.load(root / RINGS_FILE, RingsFile, RINGS_FILE.as_posix(), rules=RingsFile.rules)
+    return datafile.load(root / RINGS_FILE, RingsFile, RINGS_FILE.as_posix(), rules=RingsFile.rules, root=root)

@@ -44,7 +44,8 @@ def upgrade_query(gauge: str, ring: Ring) -> str:
 
 def _since(stamp: str | None) -> dt.datetime | None:
     try:
-        return dt.datetime.fromisoformat(stamp.replace("Z", "+00:00")) if stamp else None
+        since = dt.datetime.fromisoformat(stamp.replace("Z", "+00:00")) if isinstance(stamp, str) and stamp else None
+        return since if since is None or since.tzinfo is not None else None
     except ValueError:
         return None
 
@@ -67,8 +68,9 @@ def _app_reasons(cluster: str, name: str, status: dict[str, Any], ring: Ring, co
     out = []
     if sync.get("status") != "Synced":
         out.append(f"{cluster}: Application {name} is {sync.get('status') or 'Unknown'}, not Synced")
-    revisions = sync.get("revisions") or [sync.get("revision")]
-    if commit not in revisions:
+    # The exact commit: a `revisions` string that merely contains it (`x<commit>y`) is not it.
+    revisions = sync.get("revisions") if isinstance(sync.get("revisions"), list) else [sync.get("revision")]
+    if not any(isinstance(r, str) and r == commit for r in revisions):
         out.append(f"{cluster}: Application {name} runs {', '.join(map(str, revisions))}, not the ring's commit {commit[:12]}")
     if health.get("status") != "Healthy":
         out.append(f"{cluster}: Application {name} is {health.get('status') or 'Unknown'}, not Healthy" + _unhealthy(status))
@@ -82,7 +84,9 @@ def _app_reasons(cluster: str, name: str, status: dict[str, Any], ring: Ring, co
 
 
 def _unhealthy(status: dict[str, Any]) -> str:
-    bad = [r for r in status.get("resources") or [] if (r.get("health") or {}).get("status") not in (None, "Healthy")]
+    resources = status.get("resources") if isinstance(status.get("resources"), list) else []
+    bad = [r for r in resources if isinstance(r, dict) and isinstance(r.get("health"), dict)
+           and r["health"].get("status") not in (None, "Healthy")]
     return "".join(f"; {r.get('kind')} {r.get('name')}: {r['health'].get('status')}"
                    + (f" ({r['health']['message']})" if r["health"].get("message") else "") for r in bad)
 
@@ -93,7 +97,7 @@ def prometheus_reasons(cluster: ClusterModel, ring: Ring) -> list[str]:
     if expr := alert_query(ring):
         for sample in api.query(url, expr):
             labels = sample.get("metric", {})
-            where = ", ".join(f"{k}={v}" for k, v in sorted(labels.items()) if k not in ("__name__", "alertname", "alertstate"))
+            where = ", ".join(f"{k}={v}" for k, v in sorted(labels.items(), key=str) if k not in ("__name__", "alertname", "alertstate"))
             out.append(f"{cluster.name}: alert {labels.get('alertname', '?')} fired within the soak time" + (f" ({where})" if where else ""))
     for gauge, what in UPGRADE_GAUGES.items():
         for sample in api.query(url, upgrade_query(gauge, ring)):

@@ -111,10 +111,10 @@ def scenario_file(root: Path, cluster: str) -> Path:
 def load_scenarios(root: Path, cluster: str, names: tuple[str, ...] = ()) -> list[Scenario]:
     path = scenario_file(root, cluster)
     shown = str(path.relative_to(root))
-    if not path.is_file():
+    if not path.is_symlink() and not path.exists():  # a FIFO or a link is the reader's to refuse
         raise ForgeError(f"{shown}: no such file: the box has no scenarios for cluster {cluster} "
                          "(docs/twin.md says how to write them)")
-    scenarios = datafile.load(path, ScenarioFile, shown, _rules).scenarios
+    scenarios = datafile.load(path, ScenarioFile, shown, _rules, root=root).scenarios
     if not names:
         return scenarios
     known = {s.name: s for s in scenarios}

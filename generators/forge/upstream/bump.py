@@ -10,58 +10,58 @@ Templated CRDs (under templates/) are not rendered: the how-to says how to add t
 """
 from __future__ import annotations
 
-import io
 import re
 import shutil
-import tarfile
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from forge import datafile, textguard
 from forge.errors import ForgeError
+from forge.upstream import members
 from forge.versions import VERSIONS_FILE, chart_pins
 
 
-def _chart_files(chart: Path) -> dict[str, bytes]:
-    """Relative path (under the chart's own folder) -> bytes, from a folder or a .tgz."""
-    if chart.is_dir():
-        return {p.relative_to(chart).as_posix(): p.read_bytes() for p in chart.rglob("*") if p.is_file()}
-    try:
-        with tarfile.open(chart) as tar:
-            out = {}
-            for member in tar.getmembers():
-                if member.isfile() and "/" in member.name and ".." not in member.name.split("/"):
-                    out[member.name.split("/", 1)[1]] = tar.extractfile(member).read()
-            return out
-    except (OSError, tarfile.TarError) as exc:
-        raise ForgeError(f"--chart {chart}: not a chart folder or .tgz ({exc})") from None
-
-
 def _load(data: bytes, where: str) -> Any:
-    try:
-        return yaml.safe_load(io.BytesIO(data))
-    except yaml.YAMLError as exc:
-        raise ForgeError(f"{where}: not YAML ({exc})") from None
+    """One YAML document of a chart file, through forge's guarded reader (no alias bomb, no traceback)."""
+    return datafile.parse(_text(data, where), where, textguard.MAX_SCHEMA_DEPTH)[0]
+
+
+def _text(data: bytes, where: str) -> str:
+    return textguard.decode(data, where, "a chart's YAML file", datafile.DataFileError)
+
+
+def _crds(data: bytes, where: str) -> dict[str, bytes]:
+    """crds/<name>.yaml for each CRD of one crds/ file, its name checked before a path is built."""
+    out = {}
+    for doc in datafile.parse_all(_text(data, where), where, textguard.MAX_SCHEMA_DEPTH):
+        if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
+            meta = doc.get("metadata")
+            name = members.file_name(meta.get("name") if isinstance(meta, dict) else None, where, "CRD name")
+            out[f"crds/{name}.yaml"] = yaml.safe_dump(doc, sort_keys=False).encode()
+    return out
 
 
 def reference_data(files: dict[str, bytes], chart: Path, name: str, version: str) -> dict[str, bytes]:
     meta = _load(files.get("Chart.yaml", b""), f"{chart}/Chart.yaml") or {}
+    if not isinstance(meta, dict):
+        raise ForgeError(f"{chart}/Chart.yaml: not a mapping (name, version, ...): not a Helm chart")
     if meta.get("name") != name or str(meta.get("version")) != version:
         raise ForgeError(f"--chart {chart}: Chart.yaml says {meta.get('name')} {meta.get('version')}, "
                          f"expected chart {name} version {version}: pull that version (`helm pull REPO/{name} --version {version}`)")
     out = {"values.yaml": files.get("values.yaml", b"{}\n")}
+    if not isinstance(_load(out["values.yaml"], f"{chart}/values.yaml") or {}, dict):
+        raise ForgeError(f"{chart}/values.yaml: not a mapping: a chart's values are one YAML mapping")
     if "values.schema.json" in files:
         out["values.schema.json"] = files["values.schema.json"]
     for rel, data in sorted(files.items()):
         if rel.startswith("crds/") and rel.endswith((".yaml", ".yml")):
-            for doc in yaml.safe_load_all(io.BytesIO(data)):
-                if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
-                    out[f"crds/{doc['metadata']['name']}.yaml"] = yaml.safe_dump(doc, sort_keys=False).encode()
+            out.update(_crds(data, f"{chart}/{rel}"))
         parts = rel.split("/")
         if len(parts) == 3 and parts[0] == "charts" and parts[2] == "values.yaml":
-            out[f"subcharts/{parts[1]}/values.yaml"] = data
+            out[f"subcharts/{members.file_name(parts[1], str(chart), 'subchart folder')}/values.yaml"] = data
     return out
 
 
@@ -80,7 +80,7 @@ def changes(old: Path | None, new: dict[str, bytes]) -> list[str]:
         return ["no reference data of the old version to compare with"]
     lines = []
     before, after = _leaves(yaml.safe_load((old / "values.yaml").read_text(encoding="utf-8")) or {}), \
-        _leaves(yaml.safe_load(new["values.yaml"]) or {})
+        _leaves(_load(new["values.yaml"], "values.yaml") or {})
     for key in sorted(set(before) | set(after)):
         if key not in before:
             lines.append(f"default added: {key} = {after[key]!r}")
@@ -96,26 +96,35 @@ def changes(old: Path | None, new: dict[str, bytes]) -> list[str]:
         elif name not in new_crds:
             lines.append(f"CRD removed: {name.removesuffix('.yaml')}")
         elif yaml.safe_load(old_crds[name]) != yaml.safe_load(new_crds[name]):
-            versions = [v.get("name") for v in (yaml.safe_load(new_crds[name]).get("spec") or {}).get("versions", [])]
+            spec = yaml.safe_load(new_crds[name]).get("spec")
+            versions = [v.get("name") for v in (spec.get("versions") if isinstance(spec, dict) else None) or [] if isinstance(v, dict)]
             lines.append(f"CRD changed: {name.removesuffix('.yaml')} (versions now: {', '.join(map(str, versions))})")
     return lines or ["the chart's defaults and CRDs are unchanged"]
 
 
 def bump_versions_text(text: str, key: str, old: str, new: str) -> str:
     """charts/versions.yaml with the pin's version and its `chart: KEY` images' tags bumped, as text
-    (comments stay)."""
+    (comments stay). Versions are replaced as whole words, and tags only under `images:` (a chart's
+    own entry also says `chart: KEY`: bumping it again wrote `1.7.0-rc.1-rc.1`)."""
     block = re.search(rf"(?m)^charts:\n(?:.*\n)*?  {re.escape(key)}:\n((?:    .*\n|\s*#.*\n)*)", text)
-    if not block or f"version: {old}" not in block.group(1):
+    version = re.compile(rf"(?m)^(    version: ){re.escape(old)}[ \t]*$")
+    if not block or not version.search(block.group(1)):
         raise ForgeError(f"{VERSIONS_FILE}: no `version: {old}` under charts.{key}: bump it by hand")
-    start = block.start(1)
-    body = block.group(1).replace(f"version: {old}", f"version: {new}", 1)
-    text = text[:start] + body + text[block.end(1):]
-    bare_old, bare_new = old.lstrip("v"), new.lstrip("v")
+    body = version.sub(lambda m: m.group(1) + new, block.group(1), count=1)
+    text = text[:block.start(1)] + body + text[block.end(1):]
+    images = re.search(r"(?m)^images:\n", text)
+    if images is None:
+        return text
+    bare = re.compile(rf"(?<![0-9.]){re.escape(old.lstrip('v'))}(?![0-9])(?!\.[0-9])")
 
     def image(match: re.Match) -> str:
-        return match.group(0).replace(bare_old, bare_new) if f"chart: {key}\n" in match.group(0) else match.group(0)
+        entry = match.group(0)
+        return bare.sub(new.lstrip("v"), entry) if re.search(rf"(?m)^    chart: {re.escape(key)}$", entry) else entry
 
-    return re.sub(r"(?m)^  [A-Za-z0-9_.-]+:\n(?:    .*\n)+", image, text)
+    after = re.compile(r"(?m)^\S").search(text, images.end())
+    end = after.start() if after else len(text)
+    section = re.sub(r"(?m)^  [A-Za-z0-9_.-]+:\n(?:    .*\n)+", image, text[images.end():end])
+    return text[:images.end()] + section + text[end:]
 
 
 def bump(root: Path, key: str, version: str, chart: Path, upstream: Path) -> tuple[Path, list[str]]:
@@ -125,7 +134,7 @@ def bump(root: Path, key: str, version: str, chart: Path, upstream: Path) -> tup
     pin = pins[key]
     if pin.version == version:
         raise ForgeError(f"charts bump {key}: {VERSIONS_FILE} already pins {version}")
-    data = reference_data(_chart_files(chart), chart, pin.chart, version)
+    data = reference_data(members.chart_files(chart), chart, pin.chart, version)
     target = upstream / f"{pin.chart}-{version}"
     if target.exists():
         raise ForgeError(f"{target}: already exists: remove it to write the reference data again")

@@ -6,15 +6,13 @@ Used by the values checks (which keys the templates read, what the defaults are)
 """
 from __future__ import annotations
 
-import io
-import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-import yaml
-
+from forge import datafile, textguard
 from forge.errors import ForgeError
+from forge.upstream import members
 
 # Files Helm never renders into manifests: a values key read only here reaches no cluster.
 _NOT_RENDERED = {"NOTES.txt"}
@@ -50,28 +48,17 @@ class Chart:
 
 
 def _files_from_dir(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    return members.from_folder(root)
 
 
 def _files_from_tgz(data: bytes, origin: str) -> dict[str, bytes]:
-    """Files of a chart archive, relative to its single top folder."""
-    try:
-        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
-            files = {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}  # type: ignore[union-attr]
-    except (tarfile.TarError, OSError, EOFError) as exc:
-        raise ForgeError(f"{origin}: not a chart archive ({exc})") from None
-    tops = {PurePosixPath(n).parts[0] for n in files}
-    if len(tops) != 1:
-        raise ForgeError(f"{origin}: a chart archive holds one top folder, this one has {len(tops)}")
-    top = tops.pop()
-    return {n[len(top) + 1:]: b for n, b in files.items() if n.startswith(top + "/")}
+    """Files of a chart archive, relative to its single top folder (forge.upstream.members' guards)."""
+    return members.under_top(members.from_archive(data, origin), origin)
 
 
 def _yaml(text: bytes, origin: str) -> Any:
-    try:
-        return yaml.safe_load(text) or {}
-    except yaml.YAMLError as exc:
-        raise ForgeError(f"{origin}: invalid YAML ({str(exc).splitlines()[0]})") from None
+    return datafile.parse(textguard.decode(text, origin, "a chart's YAML file", datafile.DataFileError), origin,
+                          textguard.MAX_SCHEMA_DEPTH)[0] or {}
 
 
 def chart_meta(files: dict[str, bytes], origin: str) -> dict[str, Any]:
@@ -131,9 +118,9 @@ def load_chart(path: Path) -> Chart:
     path = Path(path)
     if path.is_dir():
         return _build(_files_from_dir(path), str(path))
-    return _build(_files_from_tgz(path.read_bytes(), str(path)), str(path))
+    return _build(_files_from_tgz(members.read_archive(path), str(path)), str(path))
 
 
 def archive_meta(path: Path) -> dict[str, Any]:
     """Chart.yaml of a chart archive, without loading the rest."""
-    return chart_meta(_files_from_tgz(path.read_bytes(), str(path)), str(path))
+    return chart_meta(_files_from_tgz(members.read_archive(path), str(path)), str(path))

@@ -1,0 +1,132 @@
+"""The files of a chart, from a folder or a .tgz, read with the guards of every other input
+(forge.textguard): a chart is someone else's code, and `forge charts bump` and hydrate read it.
+
+- a member name is a plain relative path: no `..`, no empty or `.` part, not absolute, no
+  backslash or control character; a name built into a path later (a CRD's, a subchart's) is
+  checked with `file_name` before any path is built from it;
+- only regular files: a symbolic or hard link, a device, a FIFO is refused (a folder's
+  `values.yaml` linked to a kubeconfig would be copied into the upstream data);
+- at most MAX_MEMBER_BYTES a file, MAX_CHART_BYTES and MAX_MEMBERS in all, counted as read
+  (a gzip bomb stops at the limit, not after).
+"""
+from __future__ import annotations
+
+import io
+import os
+import re
+import stat
+import tarfile
+from pathlib import Path, PurePosixPath
+
+from forge.errors import ForgeError
+from forge.textguard import read_regular
+
+# The largest pinned chart (kube-prometheus-stack, CRDs included) is about 4 MiB unpacked, its
+# largest file (a CRD) under 1 MiB; these leave room for growth and stop a bomb early.
+MAX_MEMBER_BYTES = 8 * 1024 * 1024
+MAX_CHART_BYTES = 64 * 1024 * 1024
+MAX_MEMBERS = 10_000
+_BAD_CHARS = re.compile(r"[\x00-\x1f\x7f\\]")
+_FILE_NAME = re.compile(r"[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?")  # a Kubernetes object name (DNS subdomain)
+
+
+class ChartRefused(ForgeError):
+    """A chart forge will not read, and why, naming the member."""
+
+
+def member_name(name: str, origin: str) -> str:
+    """`name` if it is a plain relative path inside the chart, else refused."""
+    parts = name.split("/")
+    if not name or name.startswith("/") or _BAD_CHARS.search(name) or any(p in ("", ".", "..") for p in parts):
+        raise ChartRefused(f"{origin}: member {name!r} is not a plain relative path (no '..', '.', '//', "
+                           "leading '/', backslash or control character): a chart's files stay inside it")
+    return name
+
+
+def file_name(name: object, origin: str, what: str) -> str:
+    """A name forge writes a file under (a CRD's, a subchart's): a Kubernetes object name."""
+    if not isinstance(name, str) or not _FILE_NAME.fullmatch(name):
+        raise ChartRefused(f"{origin}: {what} {str(name)[:80]!r} is not a Kubernetes object name (lower-case letters, "
+                           "digits, '-' and '.', at most 253): forge writes a file under that name, so it is refused")
+    return name
+
+
+class _Tally:
+    def __init__(self, origin: str) -> None:
+        self.origin, self.count, self.size = origin, 0, 0
+
+    def add(self, name: str, size: int) -> None:
+        self.count += 1
+        self.size += size
+        if size > MAX_MEMBER_BYTES:
+            raise ChartRefused(f"{self.origin}: member {name} is more than {MAX_MEMBER_BYTES // 2**20} MiB: "
+                               "no chart file is that large")
+        if self.count > MAX_MEMBERS or self.size > MAX_CHART_BYTES:
+            raise ChartRefused(f"{self.origin}: more than {MAX_MEMBERS:,} files or {MAX_CHART_BYTES // 2**20} MiB "
+                               "unpacked: not a chart forge reads")
+
+
+def from_folder(root: Path) -> dict[str, bytes]:
+    """Every file under the chart folder `root`, by relative path; any link or special file refused."""
+    origin, tally, out = str(root), _Tally(str(root)), {}
+    for folder, dirs, files in os.walk(root):
+        for name in sorted(dirs + files):
+            path = Path(folder) / name
+            rel = path.relative_to(root).as_posix()
+            mode = os.lstat(path).st_mode
+            if stat.S_ISDIR(mode):
+                continue
+            if not stat.S_ISREG(mode):
+                kind = "a symbolic link" if stat.S_ISLNK(mode) else "not a regular file"
+                raise ChartRefused(f"{origin}: {rel} is {kind}: a chart's files are regular files inside it")
+            try:
+                data = read_regular(path, MAX_MEMBER_BYTES)
+            except OSError as exc:
+                raise ChartRefused(f"{origin}: {rel}: cannot read ({exc.strerror or exc})") from None
+            tally.add(member_name(rel, origin), len(data))
+            out[rel] = data
+    return dict(sorted(out.items()))
+
+
+def from_archive(data: bytes, origin: str) -> dict[str, bytes]:
+    """Every member of a chart archive, by its full name; links and special members refused."""
+    tally, out = _Tally(origin), {}
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar:
+            for member in tar:
+                name = member_name(member.name.rstrip("/") if member.isdir() else member.name, origin)
+                if member.isdir():
+                    continue
+                if not member.isfile():
+                    raise ChartRefused(f"{origin}: member {name} is a link or a special file: a chart holds regular files only")
+                tally.add(name, member.size)
+                handle = tar.extractfile(member)
+                body = handle.read(MAX_MEMBER_BYTES + 1) if handle else b""
+                out[name] = body
+    except (tarfile.TarError, OSError, EOFError, ValueError) as exc:
+        raise ChartRefused(f"{origin}: not a chart archive ({str(exc)[:120]})") from None
+    return out
+
+
+def read_archive(path: Path) -> bytes:
+    """The bytes of a chart archive named on the command line: a regular file, bounded."""
+    try:
+        return read_regular(path, MAX_CHART_BYTES)
+    except OSError as exc:
+        raise ChartRefused(f"{path}: cannot read the chart archive ({exc.strerror or exc})") from None
+
+
+def under_top(files: dict[str, bytes], origin: str) -> dict[str, bytes]:
+    """An archive's files relative to its single top folder."""
+    tops = {PurePosixPath(n).parts[0] for n in files}
+    if len(tops) != 1:
+        raise ChartRefused(f"{origin}: a chart archive holds one top folder, this one has {len(tops)}")
+    top = tops.pop()
+    return {n[len(top) + 1:]: b for n, b in files.items() if n.startswith(top + "/")}
+
+
+def chart_files(chart: Path) -> dict[str, bytes]:
+    """A chart's files relative to its own folder, from a folder or a .tgz."""
+    if chart.is_dir() and not chart.is_symlink():
+        return from_folder(chart)
+    return under_top(from_archive(read_archive(chart), str(chart)), str(chart))
