@@ -1,0 +1,55 @@
+"""Issue 32: what kept the cloud burst from working, each fixed and held here. These tests fail on
+the main before the fix (each says what main did)."""
+from __future__ import annotations
+
+import yaml
+
+from tests.helpers import edit, generated, generated_dir, inventory_text, line_of, problems
+
+BURST = "clusters/h200-burst/inventory.yaml"
+BURST_TEXT = inventory_text("h200-burst")
+
+
+def kueue_config(cluster: str) -> dict:
+    return yaml.safe_load(generated(f"overlays/{cluster}/kueue/values.yaml")["managerConfig"]["controllerManagerConfigYaml"])
+
+
+# ---- the TAS deadlock ----------------------------------------------------------------------------
+
+def test_no_flavor_of_a_karpenter_pool_is_topology_aware():
+    # main: both h200-burst flavors set topologyName racks, so Kueue admitted nothing until nodes
+    # existed, and Karpenter made none until something was admitted.
+    objs = generated_dir("overlays/h200-burst/kueue")
+    flavors = [o for o in objs if o["kind"] == "ResourceFlavor"]
+    assert {f["metadata"]["name"] for f in flavors} == {"h200-141gb", "cpu-m7i.8xlarge"}
+    assert [f["metadata"]["name"] for f in flavors if "topologyName" in f["spec"]] == []
+    assert [o for o in objs if o["kind"] == "Topology"] == []  # nothing places by racks there
+    # on premises the nodes exist: topology-aware as before
+    onprem = [o for o in generated_dir("overlays/h200/kueue") if o["kind"] == "ResourceFlavor" and o["spec"].get("nodeLabels")]
+    assert onprem and all(f["spec"]["topologyName"] == "racks" for f in onprem)
+
+
+def test_a_topology_on_an_autoscaled_pools_flavor_is_refused_at_its_line():
+    text = edit(BURST_TEXT, "  kueue: {}\n", "  kueue:\n    flavors:\n      h200-141gb: {topology: true}\n")
+    found = problems(text, BURST)
+    path = "components.kueue.flavors.h200-141gb.topology"
+    mine = [p for p in found if f": {path}: " in p]
+    assert mine and mine[0].startswith(f"{BURST}:{line_of(text, 'h200-141gb: {topology')}: {path}: "), found
+    assert "Karpenter makes" in mine[0] and "Ready" in mine[0], mine[0]
+
+
+def test_a_flavor_setting_for_no_flavor_is_refused():
+    text = edit(BURST_TEXT, "  kueue: {}\n", "  kueue:\n    flavors:\n      h100-80gb: {topology: false}\n")
+    [mine] = [p for p in problems(text, BURST) if ": components.kueue.flavors.h100-80gb: " in p]
+    assert "h200-141gb" in mine and "cpu-m7i.8xlarge" in mine, mine
+
+
+# ---- waitForPodsReady per cluster ------------------------------------------------------------------
+
+def test_the_cloud_cluster_waits_longer_for_its_pods_and_its_manager_at_least_as_long():
+    # main: 20m everywhere, shorter than launching 100 p5e and pulling the image; and the manager
+    # (h200) evicts a cloud job at its own timeout from the status the worker reports.
+    burst = kueue_config("h200-burst")["waitForPodsReady"]["timeout"]
+    assert burst == "60m"
+    assert kueue_config("h200")["waitForPodsReady"]["timeout"] == burst
+    assert kueue_config("a100")["waitForPodsReady"]["timeout"] == "20m"  # on premises, no burst link
