@@ -53,3 +53,30 @@ def test_the_cloud_cluster_waits_longer_for_its_pods_and_its_manager_at_least_as
     assert burst == "60m"
     assert kueue_config("h200")["waitForPodsReady"]["timeout"] == burst
     assert kueue_config("a100")["waitForPodsReady"]["timeout"] == "20m"  # on premises, no burst link
+
+
+# ---- the worker's RBAC, as Kueue documents it ----------------------------------------------------
+
+# What Kueue 0.19.2's site/static/examples/multikueue/create-multikueue-kubeconfig.sh grants beyond
+# create/delete/get/list/watch, for the kinds forge's manager integrates (tag v0.19.2).
+KUEUE_0_19_2 = {
+    ("kueue.x-k8s.io", "workloads"): {"create", "delete", "get", "list", "watch", "update", "patch"},
+    ("kueue.x-k8s.io", "workloads/status"): {"get", "patch", "update"},
+    ("kueue.x-k8s.io", "clusterqueues"): {"get", "list", "watch"},
+    ("kueue.x-k8s.io", "localqueues"): {"get", "list", "watch"},
+    ("ray.io", "rayclusters"): {"create", "delete", "get", "list", "watch", "update", "patch"},
+}
+
+
+def test_the_worker_grants_the_manager_what_kueues_own_script_grants():
+    # main: no update/patch on workloads (the manager's finalizer removal and priority pushes were
+    # Forbidden, retried for ever), no read of the queues, no update/patch on RayClusters.
+    role = next(o for o in generated_dir("overlays/h200-burst/kueue") if o["kind"] == "ClusterRole"
+                and o["metadata"]["name"] == "multikueue-worker")
+    allowed: dict[tuple[str, str], set[str]] = {}
+    for rule in role["rules"]:
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                allowed.setdefault((group, resource), set()).update(rule["verbs"])
+    for key, verbs in KUEUE_0_19_2.items():
+        assert verbs <= allowed.get(key, set()), (key, sorted(verbs - allowed.get(key, set())))
