@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import yaml
 
+from forge import prereq_check
+from tests.argocd.test_bootstrap import _Api, api  # noqa: F401  (the stand-in API server and its fixture)
 from tests.helpers import edit, generated, generated_dir, inventory_text, line_of, problems
 
 BURST = "clusters/h200-burst/inventory.yaml"
@@ -80,3 +82,37 @@ def test_the_worker_grants_the_manager_what_kueues_own_script_grants():
                 allowed.setdefault((group, resource), set()).update(rule["verbs"])
     for key, verbs in KUEUE_0_19_2.items():
         assert verbs <= allowed.get(key, set()), (key, sorted(verbs - allowed.get(key, set())))
+
+
+# ---- the EKS VPC CNI in the PreSync check --------------------------------------------------------
+
+def _aws_node(enforcing: bool) -> dict:
+    """DaemonSet aws-node as the vpc-cni add-on makes it (aws/amazon-vpc-cni-k8s charts/aws-vpc-cni:
+    the network policy agent's container and its --enable-network-policy argument)."""
+    agent = {"name": "aws-eks-nodeagent", "args": ["--enable-ipv6=false", f"--enable-network-policy={str(enforcing).lower()}",
+                                                    "--enable-cloudwatch-logs=false"]}
+    return {"metadata": {"name": "aws-node", "namespace": "kube-system"}, "status": {"numberReady": 3},
+            "spec": {"template": {"spec": {"containers": [{"name": "aws-node"}, agent]}}}}
+
+
+def test_the_presync_check_knows_the_eks_vpc_cni_and_its_network_policy_agent(api, tmp_path, capsys):
+    # main: an EKS cluster's only CNI, aws-node, was no CNI it knew: the PreSync check failed for
+    # ever and the cluster never synced.
+    spec = tmp_path / "prerequisites.json"
+    spec.write_text(generated("clusters/h200-burst/argocd/prerequisites/configmap.yaml")["data"]["prerequisites.json"])
+    present = {"/apis/storage.k8s.io/v1/storageclasses/gp3": {}, "/apis/networking.k8s.io/v1/ingressclasses/nginx": {},
+               "/api/v1/namespaces/external-secrets/secrets/external-secrets-aws":
+                   {"data": {"access-key-id": "QQ==", "secret-access-key": "QQ=="}}}
+    _Api.objects = {**present, "/apis/apps/v1/daemonsets": {"items": [_aws_node(True)]}}
+    assert prereq_check.main([str(spec), "--api", api]) == 0, capsys.readouterr().out
+    capsys.readouterr()
+    _Api.objects = {**present, "/apis/apps/v1/daemonsets": {"items": [_aws_node(False)]}}
+    assert prereq_check.main([str(spec), "--api", api]) == 1
+    [line] = capsys.readouterr().out.splitlines()
+    assert "aws-eks-nodeagent --enable-network-policy=true" in line and 'enableNetworkPolicy: "true"' in line, line
+    # on premises aws-node is no CNI forge knows
+    onprem = tmp_path / "onprem.json"
+    onprem.write_text(generated("clusters/h200/argocd/prerequisites/configmap.yaml")["data"]["prerequisites.json"])
+    _Api.objects = {"/apis/apps/v1/daemonsets": {"items": [_aws_node(True)]}}
+    prereq_check.main([str(onprem), "--api", api])
+    assert any("a CNI that enforces NetworkPolicy" in line for line in capsys.readouterr().out.splitlines())
