@@ -6,7 +6,7 @@ import yaml
 
 from forge import prereq_check
 from tests.argocd.test_bootstrap import _Api, api  # noqa: F401  (the stand-in API server and its fixture)
-from tests.helpers import edit, generated, generated_dir, inventory_text, line_of, problems
+from tests.helpers import REPO, edit, generated, generated_dir, inventory_text, line_of, problems
 
 BURST = "clusters/h200-burst/inventory.yaml"
 BURST_TEXT = inventory_text("h200-burst")
@@ -116,3 +116,27 @@ def test_the_presync_check_knows_the_eks_vpc_cni_and_its_network_policy_agent(ap
     _Api.objects = {"/apis/apps/v1/daemonsets": {"items": [_aws_node(True)]}}
     prereq_check.main([str(onprem), "--api", api])
     assert any("a CNI that enforces NetworkPolicy" in line for line in capsys.readouterr().out.splitlines())
+
+
+# ---- EFA for multi-node cloud jobs ---------------------------------------------------------------
+
+def test_the_manager_gives_cloud_jobs_a_template_requesting_every_efa_interface():
+    # main: no PodTemplate requested vpc.amazonaws.com/efa and h200's policy let cloud-queue jobs
+    # through: Karpenter attached no EFA (it does for a NodeClaim that requests it), NCCL ran over TCP.
+    for cluster in ("h200", "h200-burst"):
+        template = generated(f"overlays/{cluster}/flyte/podtemplate-training-production-forge-efa.yaml")
+        pod = template["template"]
+        container = pod["spec"]["containers"][0]
+        assert container["resources"]["requests"]["vpc.amazonaws.com/efa"] == 32  # p5e.48xlarge: 32 EFA interfaces
+        assert container["resources"]["limits"]["vpc.amazonaws.com/efa"] == 32
+        assert pod["metadata"]["annotations"] == {"karpenter.sh/do-not-disrupt": "true"}  # a running gang keeps its nodes
+        assert {"name": "dshm", "mountPath": "/dev/shm"} in container["volumeMounts"]
+        assert "IPC_LOCK" not in str(container)  # baseline Pod Security on the cloud cluster
+    policy = generated("overlays/h200/flyte/validatingadmissionpolicy-forge-multinode-pytorch-rdma.yaml")
+    cloud = policy["spec"]["validations"][1]
+    assert 'pod_template_name="forge-efa"' in cloud["message"] and "vpc.amazonaws.com/efa" in cloud["message"]
+    # the cloud cluster refuses its own multi-node jobs without EFA
+    own = generated("overlays/h200-burst/flyte/validatingadmissionpolicy-forge-multinode-pytorch-rdma.yaml")
+    [check] = own["spec"]["validations"]
+    assert 'pod_template_name="forge-efa"' in check["message"]
+    assert not list((REPO / "overlays/a100/flyte").glob("podtemplate-*-forge-efa.yaml"))  # no cloud: no EFA template

@@ -232,9 +232,11 @@ def test_a_change_in_the_burst_pools_regenerates_the_managers_cloud_queues(tmp_p
 
 def test_a_multi_node_pytorch_job_on_the_cloud_queue_passes_the_rails_policy():
     """h200 refuses multi-node PyTorchJobs without its RDMA template; one on the cloud queue runs
-    on h200-burst (EFA), and a cloud queue admits no rdma/* at all: it is let through (the fleet in
-    a box refused such a job before)."""
+    on h200-burst and is held to its EFA instead (the fleet in a box refused such a job before;
+    tests/cloud/test_burst_works.py and tests/twin/test_admission_fences.py hold the EFA side)."""
     policy = generated("overlays/h200/flyte/validatingadmissionpolicy-forge-multinode-pytorch-rdma.yaml")
-    opted = next(v["expression"] for v in policy["spec"]["variables"] if v["name"] == "optedOut")
-    assert "object.metadata.labels['kueue.x-k8s.io/queue-name'] == 'cloud'" in opted
-    assert "object.metadata.labels['forge.exa.ai/fabric'] == 'none'" in opted
+    variables = {v["name"]: v["expression"] for v in policy["spec"]["variables"]}
+    assert "object.metadata.labels['kueue.x-k8s.io/queue-name'] == 'cloud'" in variables["cloud"]
+    assert "object.metadata.labels['forge.exa.ai/fabric'] == 'none'" in variables["optedOut"]
+    rails, efa = (v["expression"] for v in policy["spec"]["validations"])
+    assert "|| variables.cloud ||" in rails and "!variables.cloud || variables.cloudFabric" in efa
