@@ -140,3 +140,37 @@ def test_the_manager_gives_cloud_jobs_a_template_requesting_every_efa_interface(
     [check] = own["spec"]["validations"]
     assert 'pod_template_name="forge-efa"' in check["message"]
     assert not list((REPO / "overlays/a100/flyte").glob("podtemplate-*-forge-efa.yaml"))  # no cloud: no EFA template
+
+
+# ---- a pool design a 100-node gang can run on ------------------------------------------------------
+
+def test_the_gang_pool_is_a_capacity_reservation_in_a_placement_group_with_a_spot_fallback():
+    # main: one pool, spot only, no weight, no placement group, no reservation; empty nodes gone
+    # after 10 minutes, a drifted node replaced under work.
+    objs = {(o["kind"], o["metadata"]["name"]): o for o in generated_dir("overlays/h200-burst/karpenter")}
+    reserved, spot = objs[("NodePool", "h200-reserved")]["spec"], objs[("NodePool", "h200-spot")]["spec"]
+    assert reserved["weight"] == 100 and spot["weight"] == 10  # Karpenter tries the reservation first
+    assert objs[("NodePool", "cpu")]["spec"]["weight"] == 50  # on-demand
+    for pool, kind in ((reserved, "reserved"), (spot, "spot")):
+        assert {"key": "karpenter.sh/capacity-type", "operator": "In", "values": [kind]} in pool["template"]["spec"]["requirements"]
+        assert pool["disruption"]["consolidateAfter"] == "30m"  # a requeued gang finds its nodes
+        assert pool["disruption"]["budgets"] == [{"nodes": "10%", "reasons": ["Empty"]}, {"nodes": "0", "reasons": ["Drifted"]}]
+    for name in ("h200-reserved", "h200-spot"):  # one spine for the whole gang, even when it spills over
+        assert objs[("EC2NodeClass", name)]["spec"]["placementGroupSelector"] == {"name": "h200-burst-p5e"}
+    assert objs[("EC2NodeClass", "h200-reserved")]["spec"]["capacityReservationSelectorTerms"] == [
+        {"tags": {"karpenter.sh/discovery": "h200-burst", "forge.exa.ai/pool": "h200-reserved"}}]
+    assert "capacityReservationSelectorTerms" not in objs[("EC2NodeClass", "h200-spot")]["spec"]
+    assert "placementGroupSelector" not in objs[("EC2NodeClass", "cpu")]["spec"]
+    # one Kueue flavor over both pools: Kueue admits against both, Karpenter picks the pool by weight
+    flavor = next(o for o in generated_dir("overlays/h200-burst/kueue") if o["kind"] == "ResourceFlavor"
+                  and o["metadata"]["name"] == "h200-141gb")
+    assert flavor["spec"]["nodeLabels"] == {"forge.exa.ai/gpu-model": "H200-141GB", "nvidia.com/mig.config": "all-disabled"}
+
+
+def test_an_explicit_weight_wins_over_the_capacity_types():
+    text = edit(BURST_TEXT, "    capacity_type: spot\n", "    capacity_type: spot\n    weight: 90\n")
+    from forge.components.karpenter import node_pool
+    from tests.helpers import model
+    cluster = model("h200-burst", text)
+    first = next(n for n in cluster.nodes if n.pool and n.pool.name == "h200-spot")
+    assert node_pool(first.pool, first)["spec"]["weight"] == 90
