@@ -174,3 +174,34 @@ def test_an_explicit_weight_wins_over_the_capacity_types():
     cluster = model("h200-burst", text)
     first = next(n for n in cluster.nodes if n.pool and n.pool.name == "h200-spot")
     assert node_pool(first.pool, first)["spec"]["weight"] == 90
+
+
+# ---- sourced facts -------------------------------------------------------------------------------
+
+def test_every_instance_type_number_names_its_source():
+    # main: one source line per instance type for every number, and no pods per node or price at all
+    from forge.hardware import INSTANCE_NUMBERS, INSTANCE_TYPES
+    for key, inst in INSTANCE_TYPES.items():
+        assert set(inst.numbers()) <= set(dict(inst.sources)), key
+        assert set(dict(inst.sources)) <= set(INSTANCE_NUMBERS), key
+    p5e, m7i = INSTANCE_TYPES["p5e.48xlarge"], INSTANCE_TYPES["m7i.8xlarge"]
+    assert (p5e.max_pods, m7i.max_pods, m7i.on_demand_usd_per_hour) == (100, 234, 1.6128)
+    assert p5e.on_demand_usd_per_hour is None  # not in Karpenter's us-east-1 table: not sourced, not guessed
+
+
+def test_a_number_without_its_source_is_refused_at_its_line(tmp_path):
+    import pytest
+
+    from forge.datafile import DataFileError
+    from forge.hardware import CATALOGUE_FILE, load_catalogue
+    text = CATALOGUE_FILE.read_text()
+    start = text.index("  p5e.48xlarge:\n")
+    cut = text.index('      max_pods: "', start)
+    text = text[:cut] + text[text.index("\n", cut) + 1:]  # p5e's max_pods loses its source
+    path = tmp_path / "hardware.yaml"
+    path.write_text(text)
+    with pytest.raises(DataFileError) as caught:
+        load_catalogue(path, "hardware.yaml")
+    (problem,) = [str(p) for p in caught.value.problems]
+    line = text[:text.index("    max_pods: 100\n", start)].count("\n") + 1
+    assert problem.startswith(f"hardware.yaml:{line}: instances.p5e.48xlarge.max_pods: no source for max_pods"), problem
