@@ -51,7 +51,8 @@ def prerequisites(cluster: ClusterModel, components: list[Component]) -> dict[st
     if eso and (boot := eso.bootstrap_secret(cluster)):
         secrets.append({"namespace": boot[0], "name": boot[1], "keys": list(ACCESS_KEY_KEYS)})
     return {"cni": list(ENFORCING_CNI), "storage_classes": sorted(named["storage"]),
-            "ingress_classes": sorted(named["ingress"]), "secrets": secrets, "apis": built_in_apis(cluster, components)}
+            "ingress_classes": sorted(named["ingress"]), "secrets": secrets, "apis": built_in_apis(cluster, components),
+            **eks_cni(cluster)}
 
 
 def built_in_apis(cluster: ClusterModel, components: list[Component]) -> dict[str, list[str]]:
@@ -67,6 +68,11 @@ def built_in_apis(cluster: ClusterModel, components: list[Component]) -> dict[st
             if kube_apis.built_in(cluster.kubernetes_version, api_version):
                 found.setdefault(api_version, set()).add(kind)
     return {gv: sorted(kinds) for gv, kinds in sorted(found.items())}
+
+
+def eks_cni(cluster: ClusterModel) -> dict[str, Any]:
+    """An EKS cluster's CNI is the VPC CNI, which enforces NetworkPolicy through its agent (forge.prereq_check)."""
+    return {"eks_vpc_cni": True} if cluster.cloud is not None and cluster.cloud.provider == "aws" else {}
 
 
 def _meta(cluster: ClusterModel, name: str, weight: str, namespaced: bool = True) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from functools import cache
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from forge import datafile, versions
 
@@ -93,6 +93,10 @@ class ServerModel(_Strict):
     gpu_models: Annotated[frozenset[str], Field(strict=False)] = frozenset()  # empty: any
 
 
+INSTANCE_NUMBERS = ("cpu_threads", "memory_gib", "gpu_count", "nvlink", "efa_interfaces", "network_gbps",
+                    "instance_store_gb", "max_pods", "on_demand_usd_per_hour")
+
+
 class InstanceType(_Strict):
     """A cloud instance type: what one node of a cloud node pool is (forge.inventory's node_pools)."""
 
@@ -107,6 +111,15 @@ class InstanceType(_Strict):
     efa_interfaces: Count = 0  # EFA network cards: vpc.amazonaws.com/efa per node
     network_gbps: Positive
     instance_store_gb: Count = 0  # local NVMe (instance store), decimal GB in total
+    max_pods: Positive | None = None  # the VPC CNI's pods per node: ENIs of the default network card x (IPv4 per ENI - 1) + 2
+    on_demand_usd_per_hour: Annotated[float, Field(gt=0, strict=False)] | None = None  # us-east-1, Linux
+    # Where each number comes from, by field: every number given has its own (Catalogue.rules).
+    # (a dict in the file, kept as pairs: an instance type is hashed with the pools that name it)
+    sources: Annotated[tuple[tuple[str, Text], ...], BeforeValidator(lambda v: tuple(v.items()) if isinstance(v, dict) else v)] = ()
+
+    def numbers(self) -> list[str]:
+        """The numeric fields this entry gives (a zero count or an unset value is no claim)."""
+        return [f for f in INSTANCE_NUMBERS if getattr(self, f)]
 
 
 class NcclFloor(_Strict):
@@ -176,12 +189,21 @@ class Catalogue(_Strict):
                 yield ("instances", key, "gpu_model"), unknown_model("GPU model", inst.gpu_model, self.gpus)
             if (inst.gpu_model is None) != (inst.gpu_count == 0):
                 yield ("instances", key, "gpu_count"), "gpu_model and a gpu_count above 0 go together"
+            yield from _instance_sources(key, inst)
         for key, nic in self.nics.items():
             if nic.vendor_id not in vendors:
                 yield ("nics", key, "vendor_id"), f"'{nic.vendor_id}' is not a vendor forge knows ({', '.join(vendors)})"
             if nic.gpudirect_rdma and not nic.rdma:
                 yield ("nics", key, "gpudirect_rdma"), "GPUDirect RDMA needs rdma: true"
         yield from self._floor_rules()
+
+
+def _instance_sources(key: str, inst: InstanceType) -> Iterator[tuple[datafile.Key, str]]:
+    for field in inst.numbers():
+        if field not in dict(inst.sources):
+            yield ("instances", key, field), f"no source for {field}: add sources.{field} (where the number comes from)"
+    for field in sorted(set(dict(inst.sources)) - set(INSTANCE_NUMBERS)):
+        yield ("instances", key, "sources", field), f"'{field}' is not a number of an instance type (one of: {', '.join(INSTANCE_NUMBERS)})"
 
 
 def load_catalogue(path: Path = CATALOGUE_FILE, name: str = CATALOGUE_NAME) -> Catalogue:

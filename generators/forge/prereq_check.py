@@ -9,6 +9,8 @@ CA), or `--api URL` without credentials (tests, a `kubectl proxy` on 127.0.0.1).
 The prerequisites (keys of the JSON):
 - `cni`: DaemonSet names of CNIs that enforce NetworkPolicy (Calico, Cilium, ...): at least one
   must run, else forge's default-deny NetworkPolicies fence nothing;
+- `eks_vpc_cni` (an EKS cluster): the VPC CNI `aws-node` counts when its network policy agent
+  enforces NetworkPolicy;
 - `storage_classes`: every StorageClass forge's components claim volumes of;
 - `ingress_classes`: every IngressClass forge's Ingresses name (the ingress controller);
 - `secrets`: the bootstrap Secret(s), namespace, name and the keys they must have;
@@ -30,18 +32,12 @@ IN_CLUSTER = "https://kubernetes.default.svc"
 SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 Get = Callable[[str], "dict[str, Any] | None"]
+VPC_CNI, VPC_CNI_AGENT = "aws-node", "aws-eks-nodeagent"  # the EKS VPC CNI's DaemonSet and its network policy agent
 
 
 def missing(spec: dict[str, Any], get: Get) -> list[str]:
     """One line per missing prerequisite; [] when everything is there."""
-    out = []
-    cni = spec.get("cni") or []
-    if cni:
-        running = {(d.get("metadata") or {}).get("name") for d in (get("/apis/apps/v1/daemonsets") or {}).get("items", [])
-                   if ((d.get("status") or {}).get("numberReady") or 0) > 0}
-        if not running & set(cni):
-            out.append("missing prerequisite: a CNI that enforces NetworkPolicy (no ready DaemonSet named "
-                       f"{', '.join(cni)}): install one before the first sync, or every namespace is open to every pod")
+    out = _cni(spec, get)
     for name in spec.get("storage_classes") or []:
         if get(f"/apis/storage.k8s.io/v1/storageclasses/{name}") is None:
             out.append(f"missing prerequisite: StorageClass {name} (the components claim their volumes from it): "
@@ -81,6 +77,39 @@ def missing_apis(apis: dict[str, list[str]], get: Get) -> list[str]:
                        "them): turn on its feature gate (--feature-gates, docs/bootstrap.md) or state in "
                        "cluster.api_server what the cluster serves and regenerate")
     return out
+
+
+def _cni(spec: dict[str, Any], get: Get) -> list[str]:
+    cni = spec.get("cni") or []
+    if not cni:
+        return []
+    ready = [d for d in (get("/apis/apps/v1/daemonsets") or {}).get("items", [])
+             if ((d.get("status") or {}).get("numberReady") or 0) > 0]
+    if {(d.get("metadata") or {}).get("name") for d in ready} & set(cni):
+        return []
+    if spec.get("eks_vpc_cni"):
+        return eks_vpc_cni(ready)
+    return ["missing prerequisite: a CNI that enforces NetworkPolicy (no ready DaemonSet named "
+            f"{', '.join(cni)}): install one before the first sync, or every namespace is open to every pod"]
+
+
+def eks_vpc_cni(ready: list[dict[str, Any]]) -> list[str]:
+    """On EKS: the VPC CNI (DaemonSet aws-node in kube-system) enforces NetworkPolicy through its
+    network policy agent, the container aws-eks-nodeagent, only when it runs with
+    --enable-network-policy=true (the add-on's configuration `enableNetworkPolicy: "true"`, which
+    also turns on EKS's network policy controller)."""
+    node = next((d for d in ready if (d.get("metadata") or {}).get("name") == VPC_CNI
+                 and (d.get("metadata") or {}).get("namespace") == "kube-system"), None)
+    if node is None:
+        return [f"missing prerequisite: the EKS VPC CNI (no ready DaemonSet {VPC_CNI} in kube-system) or another CNI "
+                "that enforces NetworkPolicy: install the vpc-cni add-on before the first sync"]
+    containers = ((((node.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers")) or []
+    agent = next((c for c in containers if c.get("name") == VPC_CNI_AGENT), None)
+    if agent is None or "--enable-network-policy=true" not in (agent.get("args") or []):
+        return [f"missing prerequisite: NetworkPolicy enforcement of the EKS VPC CNI ({VPC_CNI} runs without "
+                f"{VPC_CNI_AGENT} --enable-network-policy=true): set enableNetworkPolicy: \"true\" in the vpc-cni "
+                "add-on's configuration, or every namespace is open to every pod"]
+    return []
 
 
 def api_getter(base: str, token: str | None, context: ssl.SSLContext | None) -> Get:

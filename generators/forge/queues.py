@@ -46,6 +46,15 @@ class ProjectQueue(Strict):
     flavor_shares: dict[Name, Percent] = {}
 
 
+class FlavorSettings(Strict):
+    """Per-flavor (GPU pool) settings: components.kueue.flavors.<flavor>."""
+
+    # Topology-aware placement (the ResourceFlavor's topologyName, Topology `racks`). Unset: on for a
+    # pool of nodes that exist, off for a pool Karpenter makes (forge.components.kueue_flavors: Kueue's
+    # TAS counts only Ready nodes, Karpenter makes nodes only for pending pods; true there is refused).
+    topology: bool | None = None
+
+
 class BurstLink(Strict):
     """The cloud cluster this (on-premises) cluster's `cloud` queues dispatch to (MultiKueue):
     a cluster of the fleet with cluster.cloud, the same Flyte projects and domains, and Kueue."""
@@ -58,12 +67,15 @@ class KueueSettings(Strict):
     borrowing_limit_percent: Percent = 100
     lending_limit_percent: Percent = 100
     # Admitted jobs whose pods are not all running after this long are evicted and requeued, so a
-    # half-started multi-node job gives its GPUs back (waitForPodsReady).
-    pods_ready_timeout_minutes: PositiveInt = 20
+    # half-started multi-node job gives its GPUs back (waitForPodsReady). Unset: 20 on premises, 60
+    # on a cloud cluster (forge.components.kueue_cloud); a MultiKueue manager's is at least its
+    # burst cluster's.
+    pods_ready_timeout_minutes: PositiveInt | None = None
     # WorkloadPriorityClasses to create, by PriorityClass name (default: every class of
     # components.scheduling). Kubernetes' system classes are never mapped.
     priority_classes: list[Name] | None = None
     projects: dict[Name, ProjectQueue] = {}
+    flavors: dict[Name, FlavorSettings] = {}
     # Projects whose queue must be able to hold each whole-GPU pool in full, so that a job on every
     # node of it (the seed's 16-node pre-train) can be admitted at all. Default: the project with
     # the largest share (the first of equals); [] when the pools are partitioned on purpose.

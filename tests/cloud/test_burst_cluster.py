@@ -34,9 +34,10 @@ def test_a_catalogued_instance_naming_an_unknown_gpu_is_refused_with_its_line(tm
 
 def test_the_burst_pool_stands_for_its_maximum_in_every_fact():
     cluster = model(CLUSTER)
-    burst = [n for n in cluster.nodes if n.pool and n.pool.name == "h200-spot"]
-    assert len(burst) == 100 and cluster.gpu_count == 800
-    assert {n.pool.capacity_type for n in burst} == {"spot"} and burst[0].pool.efa_interfaces == 32
+    burst = [n for n in cluster.nodes if n.pool and n.pool.name == "h200-reserved"]
+    spot = [n for n in cluster.nodes if n.pool and n.pool.name == "h200-spot"]
+    assert len(burst) == 100 and len(spot) == 16 and cluster.gpu_count == 928  # the reservation and its spot fallback
+    assert {n.pool.capacity_type for n in burst} == {"reserved"} and burst[0].pool.efa_interfaces == 32
     # Controllers go to the system pool (no control plane in EKS); it runs no workloads.
     assert cluster.system_node_selector == {"forge.exa.ai/role.system": "true"}
     assert not [n for n in cluster.workload_nodes if "system" in n.roles]
@@ -45,14 +46,14 @@ def test_the_burst_pool_stands_for_its_maximum_in_every_fact():
 def test_karpenter_node_pools_follow_the_inventory():
     objs = {(o["kind"], o["metadata"]["name"]): o for o in generated_dir(f"overlays/{CLUSTER}/karpenter")}
     assert ("NodePool", "system") not in objs  # the managed node group: not Karpenter's
-    pool = objs[("NodePool", "h200-spot")]["spec"]
+    pool = objs[("NodePool", "h200-reserved")]["spec"]
     assert pool["limits"] == {"nodes": "100", "cpu": "19200", "nvidia.com/gpu": "800"}
-    assert {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]} in pool["template"]["spec"]["requirements"]
+    assert {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["reserved"]} in pool["template"]["spec"]["requirements"]
     assert {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["p5e.48xlarge"]} in pool["template"]["spec"]["requirements"]
     assert pool["template"]["spec"]["taints"] == [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]
     assert pool["template"]["metadata"]["labels"]["exa.ai/pool"] == "burst"
     assert pool["disruption"]["consolidationPolicy"] == "WhenEmpty"
-    node_class = objs[("EC2NodeClass", "h200-spot")]["spec"]
+    node_class = objs[("EC2NodeClass", "h200-reserved")]["spec"]
     assert node_class["role"] == "KarpenterNodeRole-h200-burst"
     assert node_class["amiSelectorTerms"][0]["alias"].startswith("al2023@v")
     values = generated(f"overlays/{CLUSTER}/karpenter/values.yaml")
@@ -63,10 +64,10 @@ def test_karpenter_node_pools_follow_the_inventory():
 def test_a_larger_max_count_raises_the_node_pool_limit_and_the_quotas():
     text = inventory_text(CLUSTER).replace("    max_count: 100\n", "    max_count: 120\n")
     cluster = model(CLUSTER, text)
-    first = next(n for n in cluster.nodes if n.pool and n.pool.name == "h200-spot")
+    first = next(n for n in cluster.nodes if n.pool and n.pool.name == "h200-reserved")
     from forge.components.karpenter import node_pool
     assert node_pool(first.pool, first)["spec"]["limits"]["nodes"] == "120"
-    assert cluster.gpu_count == 960
+    assert cluster.gpu_count == 960 + 128  # and the 16 spot nodes
 
 
 def test_efa_device_plugin_replaces_the_network_operator():
@@ -100,7 +101,7 @@ def test_efa_interfaces_are_capacity_kueue_and_the_box_count():
     from forge.capacity import capacity
     cluster = model(CLUSTER)
     pool = capacity(cluster).pool("h200-141gb")
-    assert pool.resources["vpc.amazonaws.com/efa"] == 3200 and pool.unit("vpc.amazonaws.com/efa") == "EFA interface"
+    assert pool.resources["vpc.amazonaws.com/efa"] == 116 * 32 and pool.unit("vpc.amazonaws.com/efa") == "EFA interface"
 
 
 def test_the_box_makes_the_pools_nodes_as_karpenter_labels_them():
@@ -108,10 +109,10 @@ def test_the_box_makes_the_pools_nodes_as_karpenter_labels_them():
     cluster = model(CLUSTER)
     pools = {o["metadata"]["name"]: o for o in generated_dir(f"overlays/{CLUSTER}/karpenter", "nodepool")}
     nodes, findings = node_objects(cluster, [], "v1.34.4", (), pools)
-    burst = [n for n in nodes if n["metadata"]["labels"].get("karpenter.sh/nodepool") == "h200-spot"]
+    burst = [n for n in nodes if n["metadata"]["labels"].get("karpenter.sh/nodepool") == "h200-reserved"]
     assert len(burst) == 100 and findings == []
     labels = burst[0]["metadata"]["labels"]
-    assert labels["karpenter.sh/capacity-type"] == "spot" and labels["forge.exa.ai/gpu-model"] == "H200-141GB"
+    assert labels["karpenter.sh/capacity-type"] == "reserved" and labels["forge.exa.ai/gpu-model"] == "H200-141GB"
     assert burst[0]["spec"]["taints"] == [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]
     assert burst[0]["status"]["allocatable"]["vpc.amazonaws.com/efa"] == "32"
     system = [n for n in nodes if n["metadata"]["labels"].get("forge.exa.ai/role.system") == "true"]

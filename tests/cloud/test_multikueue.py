@@ -155,7 +155,7 @@ def test_each_cloud_queue_is_the_burst_clusters_queue_of_its_project(project):
 def test_the_training_cloud_queue_reaches_the_whole_burst_pool():
     quotas = _quotas(_kueue("h200", "clusterqueue-training-cloud"))
     nominal, borrowing, _ = quotas[("h200-burst-h200-141gb", "nvidia.com/gpu")]
-    assert int(nominal) + int(borrowing) == 800  # 100 p5e.48xlarge x 8: a 100-node job is admissible
+    assert int(nominal) + int(borrowing) == 928  # 116 p5e.48xlarge (reserved and spot) x 8: a 100-node job is admissible
 
 
 @pytest.mark.parametrize("domain", DOMAINS)
@@ -201,14 +201,14 @@ def test_forge_queues_shows_the_cloud_queues(tmp_path: Path):
     out = result.output
     assert "cloud queues: MultiKueue to h200-burst" in out
     assert "queue training-cloud (share 50% on h200-burst)" in out
-    assert any(line.split()[:2] == ["h200-burst-h200-141gb", "nvidia.com/gpu"] and line.split()[-2:] == ["800", "800"]
+    assert any(line.split()[:2] == ["h200-burst-h200-141gb", "nvidia.com/gpu"] and line.split()[-2:] == ["928", "928"]
                for line in out.split("queue training-cloud")[1].splitlines())
     import json
 
     data = json.loads(forge(REPO, "queues", "h200", "-o", "json").output)
     assert data["cloud"]["burst_cluster"] == "h200-burst" and data["cloud"]["local_queue"] == "cloud"
     training = next(p for p in data["cloud"]["projects"] if p["project"] == "training")
-    assert training["flavors"]["h200-burst-h200-141gb"]["nvidia.com/gpu"]["reach"] == 800
+    assert training["flavors"]["h200-burst-h200-141gb"]["nvidia.com/gpu"]["reach"] == 928
     assert "cloud" not in json.loads(forge(REPO, "queues", "h200-burst", "-o", "json").output)
 
 
@@ -224,7 +224,7 @@ def test_a_change_in_the_burst_pools_regenerates_the_managers_cloud_queues(tmp_p
     assert result.exit_code == 0, result.output
     queue = yaml.safe_load((repo / "overlays/h200/kueue/clusterqueue-training-cloud.yaml").read_text())
     nominal, borrowing, _ = _quotas(queue)[("h200-burst-h200-141gb", "nvidia.com/gpu")]
-    assert (nominal, int(nominal) + int(borrowing)) == ("200", 400)
+    assert (nominal, int(nominal) + int(borrowing)) == ("264", 528)  # (50 + 16 spot) x 8 GPUs, half of them nominal
     after = cluster_keys(repo, inventory_paths(repo))
     assert after["h200"] != before["h200"] and after["a100"] == before["a100"]  # h200's generate and plan key
     assert forge(repo, "check").exit_code == 0  # what the incremental generate wrote is what a full one gives
@@ -232,9 +232,11 @@ def test_a_change_in_the_burst_pools_regenerates_the_managers_cloud_queues(tmp_p
 
 def test_a_multi_node_pytorch_job_on_the_cloud_queue_passes_the_rails_policy():
     """h200 refuses multi-node PyTorchJobs without its RDMA template; one on the cloud queue runs
-    on h200-burst (EFA), and a cloud queue admits no rdma/* at all: it is let through (the fleet in
-    a box refused such a job before)."""
+    on h200-burst and is held to its EFA instead (the fleet in a box refused such a job before;
+    tests/cloud/test_burst_works.py and tests/twin/test_admission_fences.py hold the EFA side)."""
     policy = generated("overlays/h200/flyte/validatingadmissionpolicy-forge-multinode-pytorch-rdma.yaml")
-    opted = next(v["expression"] for v in policy["spec"]["variables"] if v["name"] == "optedOut")
-    assert "object.metadata.labels['kueue.x-k8s.io/queue-name'] == 'cloud'" in opted
-    assert "object.metadata.labels['forge.exa.ai/fabric'] == 'none'" in opted
+    variables = {v["name"]: v["expression"] for v in policy["spec"]["variables"]}
+    assert "object.metadata.labels['kueue.x-k8s.io/queue-name'] == 'cloud'" in variables["cloud"]
+    assert "object.metadata.labels['forge.exa.ai/fabric'] == 'none'" in variables["optedOut"]
+    rails, efa = (v["expression"] for v in policy["spec"]["validations"])
+    assert "|| variables.cloud ||" in rails and "!variables.cloud || variables.cloudFabric" in efa

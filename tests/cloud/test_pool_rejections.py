@@ -15,7 +15,7 @@ from tests.helpers import REPO, edit, inventory_text, line_of, problems
 
 FILE = "clusters/h200-burst/inventory.yaml"
 TEXT = inventory_text("h200-burst")
-SPOT = "  - name: h200-spot\n"
+SPOT = "  - name: h200-reserved\n"  # the first GPU pool, node_pools[1]
 
 # (id, old, new, the line's needle, field path, words of the message)
 CASES = [
@@ -24,27 +24,39 @@ CASES = [
     ("cloud.account", 'account: "111122223333"', 'account: "1111-2222"', "1111-2222", "cluster.cloud.account", "[0-9]{12}"),
     ("cloud.unknown-key", "    provider: aws\n    region: us-west-2\n    account", "    provider: aws\n    zone: a\n    region: us-west-2\n    account", "zone: a", "cluster.cloud.zone", "expected one of: provider, region, account"),
     ("pool.name", SPOT, "  - name: H200_Spot\n", "H200_Spot", "node_pools[1].name", "DNS labels"),
-    ("pool.name-duplicate", SPOT, "  - name: cpu\n", None, "node_pools[2].name", "duplicate node pool name 'cpu'"),
-    ("pool.instance_type", "instance_type: p5e.48xlarge", "instance_type: p5e.48huge", "p5e.48huge", "node_pools[1].instance_type",
+    ("pool.name-duplicate", SPOT, "  - name: cpu\n", None, "node_pools[3].name", "duplicate node pool name 'cpu'"),
+    ("pool.instance_type", SPOT + "    instance_type: p5e.48xlarge", SPOT + "    instance_type: p5e.48huge", "p5e.48huge", "node_pools[1].instance_type",
      "did you mean: p5e.48xlarge"),
-    ("pool.role", "    role: gpu\n", "    role: cpu\n", None, "node_pools[1].role", "use role gpu"),
-    ("pool.role-literal", "    role: gpu\n", "    role: training\n", "role: training", "node_pools[1].role", "'system', 'gpu' or 'cpu'"),
-    ("pool.capacity_type", "    capacity_type: spot\n", "    capacity_type: reserved\n", "reserved", "node_pools[1].capacity_type", "'spot' or 'on-demand'"),
+    ("pool.role", SPOT + "    instance_type: p5e.48xlarge\n    role: gpu\n", SPOT + "    instance_type: p5e.48xlarge\n    role: cpu\n", None, "node_pools[1].role", "use role gpu"),
+    ("pool.role-literal", SPOT + "    instance_type: p5e.48xlarge\n    role: gpu\n", SPOT + "    instance_type: p5e.48xlarge\n    role: training\n", "role: training", "node_pools[1].role", "'system', 'gpu' or 'cpu'"),
+    ("pool.capacity_type", "    capacity_type: reserved\n", "    capacity_type: dedicated\n", "dedicated", "node_pools[1].capacity_type", "'spot', 'on-demand' or 'reserved'"),
     ("pool.capacity_type-system", "    capacity_type: on-demand\n    max_count: 3\n", "    capacity_type: spot\n    max_count: 3\n",
      None, "node_pools[0].capacity_type", "use on-demand"),
     ("pool.max_count", "    max_count: 100\n", "    max_count: 0\n", "max_count: 0", "node_pools[1].max_count", "greater than 0"),
     ("pool.max_count-huge", "    max_count: 100\n", "    max_count: 100000\n", "max_count: 100000", "node_pools[1].max_count", "at most 1,000"),
-    ("pool.efa", "    max_count: 10\n", "    max_count: 10\n    efa: true\n", "efa: true", "node_pools[2].efa", "m7i.8xlarge has no EFA interfaces"),
+    ("pool.efa", "    max_count: 10\n", "    max_count: 10\n    efa: true\n", "efa: true", "node_pools[3].efa", "m7i.8xlarge has no EFA interfaces"),
     ("pool.efa-type", "    max_count: 100\n", "    max_count: 100\n    efa: 'yes'\n", "efa: 'yes'", "node_pools[1].efa", "true or false"),
-    ("pool.labels", "      exa.ai/pool: burst\n", "      kubernetes.io/pool: burst\n", "kubernetes.io/pool", "node_pools[1].labels.kubernetes.io/pool",
+    ("pool.labels", "max_count: 100\n    placement_group: h200-burst-p5e\n    labels:\n      exa.ai/pool: burst\n",
+     "max_count: 100\n    placement_group: h200-burst-p5e\n    labels:\n      kubernetes.io/pool: burst\n", "kubernetes.io/pool", "node_pools[1].labels.kubernetes.io/pool",
      "reserved prefix"),
-    ("pool.taints", "      - {key: nvidia.com/gpu, effect: NoSchedule}\n  # CPU",
-     "      - {key: nvidia.com/gpu, effect: NoSchedule}\n      - {key: nvidia.com/gpu, effect: NoSchedule}\n  # CPU",
+    ("pool.taints", "      - {key: nvidia.com/gpu, effect: NoSchedule}\n  # The fallback",
+     "      - {key: nvidia.com/gpu, effect: NoSchedule}\n      - {key: nvidia.com/gpu, effect: NoSchedule}\n  # The fallback",
      None, "node_pools[1].taints", "given 2 times"),
+    ("pool.weight", "    capacity_type: reserved\n", "    capacity_type: reserved\n    weight: 0\n", "weight: 0", "node_pools[1].weight",
+     "greater than or equal to 1"),
+    ("pool.weight-system", "    capacity_type: on-demand\n    max_count: 3\n", "    capacity_type: on-demand\n    weight: 50\n    max_count: 3\n",
+     "weight: 50", "node_pools[0].weight", "Karpenter never makes"),
+    ("pool.placement_group", "    placement_group: h200-burst-p5e\n    labels:\n      exa.ai/pool: burst\n    taints:\n      - {key: nvidia.com/gpu, effect: NoSchedule}\n  # The",
+     "    placement_group: 'my group'\n    labels:\n      exa.ai/pool: burst\n    taints:\n      - {key: nvidia.com/gpu, effect: NoSchedule}\n  # The",
+     "my group", "node_pools[1].placement_group", "expected form"),
+    ("pool.placement_group-system", "    capacity_type: on-demand\n    max_count: 3\n",
+     "    capacity_type: on-demand\n    max_count: 3\n    placement_group: pg\n", "placement_group: pg", "node_pools[0].placement_group", "remove placement_group"),
+    ("pool.capacity_type-system-reserved", "    capacity_type: on-demand\n    max_count: 3\n", "    capacity_type: reserved\n    max_count: 3\n",
+     None, "node_pools[0].capacity_type", "use on-demand"),
     ("pool.mig_layout", "    max_count: 100\n", "    max_count: 100\n    mig_layout: all-1g\n", "mig_layout: all-1g",
      "node_pools[1].mig_layout", "define it under cluster.mig_layouts"),
     ("pool.mig_layout-cpu", "    max_count: 10\n", "    max_count: 10\n    mig_layout: all-1g\n", "mig_layout: all-1g",
-     "node_pools[2].mig_layout", "unknown MIG layout"),
+     "node_pools[3].mig_layout", "unknown MIG layout"),
 ]
 
 

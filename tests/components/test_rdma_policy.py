@@ -23,7 +23,8 @@ def test_fabric_clusters_refuse_multi_node_pytorch_without_the_rdma_template():
     assert (folder / f"validatingadmissionpolicy-{rdma_policy.POLICY}.yaml").name in (folder / "kustomization.yaml").read_text()
     assert policy["spec"]["matchConstraints"]["resourceRules"][0]["resources"] == ["pytorchjobs"]
     assert binding["spec"]["validationActions"] == ["Deny"]
-    [check] = policy["spec"]["validations"]
+    check, cloud = policy["spec"]["validations"]  # on premises; on the cloud queue (tests/cloud/test_burst_works.py)
+    assert 'pod_template_name="forge-efa"' in cloud["message"]
     assert 'pod_template_name=\\"forge-rdma\\"' in yaml.safe_dump(check) or 'pod_template_name="forge-rdma"' in check["message"]
     fabric = next(v["expression"] for v in policy["spec"]["variables"] if v["name"] == "fabric")
     assert "'rdma/rdma_network'" in fabric  # the resource the forge-rdma template requests

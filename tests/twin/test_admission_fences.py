@@ -62,6 +62,21 @@ def test_a_multi_node_pytorch_job_without_the_fabric_is_refused(boxes):
     kube.delete("kubeflow.org/v1", "PyTorchJob", "with-fabric", NS)
 
 
+def test_a_multi_node_pytorch_job_on_the_cloud_queue_must_request_efa(boxes):
+    # Issue 32: a job h200 sends to h200-burst runs NCCL over EFA only when its pods request it.
+    _, kube, _, _ = boxes.get("h200")
+    cloud = pytorch_job("cloud-no-efa")
+    cloud["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "cloud"}
+    with pytest.raises(ApiError) as refused:
+        kube.create(cloud)
+    assert 'pod_template_name="forge-efa"' in refused.value.message, refused.value.message
+    efa = {"resources": {"limits": {"vpc.amazonaws.com/efa": 32}, "requests": {"vpc.amazonaws.com/efa": 32}}}
+    ok = pytorch_job("cloud-efa", efa)
+    ok["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "cloud"}
+    kube.create(ok)
+    kube.delete("kubeflow.org/v1", "PyTorchJob", "cloud-efa", NS)
+
+
 def test_an_alluxio_master_pod_gets_the_one_per_node_anti_affinity(boxes):
     _, kube, _, _ = boxes.get("h200")
     master = pod("spread-check", namespace="alluxio")

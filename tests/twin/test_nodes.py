@@ -137,7 +137,7 @@ def test_kwok_keeps_the_resources_of_every_pool_node_of_the_burst_cluster(cluste
     register_nodes(server, copy.deepcopy(nodes))
     standing = server.kwok_initializes()
     assert nodes_not_as_made(nodes, standing) == []
-    pool = [n for n in standing if n["metadata"]["labels"].get("karpenter.sh/nodepool") == "h200-spot"]
+    pool = [n for n in standing if n["metadata"]["labels"].get("karpenter.sh/nodepool") == "h200-reserved"]
     assert len(pool) == 100 and all(n["status"]["allocatable"]["memory"] == "2048Gi" for n in pool)
 
 

@@ -5,7 +5,10 @@ system): the pool's instance type and capacity type (spot or on-demand) as requi
 labels and taints as the nodes', and its max_count as the NodePool's `limits.nodes`, so
 Karpenter never makes more nodes than Kueue's quotas were sized for (forge.capacity counts one
 node per max_count). Empty GPU nodes are removed after CONSOLIDATE_AFTER: a burst costs nothing
-when the queue is empty. The system pool is the managed node group the cluster was created with
+when the queue is empty. Pools of one instance type fall back by weight (WEIGHTS: a capacity
+reservation, then on-demand, then spot); a pool's placement_group (a cluster placement group the
+operator made) goes to its EC2NodeClass, and a reserved pool consumes the reservations tagged
+karpenter.sh/discovery=<cluster> and forge.exa.ai/pool=<pool>. The system pool is the managed node group the cluster was created with
 (Karpenter cannot make the nodes it runs on); the controller runs there.
 
 AWS names: the controller's IAM role (IRSA) KarpenterController-<cluster>, the nodes' role
@@ -27,7 +30,18 @@ DISCOVERY_TAG = "karpenter.sh/discovery"
 IMAGE = "karpenter"  # images in charts/versions.yaml
 AMI_FAMILY = "eks-al2023"  # machine_images in charts/versions.yaml
 METRICS_PORT = 8080  # the chart's controller.metrics.port
-CONSOLIDATE_AFTER = "10m"  # an empty node lives this long before Karpenter removes it
+# An empty node lives this long before Karpenter removes it. On GPU pools longer than Kueue's
+# requeue of a gang its waitForPodsReady evicted (60 s, doubling: forge.components.kueue), so the
+# requeued gang finds the nodes it just paid to launch instead of launching 100 more.
+CONSOLIDATE_AFTER = {"gpu": "30m", "cpu": "10m"}
+# NodePool weight by capacity type when the pool sets none: a capacity reservation (paid for
+# whether used or not) first, on-demand next, spot last, so a pool of each type for one instance
+# type falls back in that order (Karpenter tries the highest weight that can take the pod).
+WEIGHTS = {"reserved": 100, "on-demand": 50, "spot": 10}
+# Disruption budgets: empty nodes go at most 10% at a time; a drifted node (a new machine image
+# pin) is never replaced under work: burst nodes are short-lived, the next ones get the new image.
+BUDGETS = [{"nodes": "10%", "reasons": ["Empty"]}, {"nodes": "0", "reasons": ["Drifted"]}]
+POOL_TAG = "forge.exa.ai/pool"  # on the nodes' EC2 resources, and on a reserved pool's capacity reservations
 ROOT_VOLUME_GIB = {"gpu": 500, "cpu": 100}  # container images of GPU tasks are large
 # Labels Karpenter sets on the nodes itself or refuses in a NodePool template (its restricted
 # domains): forge's node labels minus these go into the template.
@@ -131,6 +145,7 @@ def node_pool(pool: PoolModel, node: NodeModel) -> dict[str, Any]:
     limits: dict[str, Any] = {"nodes": str(pool.max_count), "cpu": str(pool.max_count * pool.instance.cpu_threads)}
     if pool.instance.gpu_count:
         limits["nvidia.com/gpu"] = str(pool.max_count * pool.instance.gpu_count)
+    kind = "gpu" if pool.instance.gpu_count else "cpu"
     return {
         "apiVersion": "karpenter.sh/v1",
         "kind": "NodePool",
@@ -138,9 +153,10 @@ def node_pool(pool: PoolModel, node: NodeModel) -> dict[str, Any]:
         "spec": {
             "template": {"metadata": {"labels": template_labels(node)}, "spec": spec},
             "limits": limits,
-            # Only empty nodes go (a training job is never moved); at most 10% at once.
-            "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": CONSOLIDATE_AFTER,
-                           "budgets": [{"nodes": "10%"}]},
+            "weight": pool.weight or WEIGHTS[pool.capacity_type],
+            # Only empty nodes go (a training job is never moved), never a drifted one under work.
+            "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": CONSOLIDATE_AFTER[kind],
+                           "budgets": [dict(b) for b in BUDGETS]},
         },
     }
 
@@ -158,8 +174,12 @@ def node_class(cluster: ClusterModel, pool: PoolModel) -> dict[str, Any]:
         "blockDeviceMappings": [{"deviceName": "/dev/xvda", "ebs": {
             "volumeSize": f"{size}Gi", "volumeType": "gp3", "encrypted": True, "deleteOnTermination": True}}],
         "metadataOptions": {"httpEndpoint": "enabled", "httpTokens": "required", "httpPutResponseHopLimit": 1},
-        "tags": {"forge.exa.ai/cluster": cluster.name, "forge.exa.ai/pool": pool.name},
+        "tags": {"forge.exa.ai/cluster": cluster.name, POOL_TAG: pool.name},
     }
+    if pool.placement_group:  # made by the operator (docs/burst.md); not found, the class is not Ready
+        spec["placementGroupSelector"] = {"name": pool.placement_group}
+    if pool.capacity_type == "reserved":  # the reservations the operator tagged for this pool
+        spec["capacityReservationSelectorTerms"] = [{"tags": {DISCOVERY_TAG: cluster.name, POOL_TAG: pool.name}}]
     if pool.instance.instance_store_gb:
         spec["instanceStorePolicy"] = "RAID0"  # the local NVMe as one volume for the kubelet and containers
     return {"apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": {"name": pool.name}, "spec": spec}

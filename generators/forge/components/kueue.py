@@ -30,7 +30,7 @@ from forge.capacity import Capacity, capacity, quantity
 from forge.components import network
 from forge.components.base import RBAC_NAMESPACED, WORKLOAD_KINDS, WAVE_KUEUE, Component, Contains, Expected, custom_resource
 from forge.components.driver_upgrades import queue_stop_policy
-from forge.components import multikueue
+from forge.components import kueue_cloud, multikueue
 from forge.components.kueue_checks import FLYTE, RACK_LABEL, check_kueue
 from forge.components.multikueue import CloudQueues
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL, PriorityClassSpec, Scheduling
@@ -67,9 +67,10 @@ def frameworks(settings: KueueSettings) -> list[str]:
     return [f for f in FRAMEWORKS if not (settings.burst and f in multikueue.UNSERVED_FRAMEWORKS)]
 
 
-def manager_config(settings: KueueSettings) -> dict[str, Any]:
+def manager_config(settings: KueueSettings, pods_ready_minutes: int) -> dict[str, Any]:
     """Kueue's Configuration: the chart's defaults (health, metrics, webhook, leader election,
-    concurrency, client rates) kept, plus what forge needs (a MultiKueue manager: its section)."""
+    concurrency, client rates) kept, plus what forge needs (a MultiKueue manager: its section).
+    `pods_ready_minutes`: the cluster's waitForPodsReady timeout (KueueFacts.pods_ready_minutes)."""
     burst = {"multiKueue": dict(multikueue.MANAGER_CONFIG)} if settings.burst else {}
     return {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
@@ -89,7 +90,7 @@ def manager_config(settings: KueueSettings) -> dict[str, Any]:
         # All-or-nothing at run time as well: an admitted job whose pods are not all ready in time
         # (an image that cannot be pulled, a node lost) is evicted and requeued with back-off.
         "waitForPodsReady": {
-            "timeout": f"{settings.pods_ready_timeout_minutes}m",
+            "timeout": f"{pods_ready_minutes}m",
             "requeuingStrategy": {"timestamp": "Eviction", "backoffBaseSeconds": 60, "backoffMaxSeconds": 3600},
         },
         "integrations": {"frameworks": frameworks(settings)},
@@ -169,8 +170,10 @@ class Kueue(Component):
         policy = {c.name: c.preemption == "PreemptLowerPriority" for c in classes}
         mapped = classes if s.priority_classes is None else [c for c in classes if c.name in s.priority_classes]
         cloud = multikueue.cloud_queues(cluster.linked[s.burst.cluster], [p.name for p in flyte.projects]) if s.burst else None
+        burst = cluster.linked[s.burst.cluster].component_settings[self.name] if s.burst else None
+        ready = kueue_cloud.manager_pods_ready_minutes(kueue_cloud.pods_ready_minutes(s, cluster.cloud is not None), burst)
         return KueueFacts(cap, tuple(project_quotas(cap, [(p.name, p.share_percent) for p in flyte.projects], s)),
-                          tuple(mapped), {p.name: policy.get(p.priority_class, True) for p in flyte.projects}, cloud)
+                          tuple(mapped), {p.name: policy.get(p.priority_class, True) for p in flyte.projects}, cloud, ready)
 
     def secrets(self, cluster: ClusterModel) -> list[SecretUse]:
         cloud = self.facts(cluster).cloud
@@ -194,7 +197,7 @@ class Kueue(Component):
                 "nodeSelector": cluster.system_node_selector,
                 "tolerations": cluster.system_tolerations,
             },
-            "managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(manager_config(s), sort_keys=False)},
+            "managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(manager_config(s, self.facts(cluster).pods_ready_minutes), sort_keys=False)},
         }
 
     def expected_in_hydrated(self, cluster: ClusterModel) -> list[Expected]:
@@ -204,7 +207,7 @@ class Kueue(Component):
         config = ("ConfigMap", "kueue-manager-config", ("data", "controller_manager_config.yaml"))
         return [
             Expected(*config[:2], (*config[2], "integrations", "frameworks"), Contains(*frameworks(s))),
-            Expected(*config[:2], (*config[2], "fairSharing"), manager_config(s)["fairSharing"]),
+            Expected(*config[:2], (*config[2], "fairSharing"), manager_config(s, self.facts(cluster).pods_ready_minutes)["fairSharing"]),
             Expected(*deployment, (*pod, "priorityClassName"), SYSTEM_CLUSTER_CRITICAL),
             Expected(*deployment, (*pod, "nodeSelector"), cluster.system_node_selector),
         ]
@@ -213,7 +216,8 @@ class Kueue(Component):
         s: KueueSettings = self.settings(cluster)
         facts: KueueFacts = self.facts(cluster)
         cap = facts.capacity
-        objs = [topology(), *(resource_flavor(cluster, cap, p.flavor) for p in cap.pools)]
+        placed = any(kueue_cloud.uses_topology(p, s) for p in cap.pools)  # no flavor to place by racks: no Topology
+        objs = [topology()] * placed + [resource_flavor(cluster, cap, p.flavor, s) for p in cap.pools]
         objs += [cluster_queue(q, cap, s, facts.preempts[q.project], queue_stop_policy(cluster)) for q in facts.quotas]
         objs += [workload_priority_class(c) for c in facts.classes]
         if facts.cloud:  # the MultiKueue manager's side of the burst link
@@ -231,6 +235,7 @@ class KueueFacts:
     classes: tuple[PriorityClassSpec, ...]  # the PriorityClasses that get a WorkloadPriorityClass
     preempts: dict[str, bool]  # project -> whether its PriorityClass may pre-empt
     cloud: CloudQueues | None = None  # the burst cluster's queues, on its MultiKueue manager
+    pods_ready_minutes: int = kueue_cloud.PODS_READY_MINUTES  # waitForPodsReady (forge.components.kueue_cloud)
 
 
 def cloud_objects(cloud: CloudQueues, settings: KueueSettings) -> list[dict[str, Any]]:
@@ -250,14 +255,15 @@ def topology() -> dict[str, Any]:
             "spec": {"levels": [{"nodeLabel": RACK_LABEL}, {"nodeLabel": HOSTNAME_LABEL}]}}
 
 
-def resource_flavor(cluster: ClusterModel, cap: Capacity, flavor: str) -> dict[str, Any]:
+def resource_flavor(cluster: ClusterModel, cap: Capacity, flavor: str, settings: KueueSettings) -> dict[str, Any]:
     pool = cap.pool(flavor)
     assert pool is not None
     spec: dict[str, Any] = {"nodeLabels": dict(pool.node_labels)}
     tolerations = cluster.tolerations_for(pool.nodes)
     if tolerations:  # added to every pod admitted on this flavor: the pool's taints
         spec["tolerations"] = tolerations
-    spec["topologyName"] = TOPOLOGY
+    if kueue_cloud.uses_topology(pool, settings):  # never on a pool Karpenter makes (forge.components.kueue_cloud)
+        spec["topologyName"] = TOPOLOGY
     return {"apiVersion": API, "kind": "ResourceFlavor", "metadata": {"name": flavor}, "spec": spec}
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any, Iterator, Mapping
 
 from forge.capacity import Capacity, capacity, quantity
+from forge.components.kueue_cloud import check_flavors
 from forge.components.scheduling import priority_class_names
 from forge.errors import Problem
 from forge.model import LABEL_DOMAIN, derive
@@ -52,6 +53,7 @@ def check_kueue(loaded, settings: KueueSettings, given: Mapping[str, Any]) -> It
     cap = _capacity(loaded)
     if cap is None:
         return  # the nodes or MIG layouts have their own problems, reported elsewhere
+    yield from check_flavors(loaded, settings, cap)
     yield from _quotas(loaded, settings, cap, shares)
 
 

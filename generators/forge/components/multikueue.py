@@ -99,19 +99,26 @@ WORKER_KINDS = (("batch", "jobs"), ("", "pods"), ("kubeflow.org", "pytorchjobs")
                 ("ray.io", "rayjobs"), ("ray.io", "rayclusters"), ("ray.io", "rayservices"),
                 ("apps", "deployments"), ("apps", "statefulsets"), ("kueue.x-k8s.io", "workloads"))
 
+# Beyond create/delete/read, as Kueue 0.19.2's site/static/examples/multikueue/create-multikueue-kubeconfig.sh
+# grants: the manager updates and patches the worker's Workloads (it removes their resource-in-use
+# finalizer, pushes a priority change, scales an elastic workload down) and RayClusters (elastic
+# worker groups); without them each call is Forbidden and retried for ever. It also reads the queues.
+WORKER_WRITES = {"workloads": ("update", "patch"), "rayclusters": ("update", "patch")}
+
 
 def worker_objects(namespace: str) -> list[dict[str, Any]]:
     """On a cloud cluster: the ServiceAccount a manager's kubeconfig logs in as, what it may do
-    (create, watch and delete the jobs and Workloads it dispatches; read their status; the
-    Workloads' status is also written), and its long-lived token Secret, which the API server
+    (create, watch and delete the jobs and Workloads it dispatches; read their status; update and
+    patch the Workloads, their status and RayClusters; read the ClusterQueues and LocalQueues), and its long-lived token Secret, which the API server
     fills (the kubeconfig in the manager's secret store is made from it: docs/burst.md). The
     Secret as written has no data, so Argo CD's diff never sees the token the server adds."""
     rbac = "rbac.authorization.k8s.io"
     name = f"{WORKER_SA}-worker"
-    rules = [{"apiGroups": [g], "resources": [r], "verbs": ["create", "delete", "get", "list", "watch"]}
+    rules = [{"apiGroups": [g], "resources": [r], "verbs": ["create", "delete", "get", "list", "watch", *WORKER_WRITES.get(r, ())]}
              for g, r in WORKER_KINDS]
     rules += [{"apiGroups": [g], "resources": [f"{r}/status"], "verbs": ["get", "patch", "update"] if r == "workloads" else ["get"]}
               for g, r in WORKER_KINDS]
+    rules.append({"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues", "localqueues"], "verbs": ["get", "list", "watch"]})
     subject = {"kind": "ServiceAccount", "name": WORKER_SA, "namespace": namespace}
     return [
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": WORKER_SA, "namespace": namespace}},

@@ -24,6 +24,8 @@ class PoolModel:
     labels: tuple[tuple[str, str], ...]  # the inventory's extra labels (hashable: nodes share one pool)
     taints: tuple[Taint, ...]
     mig_layout: str | None
+    weight: int | None = None  # the inventory's; None: by capacity type (forge.components.karpenter)
+    placement_group: str | None = None
 
     @property
     def karpenter(self) -> bool:
@@ -36,7 +38,7 @@ def pool_model(pool: NodePool) -> PoolModel:
     efa = instance.efa_interfaces if pool.efa is not False else 0
     layout = pool.mig_layout or (MIG_DISABLED if instance.gpu_model and GPU_MODELS[instance.gpu_model].mig_capable else None)
     return PoolModel(pool.name, pool.role, instance, pool.capacity_type, pool.max_count, efa,
-                     tuple(pool.labels.items()), tuple(pool.taints), layout)
+                     tuple(pool.labels.items()), tuple(pool.taints), layout, pool.weight, pool.placement_group)
 
 
 def instance_profile(instance: InstanceType) -> Profile:
@@ -87,9 +89,8 @@ def _each_pool(loaded: LoadedInventory) -> Iterator[Problem]:
             said = f"{pool.instance_type} has no GPUs: use role cpu or system, or a GPU instance type" if not has_gpu else \
                 f"{pool.instance_type} has {instance.gpu_count} x {instance.gpu_model}: use role gpu"
             yield loaded.problem(at + ("role",), f"role {pool.role}: {said}")
-        if pool.role == "system" and pool.capacity_type == "spot":
-            yield loaded.problem(at + ("capacity_type",), "the system pool runs the controllers (Karpenter itself): "
-                                                          "spot reclaims would take them away; use on-demand")
+        if pool.role == "system":
+            yield from _system_pool(loaded, i, pool)
         if pool.efa and not instance.efa_interfaces:
             yield loaded.problem(at + ("efa",), f"{pool.instance_type} has no EFA interfaces: remove efa (or set it false)")
         if pool.mig_layout is not None:
@@ -97,6 +98,22 @@ def _each_pool(loaded: LoadedInventory) -> Iterator[Problem]:
         taints = [(t.key, t.effect) for t in pool.taints]
         for key, effect in sorted({t for t in taints if taints.count(t) > 1}):
             yield loaded.problem(at + ("taints",), f"taint {key}:{effect} given {taints.count((key, effect))} times")
+
+
+def _system_pool(loaded: LoadedInventory, i: int, pool) -> Iterator[Problem]:
+    """The system pool is the managed node group the cluster was created with: Karpenter never
+    makes its nodes, so Karpenter's fields mean nothing there."""
+    at = ("node_pools", i)
+    if pool.capacity_type == "spot":
+        yield loaded.problem(at + ("capacity_type",), "the system pool runs the controllers (Karpenter itself): "
+                                                      "spot reclaims would take them away; use on-demand")
+    elif pool.capacity_type == "reserved":
+        yield loaded.problem(at + ("capacity_type",), "the system pool is the managed node group, not made by Karpenter, "
+                                                      "which alone consumes capacity reservations: use on-demand")
+    for field in ("weight", "placement_group"):
+        if getattr(pool, field) is not None:
+            yield loaded.problem(at + (field,), f"the system pool is the managed node group, which Karpenter never makes: "
+                                                f"remove {field} (it is a Karpenter NodePool's)")
 
 
 def _pool_mig(loaded: LoadedInventory, i: int, pool, instance) -> Iterator[Problem]:

@@ -363,7 +363,11 @@ class Node(Strict):
     mig_layout: Name | None = None  # overrides the profile's
 
 
-CapacityType = Literal["spot", "on-demand"]
+# reserved: an EC2 capacity reservation (On-Demand Capacity Reservation or Capacity Block for ML),
+# Karpenter's `karpenter.sh/capacity-type: reserved`, selected by its tags (forge.components.karpenter).
+CapacityType = Literal["spot", "on-demand", "reserved"]
+# An EC2 placement group's name (up to 255 ASCII characters; forge keeps to DNS-like ones).
+PlacementGroupName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$")]
 PoolRole = Literal["system", "gpu", "cpu"]
 
 
@@ -381,6 +385,12 @@ class NodePool(Strict):
     max_count: Annotated[PositiveInt, _at_most(1000, "the nodes one pool of a cluster may make")]
     # Attach the EFA interfaces of the instance type (vpc.amazonaws.com/efa); unset: as many as it has.
     efa: bool | None = None
+    # Karpenter's NodePool weight (1-100): of pools that could take a pod, the higher is tried first, the
+    # others are its fallback. Unset: by capacity type, reserved 100, on-demand 50, spot 10.
+    weight: Annotated[int, Field(ge=1, le=100)] | None = None
+    # The name of an EC2 placement group (cluster strategy: one AZ, one network spine) the operator
+    # created; Karpenter launches the pool's nodes into it (EC2NodeClass placementGroupSelector).
+    placement_group: PlacementGroupName | None = None
     labels: dict[LabelKey, LabelValue] = {}
     taints: list[Taint] = []
     mig_layout: Name | None = None

@@ -33,7 +33,7 @@ from forge.components import alluxio, multikueue, network
 from forge.components.driver_upgrades import WORKLOAD_FLYTE, WORKLOAD_LABEL
 from forge.components.kuberay_operator import RAY_HEAD_PORTS, KuberayOperator
 from forge.components.base import RBAC_NAMESPACED, WORKLOAD_KINDS, WAVE_WORKLOADS, Component, Contains, Expected, custom_resource
-from forge.components.flyte import access, auth, cloud_storage, fence, plan, rdma, workload_label
+from forge.components.flyte import access, auth, cloud_storage, efa, fence, plan, rdma, workload_label
 from forge.components.flyte.objects import (API_PORTS, GPU_RESOURCE, WEBHOOK_PORT, METRICS_PATH, METRICS_PORT, NAMESPACE, POD_TEMPLATE,  # noqa: F401 (re-exported)
                                             PSA_LEVEL, RELEASE, SCRAPES, escape_for_tpl, limit_range, log_link,
                                             metrics_service, pod_template, project_namespace, ray_log_link, resource_quota)
@@ -272,7 +272,7 @@ class Flyte(Component):
         objs: list[dict[str, Any]] = [metrics_service(), pod_template(NAMESPACE, s.default_priority_class, image, defaults)]
         classes = {p.name: p.priority_class for p in s.projects}
         levels, fenced = rdma.project_psa_levels(cluster, PSA_LEVEL), rdma.fence_labels(cluster)
-        objs += rdma.fence_objects(cluster) + workload_label.objects(cluster)
+        objs += rdma.fence_objects(cluster) + efa.cloud_policy_objects(cluster) + workload_label.objects(cluster)
         # Tasks read the endpoint of the cluster they run on, also those a MultiKueue manager sends here.
         objs += cloud_storage.objects((q.namespace for q in self.facts(cluster).quotas), storage_endpoint(cluster))
         for q in self.facts(cluster).quotas:
@@ -280,6 +280,8 @@ class Flyte(Component):
                      pod_template(q.namespace, classes[q.project], image, defaults)]
             if rdma.has_fabric(cluster):  # multi-node training over the rails
                 objs.append(rdma.rdma_pod_template(cluster, pod_template(q.namespace, classes[q.project], image, defaults)))
+            if efa.efa_per_pod(cluster):  # multi-node training over the cloud cluster's EFA (its own, or its manager's jobs)
+                objs.append(efa.efa_pod_template(cluster, pod_template(q.namespace, classes[q.project], image, defaults)))
             objs += [custom_resource(lq) for lq in local_queues(cluster, q.namespace, q.project)]
         return objs
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from forge.components.flyte import fence, rdma_policy
+from forge.components.flyte import efa, fence, rdma_policy
 from forge.components.network_operator import MULTUS_NETWORKS_ANNOTATION, NetworkOperator
 from forge.model import ClusterModel
 from forge.queues import CLOUD_QUEUE
@@ -54,7 +54,8 @@ def fence_objects(cluster: ClusterModel) -> list[dict[str, Any]]:
         return []
     kueue = cluster.component_settings.get("kueue")
     cloud = CLOUD_QUEUE if kueue is not None and kueue.burst else None  # a MultiKueue manager's cloud queue
-    return fence.objects() + rdma_policy.objects(resource.resource, RDMA_POD_TEMPLATE, cloud)
+    local = rdma_policy.Fabric(resource.resource, RDMA_POD_TEMPLATE)
+    return fence.objects() + rdma_policy.objects(local, cloud, efa.fabric(cluster) if cloud else None)
 
 
 def rdma_pod_template(cluster: ClusterModel, base: dict[str, Any]) -> dict[str, Any]:

@@ -10,11 +10,13 @@ PyTorchJob with more than one pod (a Master and Workers, or more than one Worker
 templates do not all request the fabric's RDMA resource; the message names the fix. A job that
 really wants TCP may say so with the label `forge.exa.ai/fabric: none`. On a MultiKueue manager,
 a job on the cloud queue (label `kueue.x-k8s.io/queue-name: cloud`) runs on the burst cluster,
-whose fabric is EFA, never these rails: it is let through (its pods could not be admitted by a
-cloud queue with the RDMA resource anyway).
+whose fabric is EFA, never these rails: it must request the EFA interfaces instead
+(`pod_template_name="forge-efa"`, forge.components.flyte.efa), or NCCL runs over TCP between the
+cloud nodes, silently. A cloud cluster with EFA pools refuses the same for its own jobs.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from forge.components.admission import deny_binding, validating_policy
@@ -37,35 +39,56 @@ def _label_is(key: str, value: str) -> str:
     return f"has(object.metadata.labels) && '{key}' in object.metadata.labels && object.metadata.labels['{key}'] == '{value}'"
 
 
-def policy(resource: str, template: str, cloud_queue: str | None = None) -> dict[str, Any]:
-    """`cloud_queue`: the LocalQueue of a burst cluster (forge.components.multikueue), on a manager."""
+@dataclass(frozen=True)
+class Fabric:
+    """What a multi-node PyTorch job must request on every replica, and the PodTemplate that does."""
+
+    resource: str  # rdma/<name> on premises, vpc.amazonaws.com/efa in the cloud
+    template: str  # forge-rdma, forge-efa
+    where: str = "over the compute fabric"  # for the message
+
+
+def _every_replica(resource: str) -> str:
+    specs = "variables.specs"
+    return (f"{specs}.all(k, has({specs}[k].template) && has({specs}[k].template.spec) && "
+            f"{specs}[k].template.spec.containers.exists(c, {_requests(resource)}))")
+
+
+def _message(fabric: Fabric) -> str:
+    return (f"a multi-node PyTorch task must run {fabric.where}: give the task "
+            f"pod_template_name=\"{fabric.template}\" (its pods then request {fabric.resource}), or label the job "
+            f"{OPT_OUT_LABEL}=none to run NCCL over TCP on purpose")
+
+
+def policy(local: Fabric, cloud_queue: str | None = None, cloud: Fabric | None = None) -> dict[str, Any]:
+    """`local`: this cluster's fabric. `cloud_queue`, `cloud`: on a MultiKueue manager, the LocalQueue
+    of the burst cluster (forge.components.multikueue) and the burst cluster's fabric (EFA), which a
+    job on that queue must request instead of the local one."""
     specs = "variables.specs"
     multi_node = (f"'Worker' in {specs} && ('Master' in {specs} || "
                   f"(has({specs}['Worker'].replicas) && {specs}['Worker'].replicas > 1))")
-    every_replica = (f"{specs}.all(k, has({specs}[k].template) && has({specs}[k].template.spec) && "
-                     f"{specs}[k].template.spec.containers.exists(c, {_requests(resource)}))")
-    opted_out = _label_is(OPT_OUT_LABEL, "none")
-    if cloud_queue:
-        opted_out = f"({opted_out}) || ({_label_is(QUEUE_LABEL, cloud_queue)})"
     rules = [{"apiGroups": ["kubeflow.org"], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pytorchjobs"]}]
     variables = [
         {"name": "specs", "expression": "has(object.spec.pytorchReplicaSpecs) ? object.spec.pytorchReplicaSpecs : {}"},
         {"name": "multiNode", "expression": multi_node},
-        {"name": "optedOut", "expression": opted_out},
-        {"name": "fabric", "expression": every_replica},
+        {"name": "optedOut", "expression": _label_is(OPT_OUT_LABEL, "none")},
+        {"name": "fabric", "expression": _every_replica(local.resource)},
     ]
-    return validating_policy(POLICY, rules, variables, [{
-        "expression": "!variables.multiNode || variables.optedOut || variables.fabric",
-        "reason": "Invalid",
-        "message": (f"a multi-node PyTorch task must run over the compute fabric: give the task "
-                    f"pod_template_name=\"{template}\" (its pods then request {resource}), or label the job "
-                    f"{OPT_OUT_LABEL}=none to run NCCL over TCP on purpose"),
-    }])
+    if not cloud_queue:
+        checks = [("!variables.multiNode || variables.optedOut || variables.fabric", local)]
+    else:
+        variables.append({"name": "cloud", "expression": _label_is(QUEUE_LABEL, cloud_queue)})
+        checks = [("!variables.multiNode || variables.optedOut || variables.cloud || variables.fabric", local)]
+        if cloud is not None:  # a job on the cloud queue runs on the burst cluster's EFA, never these rails
+            variables.append({"name": "cloudFabric", "expression": _every_replica(cloud.resource)})
+            checks.append(("!variables.multiNode || variables.optedOut || !variables.cloud || variables.cloudFabric", cloud))
+    return validating_policy(POLICY, rules, variables, [
+        {"expression": expression, "reason": "Invalid", "message": _message(fabric)} for expression, fabric in checks])
 
 
 def binding() -> dict[str, Any]:
     return deny_binding(POLICY, {"matchExpressions": [{"key": FLYTE_PROJECT_LABEL, "operator": "Exists"}]})
 
 
-def objects(resource: str, template: str, cloud_queue: str | None = None) -> list[dict[str, Any]]:
-    return [policy(resource, template, cloud_queue), binding()]
+def objects(local: Fabric, cloud_queue: str | None = None, cloud: Fabric | None = None) -> list[dict[str, Any]]:
+    return [policy(local, cloud_queue, cloud), binding()]
