@@ -26,7 +26,7 @@ def run_isolated(*command: str, cwd: Path) -> subprocess.CompletedProcess:
     if shutil.which("unshare") is None:
         pytest.skip("unshare (util-linux) is not installed")
     return subprocess.run(["unshare", "--net", "--mount", "--", sys.executable, "-m", "forge.twin.jail", "--", *command],
-                          cwd=cwd, capture_output=True, text=True, timeout=300)
+                          cwd=cwd, capture_output=True, text=True, timeout=600)  # a local Ray start took 147 s on a loaded 2-core machine
 
 
 @pytest.mark.parametrize("file,workflow", RUNS, ids=[f"{f}:{w}" for f, w in RUNS])
