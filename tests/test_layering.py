@@ -22,7 +22,7 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("commands", ("forge.overrides", "forge.cluster_new", "forge.generate", "forge.handedits", "forge.current", "forge.check_output",
                   "forge.argocd", "forge.argocd_config", "forge.argocd_projects",
                   "forge.argocd_order", "forge.argocd_prereqs", "forge.writer", "forge.incremental", "forge.plan_cache", "forge.render", "forge.render_batch", "forge.bench", "forge.bench_chart", "forge.validate",
-                  "forge.upstream", "forge.diff", "forge.nodes", "forge.queues_cli", "forge.inventory_schema", "forge.inventory_migrate", "forge.draw")),
+                  "forge.upstream", "forge.diff", "forge.nodes", "forge.queues_cli", "forge.inventory_schema", "forge.inventory_migrate", "forge.draw", "forge.workflows")),
     # The fleet in a box: acts on what the commands produced (render, hydrate, diff's revisions).
     ("box", ("forge.twin",)),
     # The rollout across clusters: rings, gates read from Argo CD and Prometheus, promote, ApplicationSets.

@@ -238,8 +238,9 @@ from forge.twin.cli import twin  # noqa: E402  (forge twin: the fleet in a box)
 from forge.draw import draw_command  # noqa: E402  (forge draw: the cluster as a picture)
 from forge.rollout.cli import appsets, promote, rings  # noqa: E402  (forge promote: rings and gates)
 from forge.inventory_migrate import inventory  # noqa: E402  (forge inventory migrate: format versions)
+from forge.workflows.cli import workflows  # noqa: E402  (forge workflows check: the engineers' Flyte code)
 
-for _command in (charts, hydrate, diff, node, queues, twin, draw_command, promote, rings, appsets, inventory):
+for _command in (charts, hydrate, diff, node, queues, twin, draw_command, promote, rings, appsets, inventory, workflows):
     main.add_command(_command)
 
 if __name__ == "__main__":  # pragma: no cover

@@ -187,7 +187,8 @@ def test_root_runs_the_prerequisites_check_before_anything_else():
         meta = files[f"prerequisites/{name}.yaml"]["metadata"]["annotations"]
         assert meta["argocd.argoproj.io/hook"] == "PreSync" and int(meta["argocd.argoproj.io/hook-weight"]) < 0
     spec = json.loads(files["prerequisites/configmap.yaml"]["data"]["prerequisites.json"])
-    assert spec["storage_classes"] == ["local-path"] and spec["ingress_classes"] == ["nginx"]
+    # the homes of developer pods on network storage (components.jupyterhub.home_storage_class) must exist too
+    assert spec["storage_classes"] == ["local-path", "nfs-homes"] and spec["ingress_classes"] == ["nginx"]
     assert spec["secrets"] == [{"namespace": "external-secrets", "name": "external-secrets-aws",
                                 "keys": ["access-key-id", "secret-access-key"]}]
     assert "calico-node" in spec["cni"] and "cilium" in spec["cni"]
@@ -229,13 +230,14 @@ def test_prerequisites_check_prints_one_line_per_missing_prerequisite(api, tmp_p
     _Api.objects = {**served, "/apis/apps/v1/daemonsets": {"items": [{"metadata": {"name": "kube-flannel-ds"}, "status": {"numberReady": 3}}]}}
     assert prereq_check.main([str(spec), "--api", api]) == 1
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 4 and all(line.startswith("missing prerequisite: ") for line in lines)
-    assert "NetworkPolicy" in lines[0] and "StorageClass local-path" in lines[1]
-    assert "IngressClass nginx" in lines[2] and "Secret external-secrets/external-secrets-aws" in lines[3]
+    assert len(lines) == 5 and all(line.startswith("missing prerequisite: ") for line in lines)
+    assert "NetworkPolicy" in lines[0] and "StorageClass local-path" in lines[1] and "StorageClass nfs-homes" in lines[2]
+    assert "IngressClass nginx" in lines[3] and "Secret external-secrets/external-secrets-aws" in lines[4]
     _Api.objects = {
         **served,
         "/apis/apps/v1/daemonsets": {"items": [{"metadata": {"name": "calico-node"}, "status": {"numberReady": 3}}]},
         "/apis/storage.k8s.io/v1/storageclasses/local-path": {"kind": "StorageClass"},
+        "/apis/storage.k8s.io/v1/storageclasses/nfs-homes": {"kind": "StorageClass"},
         "/apis/networking.k8s.io/v1/ingressclasses/nginx": {"kind": "IngressClass"},
         "/api/v1/namespaces/external-secrets/secrets/external-secrets-aws": {"data": {"access-key-id": "QQ=="}},
     }

@@ -197,7 +197,7 @@ def test_proxy_is_asynchronous_only_when_every_bucket_is():
 
 def test_rejects_an_asynchronous_default_on_a_durable_bucket():
     # a100 as it was on main: ASYNC_THROUGH for every bucket, checkpoints and flyte durable.
-    text = edit(inventory_text("a100"), "    write_policies: {datasets: ASYNC_THROUGH}\n", "")
+    text = edit(inventory_text("a100"), "    write_policies: {outputs: ASYNC_THROUGH}\n", "")
     text = edit(text, "write_policy: CACHE_THROUGH", "write_policy: ASYNC_THROUGH")
     found = [p for p in problems_of("a100", text) if p.path == "components.alluxio.write_policy"]
     assert [(p.file, p.line) for p in found] == [(inventory_file("a100"), line_of(text, "write_policy: ASYNC_THROUGH"))] * 2
@@ -209,22 +209,22 @@ def test_rejects_an_asynchronous_default_on_a_durable_bucket():
 
 
 def test_rejects_an_asynchronous_policy_of_a_durable_bucket_of_its_own():
-    text = edit(inventory_text("a100"), "{datasets: ASYNC_THROUGH}", "{datasets: ASYNC_THROUGH, checkpoints: ASYNC_THROUGH}")
+    text = edit(inventory_text("a100"), "{outputs: ASYNC_THROUGH}", "{outputs: ASYNC_THROUGH, checkpoints: ASYNC_THROUGH}")
     p = only_problem(problems_of("a100", text), "components.alluxio.write_policies.checkpoints")
     assert (p.file, p.line) == (inventory_file("a100"), line_of(text, "checkpoints: ASYNC_THROUGH}"))
     assert "is durable (cluster.s3.durable)" in p.message
 
 
 def test_rejects_a_write_policy_of_an_unlisted_bucket():
-    text = edit(inventory_text("a100"), "{datasets: ASYNC_THROUGH}", "{loki: ASYNC_THROUGH}")
+    text = edit(inventory_text("a100"), "{outputs: ASYNC_THROUGH}", "{loki: ASYNC_THROUGH}")
     p = only_problem(problems_of("a100", text), "components.alluxio.write_policies.loki")
-    assert p.message == "'loki' is not one of components.alluxio.buckets (have: datasets, checkpoints, flyte)"
+    assert p.message == "'loki' is not one of components.alluxio.buckets (have: datasets, checkpoints, flyte, outputs)"
     assert p.line == line_of(text, "{loki: ASYNC_THROUGH}")
 
 
 def test_rejects_a_write_policy_spelled_informally_per_bucket():
-    text = edit(inventory_text("a100"), "{datasets: ASYNC_THROUGH}", "{datasets: async}")
-    p = only_problem(problems_of("a100", text), "components.alluxio.write_policies.datasets")
+    text = edit(inventory_text("a100"), "{outputs: ASYNC_THROUGH}", "{outputs: async}")
+    p = only_problem(problems_of("a100", text), "components.alluxio.write_policies.outputs")
     assert "did you mean ASYNC_THROUGH?" in p.message
 
 
@@ -481,3 +481,19 @@ def test_the_probe_is_live_while_it_rewrites_the_feature_file_and_dead_once_it_s
     stale = time.time() - 600
     os.utime(folder / FEATURE_FILE, (stale, stale))
     assert run("livenessProbe") != 0
+
+
+def test_rejects_an_asynchronous_policy_on_the_read_only_training_data():
+    """Issue 33: a100 once declared datasets ASYNC_THROUGH while mounting it read-only: no write path at all."""
+    text = edit(inventory_text("a100"), "{outputs: ASYNC_THROUGH}", "{datasets: ASYNC_THROUGH}")
+    p = only_problem(problems_of("a100", text), "components.alluxio.write_policies.datasets")
+    assert (p.file, p.line) == (inventory_file("a100"), line_of(text, "{datasets: ASYNC_THROUGH}"))
+    assert p.message.startswith("bucket 'datasets' (exa-ml-datasets) is mounted read-only (the training data): ASYNC_THROUGH writes nothing there")
+
+
+def test_the_re_creatable_outputs_are_written_asynchronously_and_the_durable_buckets_not():
+    job = generated("overlays/a100/alluxio/job-alluxio-mount-buckets.yaml")
+    script = "\n".join(job["spec"]["template"]["spec"]["containers"][0]["command"])
+    conf = "/opt/alluxio/bin/alluxio fsadmin pathConf add --property alluxio.user.file.writetype.default="
+    assert f"{conf}ASYNC_THROUGH /exa-ml-outputs-a100" in script
+    assert f"{conf}CACHE_THROUGH /exa-ml-checkpoints-a100" in script and f"{conf}CACHE_THROUGH /exa-flyte-a100" in script

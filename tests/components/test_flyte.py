@@ -152,10 +152,12 @@ def test_values_storage_plugins_tolerations_projects(cluster):
     env = {e["name"]: e["valueFrom"]["secretKeyRef"]["name"] for e in v["deployment"]["extraEnvVars"]}
     assert env == {"AWS_ACCESS_KEY_ID": m.settings.s3.credentials_secret, "AWS_SECRET_ACCESS_KEY": m.settings.s3.credentials_secret}
     plugins = v["enabled_plugins"]["tasks"]["task-plugins"]
-    assert {"container", "k8s-array", "pytorch", "mpi", "ray"} <= set(plugins["enabled-plugins"])
+    assert {"container", "k8s-array", "pytorch", "ray"} <= set(plugins["enabled-plugins"])
+    # MPI off: its kubeflow.org/v1 MPIJob is no kind Kueue 0.19 gangs (mpi-operator v2beta1 is)
+    assert "mpi" not in plugins["enabled-plugins"]
     # Added to the chart's own map (container, sidecar, container_array -> k8s-array), which Helm
     # merges in: the hydrated ConfigMap is checked for the whole map (Flyte.expected_in_hydrated).
-    assert plugins["default-for-task-types"] == {"pytorch": "pytorch", "mpi": "mpi", "ray": "ray"}
+    assert plugins["default-for-task-types"] == {"pytorch": "pytorch", "ray": "ray"}
     k8s = v["configuration"]["inline"]["plugins"]["k8s"]
     assert k8s["default-tolerations"] == m.gpu_tolerations == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
     assert k8s["default-pod-template-name"] == "forge-default"

@@ -18,14 +18,20 @@ def test_flyte_turns_on_oidc_with_the_inventorys_issuer_and_clients(cluster):
     auth = v["configuration"]["auth"]
     assert auth["enabled"] is True
     assert auth["oidc"] == {"baseUrl": "https://sso.exa.internal/realms/exa", "clientId": "flyte-console"}  # no secret in values
-    assert auth["internal"] == {"clientId": "flytepropeller"}
+    # Every token's audience is Flyte's public URL, which flyteadmin v1.16.8 accepts (allowedAudience),
+    # pyflyte asks for (flyteClient) and propeller's client credentials ask for (internal): a provider
+    # minting `aud: account` by default would otherwise have every call refused.
+    public = f"https://flyte.{cluster}.exa.internal"
+    assert auth["internal"] == {"clientId": "flytepropeller", "audience": public}
     assert auth["flyteClient"]["clientId"] == "flytectl"
+    assert auth["flyteClient"]["audience"] == public
     assert auth["authorizedUris"] == [f"https://flyte.{cluster}.exa.internal"]
     # the identity provider issues the tokens, not Flyte's built-in server with its default client secret hash
     assert auth["enableAuthServer"] is False
     assert v["configuration"]["inline"]["auth"]["appAuth"] == {
         "authServerType": "External", "externalAuthServer": {"baseUrl": "https://sso.exa.internal/realms/exa",
-                                                              "metadataUrl": ".well-known/openid-configuration"}}
+                                                              "metadataUrl": ".well-known/openid-configuration",
+                                                              "allowedAudience": [public]}}
     # both client secrets from the store, mounted by the chart from our Secret
     assert auth["clientSecretsExternalSecretRef"] == "flyte-client-secrets"
     es = generated(f"overlays/{cluster}/flyte/externalsecret-flyte-client-secrets.yaml")

@@ -52,6 +52,7 @@ def test_every_secret_a_consumer_reads_is_an_externalsecret_with_its_keys(cluste
     }
     if cluster == "h200":  # developer pods (forge.components.jupyterhub): the OIDC client secret
         expected[("jupyterhub", "jupyterhub-oidc")] = (["OAUTH_CLIENT_SECRET"], "forge/h200/oidc")
+        expected[("jupyterhub", "jupyterhub-tls")] = (["tls.crt", "tls.key"], "forge/h200/jupyterhub-tls")  # the hubs' TLS
         # MultiKueue's kubeconfig of the burst cluster (forge.components.multikueue)
         expected[("kueue-system", "multikueue-h200-burst")] = (["kubeconfig"], "forge/h200/multikueue")
     assert {k: (list(v["spec"]["target"]["template"]["data"]), v["spec"]["data"][0]["remoteRef"]["key"])

@@ -18,6 +18,7 @@ from forge.twin.run import Runner
 from forge.twin.scenario import load_scenarios
 from forge.twin.sources import applications
 from forge.twin.submit import Propeller
+from forge.twin.tasks import resolve
 from forge.twin.sync import Syncer
 from tests.helpers import edit, forge, git_repo_copy, regenerate
 from tests.twin.conftest import say
@@ -41,7 +42,7 @@ def test_floor_quotas_keep_the_whole_pool_pretrain_out_naming_the_queue_and_the_
     training = yaml.safe_load((root / "overlays/h200/kueue/clusterqueue-training.yaml").read_text())
     assert training["spec"]["resourceGroups"][0]["flavors"][0]["resources"][2]["nominalQuota"] == "64"
     plan = next(p for p in load_fleet(root) if p.name == "h200")
-    scenario = next(s for s in load_scenarios(root, "h200") if s.name == "pretrain-whole-pool")
+    scenario = next(s for s in resolve(root, load_scenarios(root, "h200")) if s.name == "pretrain-whole-pool")
     scenario = scenario.model_copy(update={"steps": [scenario.steps[0].model_copy(update={"within": 20})]})
     with running_box(root, plan, upstream, say) as state:
         pki = Pki(root / "build/twin/h200/pki")

@@ -2,14 +2,23 @@
 manager, Kueue and training-operator, with forge's output applied as Argo CD applies it."""
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 from forge.twin.flows import ENGINE
 from forge.twin.run import Runner
 from forge.twin.scenario import load_scenarios
 from forge.twin.submit import Propeller
+from forge.twin.tasks import resolve
 from tests.helpers import CLUSTERS, REPO
 from tests.twin.conftest import say
+
+@functools.lru_cache(maxsize=None)
+def resolved(root, cluster: str) -> dict:
+    """The cluster's scenarios with each job naming a task of workflows/ built from its compiled spec."""
+    return {s.name: s for s in resolve(root, load_scenarios(root, cluster))}
+
 
 SHIPPED = [(cluster, s.name) for cluster in CLUSTERS for s in load_scenarios(REPO, cluster)]
 
@@ -27,7 +36,7 @@ def test_the_api_server_accepts_every_object_forge_renders(boxes, cluster):
 @pytest.mark.parametrize("cluster, name", SHIPPED)
 def test_shipped_scenario(boxes, box_programs, cluster, name):
     plan, kube, _, _ = boxes.get(cluster)
-    scenario = next(s for s in load_scenarios(boxes.root, cluster) if s.name == name)
+    scenario = resolved(boxes.root, cluster)[name]
     runner = Runner(kube, plan, Propeller.from_values(boxes.root / "overlays" / cluster / "flyte" / "values.yaml"), say,
                     engine=box_programs[ENGINE])
     outcome = runner.run(scenario)

@@ -23,6 +23,7 @@ from forge.capacity import GPU, capacity
 from forge.components import network
 from forge.components.base import RBAC_NAMESPACED, WAVE_WORKLOADS, WORKLOAD_KINDS, Component, Expected, storage_class
 from forge.components.flyte import Flyte, storage_endpoint
+from forge.components.flyte.access import SOURCE_RANGE
 from forge.components.flyte.plan import namespace_for
 from forge.inventory.schema import Name, Strict
 from forge.model import ClusterModel
@@ -66,10 +67,25 @@ class Oidc(Strict):
     credentials_secret: Name  # Secret with OAUTH_CLIENT_SECRET, made from the secret store (remote role oidc)
 
 
+_CIDR = r"^([0-9]{1,3}\.){3}[0-9]{1,3}/([0-9]|[12][0-9]|3[0-2])$"
+NODE_LOCAL_CLASSES = frozenset({"local-path"})  # rancher's local-path: a PV pinned to the node that first held it
+
+
 class Settings(Strict):
     oidc: Oidc
     host_suffix: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")]  # hub of project p: p.<host_suffix>
     ingress_class: Name = "nginx"
+    # Client addresses allowed to reach the hubs (ingress-nginx's whitelist-source-range); default:
+    # components.flyte.ingress.source_ranges, as Flyte's console.
+    source_ranges: Annotated[list[Annotated[str, Field(pattern=_CIDR)]], Field(min_length=1)] | None = None
+    # The hubs' certificate (a wildcard *.<host_suffix>), from the secret store (remote role jupyterhub-tls).
+    tls_secret: Name = "jupyterhub-tls"
+    # Who may use project p's hub: members of the identity provider's group <group_prefix><p> (the
+    # token's `groups` claim); nobody else, whatever else they may log in to.
+    group_prefix: Annotated[str, Field(pattern=r"^[A-Za-z0-9_./-]*$")] = ""
+    # The users' homes: a network StorageClass, so a home follows its user to whichever node Kueue
+    # places the next server on (default: cluster.storage_class, refused when it is node-local).
+    home_storage_class: Name | None = None
     projects: list[Name] | None = None  # default: every Flyte project
     idle_minutes: Annotated[int, Field(ge=5, le=7 * 24 * 60)] = 60  # a server idle this long is stopped
     cpu: Annotated[int, Field(ge=1, le=256)] = 4
@@ -125,6 +141,15 @@ class JupyterHub(Component):
                     yield loaded.problem(at + ("projects", i), f"unknown Flyte project '{p}' (expected one of: {', '.join(known)})")
             if DOMAIN not in [d.name for d in flyte.domains]:
                 yield loaded.problem(at, f"developer pods run in each project's '{DOMAIN}' domain: add it to components.flyte.domains")
+        if settings.source_ranges is None and flyte is not None and flyte.ingress is None:
+            yield loaded.problem(at, "the hubs need source_ranges (client CIDRs ingress-nginx admits): set "
+                                 "components.jupyterhub.source_ranges or components.flyte.ingress.source_ranges")
+        homes = settings.home_storage_class or loaded.inventory.cluster.storage_class
+        if homes in NODE_LOCAL_CLASSES:
+            yield loaded.problem(at + (("home_storage_class",) if settings.home_storage_class else ()),
+                                 f"users' homes on StorageClass '{homes}' stay on the node of the first spawn (a GPU node's "
+                                 "root disk), while Kueue places the next server anywhere: set "
+                                 "components.jupyterhub.home_storage_class to a network StorageClass")
         scheduling = given.get("scheduling")
         if scheduling is not None and PRIORITY_CLASS not in [c.name for c in scheduling.priority_classes]:
             yield loaded.problem(at, f"developer pods run at priority class '{PRIORITY_CLASS}': add it to components.scheduling.priority_classes")
@@ -137,7 +162,9 @@ class JupyterHub(Component):
         return (self.namespace, *(namespace_for(p, DOMAIN) for p in self.projects(cluster)))
 
     def secrets(self, cluster: ClusterModel) -> list[SecretUse]:
-        return [SecretUse("oidc", self.settings(cluster).oidc.credentials_secret, (self.namespace,))]
+        s: Settings = self.settings(cluster)
+        return [SecretUse("oidc", s.oidc.credentials_secret, (self.namespace,)),
+                SecretUse("tls", s.tls_secret, (self.namespace,), role="jupyterhub-tls")]
 
     def release_of(self, cluster: ClusterModel, project: str) -> str:
         """The Helm release of `project`'s hub: the first is the Application's main release (forge.argocd)."""
@@ -208,7 +235,8 @@ def hub_values(cluster: ClusterModel, s: Settings, project: str) -> dict[str, An
                     "token_url": f"{issuer}/protocol/openid-connect/token",
                     "userdata_url": f"{issuer}/protocol/openid-connect/userinfo",
                     "scope": ["openid", "profile", "email"], "username_claim": "preferred_username",
-                    "allow_all": True,
+                    # Only the project's group: a hub hands out its project's S3 key and GPU quota.
+                    "allow_all": False, "claim_groups_key": "groups", "allowed_groups": [f"{s.group_prefix}{project}"],
                 },
                 # S3 as Flyte's task pods get it: the endpoint, and the credentials Secret of the
                 # project namespace (made there for Flyte's tasks) as environment variables.
@@ -219,12 +247,14 @@ def hub_values(cluster: ClusterModel, s: Settings, project: str) -> dict[str, An
         },
         "proxy": {"service": {"type": "ClusterIP"}, "chp": {"nodeSelector": cluster.system_node_selector,
                                                             "tolerations": cluster.system_tolerations}},
-        "ingress": {"enabled": True, "ingressClassName": s.ingress_class, "hosts": [host]},
+        "ingress": {"enabled": True, "ingressClassName": s.ingress_class, "hosts": [host],
+                    "tls": [{"hosts": [host], "secretName": s.tls_secret}],
+                    **({"annotations": {SOURCE_RANGE: ",".join(source_ranges(cluster, s))}} if s.ingress_class == "nginx" else {})},
         "singleuser": {
             # Queued through the project's LocalQueue, admitted at the interactive priority.
             "extraLabels": {QUEUE_NAME_LABEL: LOCAL_QUEUE, WORKLOAD_PRIORITY_LABEL: PRIORITY_CLASS},
             "extraTolerations": cluster.gpu_tolerations,
-            "storage": {"dynamic": {"storageClass": storage_class(cluster, None)}},
+            "storage": {"dynamic": {"storageClass": s.home_storage_class or storage_class(cluster, None)}},
             "profileList": profiles(cluster, s),
             "networkPolicy": {"enabled": False},  # the project namespace's own policies apply
         },
@@ -236,6 +266,11 @@ def hub_values(cluster: ClusterModel, s: Settings, project: str) -> dict[str, An
                        "userPlaceholder": {"enabled": False}},
         "prePuller": {"hook": {"enabled": False}, "continuous": {"enabled": False}},
     }
+
+
+def source_ranges(cluster: ClusterModel, s: Settings) -> list[str]:
+    flyte = cluster.component_settings[Flyte.name]
+    return list(s.source_ranges or (flyte.ingress.source_ranges if flyte.ingress else []))
 
 
 def spawner_rbac(project: str) -> list[dict[str, Any]]:

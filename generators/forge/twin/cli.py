@@ -208,9 +208,10 @@ def run(root: Path, cluster: str, scenarios: tuple[str, ...], upstream: Path | N
     from forge.twin.run import Runner
     from forge.twin.scenario import load_scenarios
     from forge.twin.submit import Propeller
+    from forge.twin.tasks import resolve
 
     plan = _plan(root, cluster)
-    chosen = load_scenarios(root, cluster, scenarios)
+    chosen = resolve(root, load_scenarios(root, cluster, scenarios))  # jobs naming a compiled task of workflows/
     if not no_render:
         _render(root)
     apps = applications(root, plan, upstream, _argocd_crds(root, upstream))

@@ -45,14 +45,20 @@ class _Strict(BaseModel):
 
 class Job(_Strict):
     name: Name
-    # How Flyte submits it: PyTorchJob (the PyTorch plugin, elastic: torchrun), Pod (a plain
-    # container task), or Workload (Kueue's own object, for a kind whose controller is not in the box).
-    kind: Literal["PyTorchJob", "Pod", "Workload"]
+    # A task of workflows/ compiled by flytekit (its name: module.function, e.g. pretrain.train_h200):
+    # kind, replicas, resources, PodTemplate and Kueue labels come from its compiled spec
+    # (forge.twin.tasks), as propeller 1.16.8 would make them; the fields below then stay unset.
+    task: Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*$")] | None = None
+    # How Flyte submits it: PyTorchJob (the PyTorch plugin), Pod (a plain container task), or
+    # Workload (Kueue's own object, for a kind whose controller is not in the box).
+    kind: Literal["PyTorchJob", "Pod", "Workload"] | None = None
     project: Name
     domain: Name
     count: Annotated[int, Field(ge=1, le=500)] = 1
     replicas: Count = 1
-    resources: dict[str, Quantity]
+    # A PyTorchJob: elastic (torchrun; every replica a Worker), else one Master and replicas-1 Workers.
+    elastic: bool = True
+    resources: dict[str, Quantity] = {}
     priority: Name | None = None  # a WorkloadPriorityClass; default: the pods' PriorityClass (the project's)
     queue: Name | None = None  # a LocalQueue; default: Flyte's default label
     pod_template: Name | None = None  # default: propeller's default-pod-template-name
@@ -98,6 +104,12 @@ def _rules(model: ScenarioFile):
         jobs: set[str] = set()
         for s, step in enumerate(scenario.steps):
             jobs |= {j.name for j in step.submit}
+            for j, job in enumerate(step.submit):
+                where = ("scenarios", i, "steps", s, "submit", j)
+                if job.task is None and (job.kind is None or not job.resources):
+                    yield where, f"job {job.name!r} names no task: give `task` (a compiled task of workflows/) or `kind` and `resources`"
+                if job.task is not None and (job.kind or job.resources or job.pod_template or job.queue or job.priority):
+                    yield where, f"job {job.name!r} names task {job.task}: its kind, resources, pod_template, queue and priority come from it"
             for e, expect in enumerate(step.expect):
                 if expect.job is not None and expect.job not in jobs:
                     yield (("scenarios", i, "steps", s, "expect", e, "job"),

@@ -112,13 +112,27 @@ def build(kube: Kube, propeller: Propeller, job: Job, name: str, replicas: int, 
                                                                          if k in ("labels", "annotations")}},
                 "spec": template["spec"]}
     if job.kind == "PyTorchJob":
-        return {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": meta, "spec": {
-            "elasticPolicy": {"rdzvBackend": "c10d", "minReplicas": replicas, "maxReplicas": replicas,
-                              "nProcPerNode": int(job.resources.get("nvidia.com/gpu", "1"))},
-            "pytorchReplicaSpecs": {"Worker": {"replicas": replicas, "restartPolicy": "OnFailure", "template": template}},
-            "runPolicy": {"cleanPodPolicy": "None"}}}
+        return _pytorch_job(meta, template, job, replicas)
     queue = labels.get(QUEUE_NAME_LABEL)
     spec: dict[str, Any] = {"queueName": queue, "podSets": [{"name": "main", "count": replicas, "template": template}]}
     if job.priority:
         spec |= {"priorityClassRef": {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": job.priority}}
     return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "metadata": meta, "spec": spec}
+
+
+def _pytorch_job(meta: dict[str, Any], template: dict[str, Any], job: Job, replicas: int) -> dict[str, Any]:
+    """The PyTorch plugin's PyTorchJob (kfoperators/pytorch/pytorch.go, BuildResource): elastic,
+    every replica a Worker with an ElasticPolicy; else a Master of 1 replica and the rest Workers
+    (a Worker spec only when there are any), each replica spec restartPolicy Never
+    (kfoperators/common/common_operator.go, ToReplicaSpec) unless the task sets one."""
+    if job.elastic:
+        return {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": meta, "spec": {
+            "elasticPolicy": {"rdzvBackend": "c10d", "minReplicas": replicas, "maxReplicas": replicas,
+                              "nProcPerNode": int(job.resources.get("nvidia.com/gpu", "1"))},
+            "pytorchReplicaSpecs": {"Worker": {"replicas": replicas, "restartPolicy": "OnFailure", "template": template}},
+            "runPolicy": {"cleanPodPolicy": "None"}}}
+    specs = {"Master": {"replicas": 1, "restartPolicy": "Never", "template": template}}
+    if replicas > 1:
+        specs["Worker"] = {"replicas": replicas - 1, "restartPolicy": "Never", "template": copy.deepcopy(template)}
+    return {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": meta,
+            "spec": {"pytorchReplicaSpecs": specs, "runPolicy": {}}}

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Iterator, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field
 
+from forge.components.alluxio.mounts import READ_ONLY_KEYS
 from forge.components.local_storage import DataPath
 from forge.inventory.schema import Name, PositiveInt, Strict
 from forge.model import ClusterModel
@@ -232,6 +233,13 @@ def write_policy_problems(loaded, settings: AlluxioSettings, at: tuple) -> Itera
         if key not in settings.buckets:
             yield loaded.problem(at + ("write_policies", key), f"'{key}' is not one of components.alluxio.buckets "
                                  f"(have: {', '.join(settings.buckets)})")
+    for key, policy in settings.write_policies.items():
+        # A read-only mount takes no writes at all: an asynchronous policy there promises a write
+        # path that does not exist (forge.components.alluxio.mounts.READ_ONLY_KEYS).
+        if key in READ_ONLY_KEYS and policy != SYNCHRONOUS:
+            yield loaded.problem(at + ("write_policies", key), f"bucket '{key}' ({s3.buckets.get(key, '?')}) is mounted read-only "
+                                 f"(the training data): {policy} writes nothing there; give re-creatable outputs a writable "
+                                 f"bucket of their own in cluster.s3.buckets and components.alluxio.buckets, and set its write policy")
     for key, policy in bucket_policies(settings).items():
         if key in s3.durable and policy != SYNCHRONOUS:
             where = at + (("write_policies", key) if key in settings.write_policies else ("write_policy",))

@@ -1,5 +1,5 @@
 """Flyte (chart flyte-binary v1.16.8): the ML team's workflow scheduler, with plugins for plain
-containers, k8s arrays (map tasks), PyTorch and MPI (training-operator) and Ray (KubeRay).
+containers, k8s arrays (map tasks), PyTorch (training-operator) and Ray (KubeRay); MPI off (PLUGINS says why).
 
 Why flyte-binary and not flyte-core: one Deployment holds admin, propeller, data catalog and the
 scheduler, configured in one place (`configuration.inline`); flyte-core's per-service deployments
@@ -33,7 +33,7 @@ from forge.components import alluxio, multikueue, network
 from forge.components.driver_upgrades import WORKLOAD_FLYTE, WORKLOAD_LABEL
 from forge.components.kuberay_operator import RAY_HEAD_PORTS, KuberayOperator
 from forge.components.base import RBAC_NAMESPACED, WORKLOAD_KINDS, WAVE_WORKLOADS, Component, Contains, Expected, custom_resource
-from forge.components.flyte import access, auth, cloud_storage, efa, fence, plan, rdma, workload_label
+from forge.components.flyte import access, auth, cloud_storage, efa, fence, plan, rdma, smoke, workload_label
 from forge.components.flyte.objects import (API_PORTS, GPU_RESOURCE, WEBHOOK_PORT, METRICS_PATH, METRICS_PORT, NAMESPACE, POD_TEMPLATE,  # noqa: F401 (re-exported)
                                             PSA_LEVEL, RELEASE, SCRAPES, escape_for_tpl, limit_range, log_link,
                                             metrics_service, pod_template, project_namespace, ray_log_link, resource_quota)
@@ -53,12 +53,19 @@ CONTROL_PLANE_S3_ROLE = "s3-flyte"  # Flyte's own S3 credential in the secret st
 TASKS_S3_ROLE_PREFIX = "s3-tasks-"  # + project: the credential of that project's task pods
 FULLNAME = "flyte"  # services flyte-http (8088), flyte-grpc (8089), flyte-webhook
 DB_PASSWORD_DIR = "/etc/flyte/db"
-PLUGINS = ["container", "sidecar", "k8s-array", "pytorch", "mpi", "ray"]
+# The MPI plugin is off: it creates training-operator's kubeflow.org/v1 MPIJob
+# (flyteplugins go/tasks/plugins/k8s/kfoperators/mpi/mpi.go), while Kueue 0.19.2's
+# kubeflow.org/mpijob integration is mpi-operator's v2beta1, so Kueue would see the launcher and each
+# worker only as plain pods carrying the queue label (propeller puts default-labels on every replica's
+# pod): each admitted alone, a partial placement that deadlocks and is pre-empted half-way. With the
+# plugin off a task of type `mpi` fails at once ("no plugin"), never half-placed; multi-node jobs use
+# the PyTorch plugin, whose PyTorchJob Kueue admits as one gang.
+PLUGINS = ["container", "sidecar", "k8s-array", "pytorch", "ray"]
 # Task type -> plugin, added to the chart's defaults (container, sidecar, container_array -> k8s-array).
-TASK_TYPES = {"pytorch": "pytorch", "mpi": "mpi", "ray": "ray"}
+TASK_TYPES = {"pytorch": "pytorch", "ray": "ray"}
 CHART_TASK_TYPES = {"container": "container", "sidecar": "sidecar", "container_array": "k8s-array"}
-OPERATOR_RULES = [  # what the PyTorch, MPI and Ray plugins create and watch
-    {"apiGroups": ["kubeflow.org"], "resources": ["pytorchjobs", "mpijobs"],
+OPERATOR_RULES = [  # what the PyTorch and Ray plugins create and watch
+    {"apiGroups": ["kubeflow.org"], "resources": ["pytorchjobs"],
      "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"]},
     {"apiGroups": ["ray.io"], "resources": ["rayjobs", "rayclusters"],
      "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"]},
@@ -71,7 +78,8 @@ class Flyte(Component):
     name = "flyte"
     namespace = NAMESPACE
     sync_wave = WAVE_WORKLOADS  # after training-operator and KubeRay (WAVE_OPERATORS) and Alluxio
-    namespaced_kinds = (*WORKLOAD_KINDS, ("", "Secret"), ("networking.k8s.io", "Ingress"))
+    namespaced_kinds = (*WORKLOAD_KINDS, ("", "Secret"), ("networking.k8s.io", "Ingress"),
+                        ("batch", "Job"))  # the login smoke test (forge.components.flyte.smoke)
     api_groups = ('flyte.lyft.io',)
     chart = "flyte-binary"
     release_name = RELEASE
@@ -89,7 +97,9 @@ class Flyte(Component):
     )
     # deployment.resources is documented only in comments (values.yaml of v1.16.8); the task type
     # -> plugin map is free-form Flyte configuration (the default shows the built-in types only).
-    declared_values = frozenset({"deployment.resources", "enabled_plugins.tasks.task-plugins.default-for-task-types"})
+    # configuration.auth.internal.audience likewise (commented out in values.yaml; configmap.yaml renders it as admin.audience).
+    declared_values = frozenset({"deployment.resources", "enabled_plugins.tasks.task-plugins.default-for-task-types",
+                                 "configuration.auth.internal.audience"})
     # Set on purpose although they may equal the chart's defaults: the database from the
     # inventory, and the S3 storage with credentials from the AWS SDK's chain (the Secret's env).
     inventory_values = frozenset({"configuration.database", "configuration.storage.provider",
@@ -261,7 +271,7 @@ class Flyte(Component):
             Expected(*deployment, (*pod, "tolerations"), cluster.system_tolerations),
             Expected("ClusterRole", f"{FULLNAME}-cluster-role", "rules", Contains(*OPERATOR_RULES)),
             *access.expected_routes(s.ingress, access.signed_url_endpoint(cluster, s.signed_url_endpoint)),
-            *auth.expected(s.auth),
+            *auth.expected(s.auth, s.ingress.host if s.ingress else None),
         ]
 
     # ---- per project-domain objects ---------------------------------------------------------------
@@ -273,6 +283,9 @@ class Flyte(Component):
         classes = {p.name: p.priority_class for p in s.projects}
         levels, fenced = rdma.project_psa_levels(cluster, PSA_LEVEL), rdma.fence_labels(cluster)
         objs += rdma.fence_objects(cluster) + efa.cloud_policy_objects(cluster) + workload_label.objects(cluster)
+        if s.auth:  # the login, proven after each sync (forge.components.flyte.smoke)
+            objs.append(smoke.smoke_job(cluster, s.auth, s.ingress.host if s.ingress else None, NAMESPACE,
+                                        f"http://{FULLNAME}-http.{NAMESPACE}.svc.cluster.local:8088"))
         # Tasks read the endpoint of the cluster they run on, also those a MultiKueue manager sends here.
         objs += cloud_storage.objects((q.namespace for q in self.facts(cluster).quotas), storage_endpoint(cluster))
         for q in self.facts(cluster).quotas:
@@ -375,5 +388,5 @@ def _configuration(cluster: ClusterModel, s: FlyteSettings, facts: FlyteFacts) -
     }
     if s.auth:  # OIDC (forge.components.flyte.auth)
         out["auth"] = auth.chart_values(s.auth, s.ingress.host if s.ingress else None)
-        out["inline"]["auth"] = auth.inline(s.auth)
+        out["inline"]["auth"] = auth.inline(s.auth, s.ingress.host if s.ingress else None)
     return out

@@ -18,6 +18,15 @@ v1.16.8, `configuration.auth`), from the inventory's `components.flyte.auth`.
   init container `gen-admin-auth-secret` (`flyte secrets create`): Argo CD must not put it back
   to empty, so its `data` is ignored in diffs.
 
+The tokens' audience (flyteadmin v1.16.8 auth/authzserver/resource_server.go: a token is accepted
+only if its `aud` is Flyte's public URL or one of `appAuth.externalAuthServer.allowedAudience`;
+claims_verifier.go): `audience` in the inventory, default `https://<ingress.host>`. forge sets it as
+allowedAudience, as the audience pyflyte asks for (`flyteClient.audience`) and the one propeller's
+client-credentials calls ask for (`internal.audience`), so an identity provider that mints tokens
+for `account` by default (Keycloak) is told to mint them for Flyte (docs/security.md, the identity
+provider's side). flyteadmin also wants scope `all` in a token's `scp` claim when the token names
+a client (`client_id`: client-credentials tokens; interceptor.go, BlanketAuthorization).
+
 Per-project authorization: Flyte 1.16 (open source) authenticates but does not authorize: any
 authenticated identity may use any project (project-level RBAC is not in flyteadmin 1.16). The
 fence between projects is Kubernetes': namespaces, quotas and queues per project, S3 credentials
@@ -44,18 +53,25 @@ class FlyteAuth(Strict):
     client_id: Annotated[str, Field(min_length=1)]  # confidential client of the console login
     cli_client_id: Annotated[str, Field(min_length=1)] = "flytectl"  # public client (PKCE) of pyflyte and flytectl
     propeller_client_id: Annotated[str, Field(min_length=1)] = "flytepropeller"  # client credentials of Flyte's own calls
-    audience: Annotated[str, Field(min_length=1)] | None = None  # the access tokens' audience, if the provider sets one
+    # The access tokens' audience; default https://<ingress.host>, what flyteadmin accepts without allowedAudience.
+    audience: Annotated[str, Field(min_length=1)] | None = None
     scopes: Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)] = ["all"]  # that pyflyte asks for
     secret: Name = "flyte-client-secrets"  # keys client_secret, oidc_client_secret
 
 
+def audience(auth: FlyteAuth, host: str | None) -> str | None:
+    """The audience every Flyte token must carry: the inventory's, else Flyte's public URL."""
+    return auth.audience or (f"https://{host}" if host else None)
+
+
 def chart_values(auth: FlyteAuth, host: str | None) -> dict[str, Any]:
     """The chart's `configuration.auth`."""
+    aud = audience(auth, host)
     internal: dict[str, Any] = {"clientId": auth.propeller_client_id}
     client: dict[str, Any] = {"clientId": auth.cli_client_id, "redirectUri": CLI_REDIRECT, "scopes": list(auth.scopes),
-                              "audience": auth.audience or ""}
-    if auth.audience:
-        internal["audience"] = auth.audience
+                              "audience": aud or ""}
+    if aud:
+        internal["audience"] = aud
     return {
         "enabled": True,
         "enableAuthServer": False,
@@ -67,14 +83,15 @@ def chart_values(auth: FlyteAuth, host: str | None) -> dict[str, Any]:
     }
 
 
-def inline(auth: FlyteAuth) -> dict[str, Any]:
+def inline(auth: FlyteAuth, host: str | None) -> dict[str, Any]:
     """Flyte's own `auth` configuration beyond the chart's: the identity provider as the
     authorization server."""
     # OIDC discovery, which every provider serves (Flyte's default, oauth-authorization-server,
     # is not served by all of them).
     external: dict[str, Any] = {"baseUrl": auth.issuer, "metadataUrl": ".well-known/openid-configuration"}
-    if auth.audience:
-        external["allowedAudience"] = [auth.audience]
+    aud = audience(auth, host)
+    if aud:
+        external["allowedAudience"] = [aud]
     return {"appAuth": {"authServerType": "External", "externalAuthServer": external}}
 
 
@@ -90,14 +107,18 @@ def produced(auth: FlyteAuth | None) -> dict[str, str]:
 IGNORE_DIFFERENCES = ({"group": "", "kind": "Secret", "name": ADMIN_AUTH_SECRET, "jsonPointers": ["/data"]},)
 
 
-def expected(auth: FlyteAuth | None) -> list[Expected]:
+def expected(auth: FlyteAuth | None, host: str | None = None) -> list[Expected]:
     """What the chart must render: Flyte's auth file with our issuer and clients, and the
     Deployment mounting our Secret."""
     if auth is None:
         return []
     config, auth_file = ("ConfigMap", "flyte-config"), ("data", "004-auth.yaml")
     inline_file = ("data", "100-inline-config.yaml", "auth", "appAuth")
+    aud = audience(auth, host)
     return [
+        *([Expected(*config, (*inline_file, "externalAuthServer", "allowedAudience"), [aud]),
+           Expected(*config, (*auth_file, "auth", "appAuth", "thirdPartyConfig", "flyteClient", "audience"), aud),
+           Expected(*config, ("data", "000-core.yaml", "admin", "audience"), aud)] if aud else []),
         Expected(*config, (*auth_file, "server", "security", "useAuth"), True),
         Expected(*config, (*auth_file, "auth", "userAuth", "openId", "baseUrl"), auth.issuer),
         Expected(*config, (*auth_file, "auth", "userAuth", "openId", "clientId"), auth.client_id),
