@@ -170,16 +170,27 @@ def validate(root: Path, upstream: Path | None, hydrated: bool, components: tupl
               help="Upstream chart data, as for validate. [env: FORGE_UPSTREAM]")
 @click.option("--svg", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE",
               help="Also write the table as a bar chart (SVG): each benchmark, forge's and bare kustomize's times, their ratio.")
+@click.option("--twin/--no-twin", default=True, show_default=True,
+              help="Also time the fleet in a box, warm, per cluster with scenarios: start, apply (objects/s), scenarios, stop.")
+@click.option("--twin-only", is_flag=True, help="Time the fleet in a box only (no generate, render, validate).")
 @jobs_option
 @user_errors
-def bench(root: Path, nodes: int, clusters: int, upstream: Path | None, svg: Path | None, jobs: int | None) -> None:
+def bench(root: Path, nodes: int, clusters: int, upstream: Path | None, svg: Path | None, twin: bool, twin_only: bool,
+          jobs: int | None) -> None:
     """Time generate, render and validate (cold, warm, one-node change) and forge diff; print
-    objects/s, peak memory and the ratios against bare kustomize."""
+    objects/s, peak memory and the ratios against bare kustomize; and, first, the box's apply
+    rate and wall time per fleet (warm)."""
     from forge.bench import Result, bench as run_bench
     from forge.rollout.bench import bench_rollout
 
     if svg is not None and not svg.parent.is_dir():  # before minutes of measuring, not after
         raise click.BadParameter(f"{svg.parent} is not a folder: give --svg a path in an existing folder", param_hint="--svg")
+    if twin or twin_only:  # first: the last line stays the headline `ratio:`
+        from forge.twin.bench import bench_twin
+
+        bench_twin(root, upstream or None)
+    if twin_only:
+        return
     result = Result([])
     run_bench(root, nodes, clusters, upstream or None, jobs, extra=bench_rollout, result=result)
     if svg is not None:

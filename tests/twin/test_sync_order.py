@@ -78,3 +78,16 @@ def test_a_conversion_webhook_is_repointed_when_its_server_runs_in_the_box_else_
     off, why = wiring.for_box(original)
     assert off["spec"]["conversion"] == {"strategy": "None"} and "strategy None" in why
     assert original["spec"]["conversion"]["strategy"] == "Webhook"  # the rendered object is left as it was
+
+
+def test_one_run_per_phase_wave_and_kind_applied_at_once_in_argo_cds_order():
+    from forge.twin.sync import runs
+
+    tasks, _ = ordered([
+        item("ConfigMap", "b", "ns"), item("Namespace", "ns"), item("ConfigMap", "a", "ns"),
+        item("ServiceAccount", "sa", "ns"), item("ConfigMap", "late", "ns", **{"argocd.argoproj.io__sync_wave": "5"}),
+        item("Job", "check", "ns", **{"argocd.argoproj.io__hook": "PreSync"}),
+    ])
+    # The Namespace moves before its first user, the PreSync hook, and takes its phase.
+    assert [names(r) for r in runs(tasks)] == [["Namespace/ns"], ["Job/check"], ["ServiceAccount/sa"],
+                                               ["ConfigMap/a", "ConfigMap/b"], ["ConfigMap/late"]]

@@ -2,8 +2,8 @@
 inventory's nodes, and forge's output applied the way Argo CD applies it, so that what the
 controllers *do* with that output can be watched and asserted.
 
-Real: etcd (Debian's etcd-server), kube-apiserver, kube-scheduler and kube-controller-manager
-(built from the Go module k8s.io/kubernetes), the Kueue controller and the Kubeflow
+Real: etcd (built from the Go module go.etcd.io/etcd/server/v3), kube-apiserver, kube-scheduler
+and kube-controller-manager (built from the Go module k8s.io/kubernetes), the Kueue controller and the Kubeflow
 training-operator at the versions forge deploys (built from their Go modules), and kwok, which
 plays each node's kubelet (it keeps the nodes Ready and marks bound pods Running), and cyclonus's
 NetworkPolicy engine, which judges the flows a scenario states. Nothing here runs a container.

@@ -3,10 +3,10 @@
 Go programs come from the Go module proxy: Kueue, the training-operator and kwok with `go install
 MODULE/CMD@VERSION`; kube-apiserver, kube-scheduler and kube-controller-manager with `go build`
 from ci/twin/kubernetes, a module of ours that requires k8s.io/kubernetes and pins each staging
-module (k8s.io/kubernetes cannot be `go install`ed); netpol-verdicts, our own main package in
-ci/twin/cyclonus, with `go build` against cyclonus's NetworkPolicy engine (forge.twin.flows).
-etcd is the binary of Debian's etcd-server package, downloaded with `apt-get download` and
-checked against its pinned sha256; nothing is installed system-wide, so no etcd service starts.
+module (k8s.io/kubernetes cannot be `go install`ed); etcd likewise from ci/twin/etcd (etcd's
+server module replaces its sibling modules with folders of its repository); netpol-verdicts,
+our own main package in ci/twin/cyclonus, with `go build` against cyclonus's NetworkPolicy
+engine (forge.twin.flows).
 
 Each program's folder is named by its version and a digest of everything that decides the build
 (module, version, commands, flags, the builder's go.mod and go.sum, Go's minor version); it is
@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Callable
 
 from forge.errors import ForgeError
-from forge.twin.pins import BoxPins, DebianPackage, GoProgram, box_pins
+from forge.twin.pins import BoxPins, GoProgram, box_pins
 
 Say = Callable[[str], None]
 HEARTBEAT_SECONDS = 10  # CI's logs get a line at least this often during a long build
@@ -89,6 +89,8 @@ class Builder:
         """Named by everything that decides the build but Go's version (a newer Go builds the
         same program; `.complete` records which one did)."""
         inputs = [program.module, program.version, *program.commands, _ldflags(program), *program.keep]
+        if program.output:  # a new input: folders of the programs without one keep their names
+            inputs.append(program.output)
         if program.builder:
             inputs += [(self.root / program.builder / f).read_bytes() for f in ("go.mod", "go.sum")]
             inputs += [p.read_bytes() for c in program.commands if program.local(c)
@@ -106,10 +108,8 @@ class Builder:
                                  f"{self.pins.go_min[0]}.{self.pins.go_min[1]} or newer (ci/tools.json twin.go_min)")
             for program in missing:
                 self._build(program, self.folder(program))
-        out = {program.binary(c): self.folder(program) / program.binary(c) for program in self.pins.programs
-               for c in program.commands}
-        out["etcd"] = self._etcd(self.pins.etcd)
-        return out
+        return {program.binary(c): self.folder(program) / program.binary(c) for program in self.pins.programs
+                for c in program.commands}
 
     def _build(self, program: GoProgram, folder: Path) -> None:
         self.cache.mkdir(parents=True, exist_ok=True)
@@ -118,11 +118,12 @@ class Builder:
             env = {**os.environ, "GOFLAGS": "-trimpath", "GOWORK": "off", "CGO_ENABLED": "0"}
             flags = ["-ldflags", _ldflags(program)]
             if program.builder:
-                packages = [c if program.local(c) else f"{program.module}/{c}" for c in program.commands]
-                cmd, cwd = ["go", "build", *flags, "-o", str(work) + "/", *packages], self.root / program.builder
+                out = str(work / program.output) if program.output else str(work) + "/"
+                packages = [c if program.local(c) else program.package(c) for c in program.commands]
+                cmd, cwd = ["go", "build", *flags, "-o", out, *packages], self.root / program.builder
             else:
                 env["GOBIN"] = str(work)
-                cmd, cwd = ["go", "install", *flags, *(f"{program.module}/{c}@{program.version}" for c in program.commands)], work
+                cmd, cwd = ["go", "install", *flags, *(f"{program.package(c)}@{program.version}" for c in program.commands)], work
             self._run(cmd, cwd, env, f"{program.name} {program.version}")
             if program.keep:
                 self._keep(program, work, env)
@@ -171,35 +172,6 @@ class Builder:
             raise ForgeError(f"twin build: {what} failed (exit {proc.returncode}): {' '.join(cmd)}\n{tail}\n"
                              "check the network to the Go module proxy (GOPROXY) and the Go version")
         self.say(f"twin build: {what}: built in {time.monotonic() - started:.0f}s")
-
-    def _etcd_folder(self, deb: DebianPackage) -> Path:
-        return self.cache / f"etcd-{deb.version.replace('+', '_')}-{deb.sha256[:12]}"
-
-    def _etcd(self, deb: DebianPackage) -> Path:
-        folder = self._etcd_folder(deb)
-        binary = folder / "etcd"
-        if binary.is_file():
-            return binary
-        for tool in ("apt-get", "dpkg-deb"):
-            if shutil.which(tool) is None:
-                raise ForgeError(f"the box takes etcd from Debian's {deb.package} package and needs `{tool}`: "
-                                 f"run on Debian, or put an etcd {deb.version} binary at {binary}")
-        self.cache.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=self.cache) as work:
-            self._run(["apt-get", "download", f"{deb.package}={deb.version}"], Path(work), dict(os.environ),
-                      f"etcd ({deb.package} {deb.version})")
-            debs = list(Path(work).glob("*.deb"))
-            got = hashlib.sha256(debs[0].read_bytes()).hexdigest() if len(debs) == 1 else "no .deb"
-            if got != deb.sha256:
-                raise ForgeError(f"{deb.package} {deb.version}: sha256 {got}, pinned {deb.sha256} (ci/tools.json "
-                                 "twin.etcd): the package changed; review it and update the pin")
-            subprocess.run(["dpkg-deb", "-x", str(debs[0]), str(Path(work) / "x")], check=True, capture_output=True)
-            staged = Path(work) / "out"
-            staged.mkdir()
-            shutil.copy2(Path(work) / "x" / deb.binary, staged / "etcd")
-            shutil.rmtree(folder, ignore_errors=True)
-            staged.rename(folder)
-        return binary
 
 
 def ensure_binaries(root: Path, pins: BoxPins, say: Say | None = None) -> dict[str, Path]:

@@ -1,4 +1,4 @@
-"""What the box runs, pinned: ci/tools.json (`twin`: Kubernetes, kwok, etcd) and, for the
+"""What the box runs, pinned: ci/tools.json (`twin`: Kubernetes, etcd, kwok) and, for the
 controllers forge deploys, charts/versions.yaml itself, so the box never runs another Kueue or
 training-operator than the clusters do."""
 from __future__ import annotations
@@ -24,6 +24,9 @@ class GoProgram:
     commands: tuple[str, ...]  # package paths inside the module (kube-apiserver: cmd/kube-apiserver), or "./<dir>": ours, in `builder`
     builder: str | None = None  # a folder of this repo with a go.mod that requires `module`
     keep: tuple[str, ...] = ()  # folders of the module copied beside the binary (data the box reads)
+    # The binary's name where Go's would not do: etcd's main is its module's root ("." in
+    # commands), which `go build` would name `server`.
+    output: str | None = None
 
     def local(self, command: str) -> bool:
         """A main package of ours in the builder module (netpol-verdicts asks cyclonus's library)."""
@@ -31,22 +34,16 @@ class GoProgram:
 
     def binary(self, command: str) -> str:
         """The file name `go build`/`go install` gives the command (training-operator.v1 keeps its dot)."""
-        return command.rstrip("/").rpartition("/")[2]
+        return self.output or command.rstrip("/").rpartition("/")[2]
 
-
-@dataclass(frozen=True)
-class DebianPackage:
-    package: str
-    version: str
-    sha256: str
-    binary: str  # the path inside the package
+    def package(self, command: str) -> str:
+        return self.module if command == "." else f"{self.module}/{command}"
 
 
 @dataclass(frozen=True)
 class BoxPins:
     go_min: tuple[int, int]
     programs: tuple[GoProgram, ...]
-    etcd: DebianPackage
 
     @property
     def kubernetes(self) -> GoProgram:
@@ -76,17 +73,15 @@ def box_pins(root: Path) -> BoxPins:
     try:
         twin = json.loads(path.read_text(encoding="utf-8"))["twin"]
         programs = []
-        for name in ("kubernetes", "kueue", "training-operator", "kwok", "cyclonus"):
+        for name in ("kubernetes", "etcd", "kueue", "training-operator", "kwok", "cyclonus"):
             entry = twin[name]
             commands = entry.get("commands")
             commands = tuple(f"cmd/{c}" for c in commands) if commands else (entry["command"],)
             version = entry["version"] if "version" in entry else _version_from(root, entry["version_from"])
             programs.append(GoProgram(name, entry["module"], version, commands, entry.get("builder"),
-                                      tuple(entry.get("keep") or ())))
-        etcd = twin["etcd"]
+                                      tuple(entry.get("keep") or ()), entry.get("binary")))
         major, minor = (int(x) for x in str(twin["go_min"]).split("."))
-        return BoxPins((major, minor), tuple(programs),
-                       DebianPackage(etcd["debian_package"], etcd["version"], etcd["deb_sha256"], etcd["binary"]))
+        return BoxPins((major, minor), tuple(programs))
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ForgeError(f"{path}: the box's pins (key `twin`) cannot be read: {exc!r}") from None
 

@@ -18,6 +18,7 @@ from forge.capacity import capacity
 from forge.queues import FLYTE_PROJECT_LABEL
 from forge.errors import ForgeError
 from forge.twin.flows import Flow, FlowJudge
+from forge.twin.cleanup import clean
 from forge.twin.kube import ApiError, Kube
 from forge.twin.peers import Peers
 from forge.twin.scenario import WHOLE_POOL, Expect, Job, Scenario
@@ -288,21 +289,10 @@ class Runner:
             time.sleep(POLL_SECONDS)
 
     def cleanup(self, scenario: str) -> None:
-        """Delete what the scenario submitted and wait for its pods and Workloads to go, so the
-        next scenario starts on an idle cluster."""
-        selector = f"{SUBMITTED_LABEL}={scenario}"
-        kinds = (("kubeflow.org/v1", "PyTorchJob"), ("v1", "Pod"), (KUEUE, "Workload"))
-        for ns in sorted(self.projects):
-            for api, kind in kinds:
-                for obj in self.kube.list(api, kind, ns, selector=selector):
-                    self.kube.delete(api, kind, obj["metadata"]["name"], ns)
-        started = time.monotonic()
-        deadline = started + CLEANUP_SECONDS
-        while time.monotonic() < deadline:
-            left = [1 for ns in self.projects for api, kind in (("v1", "Pod"), (KUEUE, "Workload"))
-                    for _ in self.kube.list(api, kind, ns)]
-            if not left:
-                self.say(f"twin run: {scenario}: cleaned up in {time.monotonic() - started:.1f}s")
-                return
-            time.sleep(POLL_SECONDS)
-        self.say(f"twin run: {scenario}: objects still being deleted after {CLEANUP_SECONDS:.0f}s")
+        """Delete what the scenario left and wait until the cluster is idle again
+        (forge.twin.cleanup), so the next scenario starts on an idle cluster."""
+        seconds, left = clean(self.kube, self.projects, f"{SUBMITTED_LABEL}={scenario}", CLEANUP_SECONDS)
+        if left:
+            self.say(f"twin run: {scenario}: not idle after {seconds:.0f}s: {left}")
+        else:
+            self.say(f"twin run: {scenario}: cleaned up in {seconds:.1f}s")

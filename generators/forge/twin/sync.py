@@ -6,6 +6,12 @@ RBAC and workloads, custom resources last) and name; then each Namespace is move
 object in it and each CRD before the first object of its kind. Every object is applied with
 server-side apply (field manager `argocd-controller`, forced) and strict field validation.
 
+As gitops-engine's runTasks does, the objects of one run of the same phase, wave and kind are
+applied at once (a thread each, up to WORKERS, each on its own kept-alive connection), and the
+next run starts when the last of them is answered: a Namespace is there before the objects in it.
+A CRD's custom resources wait until it is Established (and only they: nothing else waits on a
+CRD); every CRD is Established by the time a sync returns, for the controllers started next.
+
 Set aside, and listed, never dropped in silence: webhook configurations and APIServices whose
 servers are not in the box, CRD conversion webhooks likewise (their strategy becomes None), and
 hooks that do not run on a sync (delete and test hooks). Kueue's webhooks are wired to the box's
@@ -14,7 +20,9 @@ Kueue instead (forge.twin.controllers), so their chart copies are set aside as r
 from __future__ import annotations
 
 import copy
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -38,6 +46,14 @@ WEBHOOK_KINDS = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration
 CLUSTER_SCOPED = (*WEBHOOK_KINDS, "APIService", "CustomResourceDefinition")
 RETRY_SECONDS = 30.0  # a webhook starting: Argo CD retries too
 ESTABLISH_SECONDS = 15.0  # a CRD becoming Established
+# Parallel applies: a real API server takes 250-320 objects/s over keep-alive; past about eight
+# concurrent requests the box's two cores, not the requests in flight, set the pace.
+WORKERS = 8
+# CRDs at most this many at once: the server's work on one (schema, CEL, OpenAPI) is CPU-bound
+# and large (Prometheus's are MBs), and eight at once on a loaded two-core machine ran past the
+# API server's 60 s request timeout.
+CRD_WORKERS = 2
+TIMEOUT_ATTEMPTS = 3  # a request the server timed out is tried again even past RETRY_SECONDS
 
 
 @dataclass(frozen=True)
@@ -161,6 +177,30 @@ def ordered(items: list[Item]) -> tuple[list[Task], list[Item]]:
     return tasks, skipped
 
 
+def runs(tasks: list[Task]) -> list[list[Task]]:
+    """The tasks cut where phase, wave or kind changes (gitops-engine applies one such run at
+    once and waits for it before the next)."""
+    out: list[list[Task]] = []
+    for task in tasks:
+        if out and _run_key(out[-1][0]) == _run_key(task):
+            out[-1].append(task)
+        else:
+            out.append([task])
+    return out
+
+
+def _run_key(task: Task) -> tuple:
+    return task.phase, task.wave, task.item.obj.get("kind")
+
+
+def _served_kind(obj: dict[str, Any]) -> tuple[str, str]:
+    """(group, kind) of an object: what a CRD serves (spec.group, spec.names.kind)."""
+    return str(obj.get("apiVersion") or "").rpartition("/")[0], str(obj.get("kind"))
+
+
+Later = list[tuple[str, Item, dict[str, Any]]]
+
+
 class Syncer:
     """Applies Applications; `wiring` decides, per object, whether the box replaces it (returns a
     reason) and may rewrite it for the box (CRD conversion webhooks)."""
@@ -168,65 +208,100 @@ class Syncer:
     def __init__(self, kube: Kube, wiring: "Wiring", say: Callable[[str], None], served: Served | None = None) -> None:
         self.kube, self.wiring, self.say = kube, wiring, say
         self.served = served  # what the cluster serves: an object of another built-in API is refused at once
+        # (group, kind) -> the CRD applied in this sync that serves it, until seen Established
+        self._crds: dict[tuple[str, str], str] = {}
+        self._crd_locks: dict[str, threading.Lock] = {}
+        self._guard = threading.Lock()
+        self._heavy = threading.Semaphore(CRD_WORKERS)
 
     def sync(self, apps: list[Application]) -> SyncReport:
         """Every Application in order; then, as Argo CD's retries would, once more every object
         whose kind did not exist yet (its CRD comes with a later Application)."""
         report = SyncReport()
         started = time.monotonic()
-        later: list[tuple[str, Item, dict[str, Any]]] = []
-        for app in apps:
-            tasks, skipped = ordered(app.items)
-            report.set_aside += [SetAside(app.name, i, "a hook that runs on delete or test, never on a sync") for i in skipped]
-            for task in tasks:
-                obj, why = self.wiring.for_box(task.item.obj)
-                if why:
-                    report.set_aside.append(SetAside(app.name, task.item, why))
-                if obj is not None:
-                    self._record(report, app.name, task.item, obj, later)
-            self.say(f"twin apply: {app.name}: {len(tasks)} objects")
-        if later:
-            self.say(f"twin apply: {len(later)} objects again, whose kinds came with a later Application")
-            for app_name, item, obj in later:
-                self._record(report, app_name, item, obj, None)
+        later: Later = []
+        with ThreadPoolExecutor(WORKERS, thread_name_prefix="twin-apply") as pool:
+            for app in apps:
+                tasks, skipped = ordered(app.items)
+                report.set_aside += [SetAside(app.name, i, "a hook that runs on delete or test, never on a sync") for i in skipped]
+                for run in runs(tasks):
+                    self._apply_run(pool, report, [(app.name, t.item) for t in run], later)
+                self.say(f"twin apply: {app.name}: {len(tasks)} objects")
+            if later:
+                self.say(f"twin apply: {len(later)} objects again, whose kinds came with a later Application")
+                for kind in dict.fromkeys(obj.get("kind") for _, _, obj in later):
+                    again = [(a, i, o) for a, i, o in later if o.get("kind") == kind]
+                    self._record_all(report, again, list(pool.map(lambda x: self._apply(x[2]), again)), None)
+            list(pool.map(self._established, sorted(set(self._crds.values()))))
         report.seconds = time.monotonic() - started
         return report
 
-    def _record(self, report: SyncReport, app: str, item: Item, obj: dict[str, Any],
-                later: list[tuple[str, Item, dict[str, Any]]] | None) -> None:
-        error = self._apply(obj)
-        if error is None:
-            report.applied += 1
-            if obj.get("kind") == "CustomResourceDefinition":
-                self._established(obj)
-        elif why := not_served(self.served, obj, _missing_kind(error)):
-            report.refused.append(Refusal(app, item, error.status, NOT_SERVED, why))
-        elif later is not None and _missing_kind(error):
-            later.append((app, item, obj))
-        else:
-            report.refused.append(Refusal(app, item, error.status, error.reason, _explain(error)))
+    def _apply_run(self, pool: ThreadPoolExecutor, report: SyncReport, run: list[tuple[str, Item]], later: Later) -> None:
+        """One run of objects at once; what was refused is listed in the run's order."""
+        todo = []
+        for app, item in run:
+            obj, why = self.wiring.for_box(item.obj)
+            if why:
+                report.set_aside.append(SetAside(app, item, why))
+            if obj is not None:
+                todo.append((app, item, obj))
+        self._record_all(report, todo, list(pool.map(lambda x: self._apply(x[2]), todo)), later)
+
+    def _record_all(self, report: SyncReport, todo: Later, errors: list[ApiError | None], later: Later | None) -> None:
+        for (app, item, obj), error in zip(todo, errors):
+            if error is None:
+                report.applied += 1
+                if obj.get("kind") == "CustomResourceDefinition":
+                    self._applied_crd(obj)
+            elif why := not_served(self.served, obj, _missing_kind(error)):
+                report.refused.append(Refusal(app, item, error.status, NOT_SERVED, why))
+            elif later is not None and _missing_kind(error):
+                later.append((app, item, obj))
+            else:
+                report.refused.append(Refusal(app, item, error.status, error.reason, _explain(error)))
+
+    def _applied_crd(self, crd: dict[str, Any]) -> None:
+        spec = crd.get("spec") or {}
+        with self._guard:
+            self._crds[(str(spec.get("group")), str((spec.get("names") or {}).get("kind")))] = crd["metadata"]["name"]
 
     def _apply(self, obj: dict[str, Any]) -> ApiError | None:
+        crd = self._crds.get(_served_kind(obj))
+        if crd is not None:  # a custom resource of a CRD this sync applied: it must be served first
+            self._established(crd)
         deadline = time.monotonic() + RETRY_SECONDS
+        timeouts = 0
         while True:
             try:
-                self.kube.apply(obj)
+                if obj.get("kind") == "CustomResourceDefinition":
+                    with self._heavy:
+                        self.kube.apply(obj)
+                else:
+                    self.kube.apply(obj)
                 return None
             except ApiError as exc:
-                if not _transient(exc) or time.monotonic() > deadline:
+                timeouts += exc.reason == "Timeout"
+                if not _transient(exc) or (time.monotonic() > deadline and not 0 < timeouts < TIMEOUT_ATTEMPTS):
                     return exc
             time.sleep(0.5)
 
-    def _established(self, crd: dict[str, Any]) -> None:
-        """Wait (briefly) until the API server serves the CRD's kinds, before its custom resources."""
-        deadline = time.monotonic() + ESTABLISH_SECONDS
-        name = crd["metadata"]["name"]
-        while time.monotonic() < deadline:
-            found = self.kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", name) or {}
-            if any(c.get("type") == "Established" and c.get("status") == "True"
-                   for c in (found.get("status") or {}).get("conditions") or []):
-                return
-            time.sleep(0.2)
+    def _established(self, name: str) -> None:
+        """Wait (briefly) until the API server serves the CRD's kinds; once per CRD (the threads
+        that need it meanwhile wait for the one that asks)."""
+        with self._guard:
+            lock = self._crd_locks.setdefault(name, threading.Lock())
+        with lock:
+            if name not in self._crds.values():
+                return  # seen Established by another thread
+            deadline = time.monotonic() + ESTABLISH_SECONDS
+            while time.monotonic() < deadline:
+                found = self.kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", name) or {}
+                if any(c.get("type") == "Established" and c.get("status") == "True"
+                       for c in (found.get("status") or {}).get("conditions") or []):
+                    break
+                time.sleep(0.05)
+            with self._guard:
+                self._crds = {k: v for k, v in self._crds.items() if v != name}
 
 
 def _missing_kind(exc: ApiError) -> bool:
@@ -234,10 +309,11 @@ def _missing_kind(exc: ApiError) -> bool:
 
 
 def _transient(exc: ApiError) -> bool:
-    """A webhook not yet serving, a server catching its breath: Argo CD's retry would succeed, so
-    the box retries too."""
+    """A webhook not yet serving, a server catching its breath (a request that timed out on a
+    loaded machine): Argo CD's retry would succeed, so the box retries too."""
     text = exc.message
-    return "failed calling webhook" in text or exc.status in (429, 503) or "could not find the requested resource" in text
+    return ("failed calling webhook" in text or exc.status in (429, 503, 504) or exc.reason == "Timeout"
+            or "could not find the requested resource" in text)
 
 
 def _explain(exc: ApiError) -> str:

@@ -1,0 +1,41 @@
+"""The box's pins agree with the builder modules that build them, and etcd is the one Kubernetes
+is tested with (no box needed, nothing built)."""
+from __future__ import annotations
+
+import re
+
+from forge.twin.pins import box_pins
+from tests.helpers import REPO
+
+
+def _required(go_mod: str) -> dict[str, str]:
+    """module -> version of every `require` line, direct or indirect."""
+    found = re.findall(r"^\s*(?:require\s+)?([a-z0-9.\-]+\.[a-z]+/\S+)\s+(v\S+)", go_mod, re.M)
+    return dict(found)
+
+
+def test_every_builder_module_requires_the_pinned_version_of_its_module():
+    pins = box_pins(REPO)
+    built = [p for p in pins.programs if p.builder]
+    assert {p.name for p in built} >= {"kubernetes", "etcd"}
+    for program in built:
+        required = _required((REPO / program.builder / "go.mod").read_text(encoding="utf-8"))
+        assert required.get(program.module) == program.version, (program.builder, program.module)
+
+
+def test_etcd_is_built_from_its_server_module_with_its_siblings_at_the_same_version():
+    etcd = box_pins(REPO).program("etcd")
+    assert etcd.module == "go.etcd.io/etcd/server/v3" and etcd.binary(".") == "etcd"
+    assert etcd.package(".") == etcd.module
+    assert etcd.version.startswith("v3.6.")
+    required = _required((REPO / etcd.builder / "go.mod").read_text(encoding="utf-8"))
+    siblings = {m: v for m, v in required.items() if m.startswith("go.etcd.io/etcd/")}
+    assert set(siblings) >= {"go.etcd.io/etcd/api/v3", "go.etcd.io/etcd/client/pkg/v3", "go.etcd.io/etcd/client/v3",
+                             "go.etcd.io/etcd/pkg/v3", "go.etcd.io/etcd/server/v3"}
+    assert set(siblings.values()) == {etcd.version}
+
+
+def test_other_programs_keep_the_binary_name_go_gives_them():
+    pins = box_pins(REPO)
+    assert pins.program("training-operator").binary("cmd/training-operator.v1") == "training-operator.v1"
+    assert pins.program("kubernetes").package("cmd/kube-apiserver") == "k8s.io/kubernetes/cmd/kube-apiserver"
