@@ -6,8 +6,11 @@ per tested node, to `overlays/<cluster>/gpu-operator/node-tests/` (never synced:
 applies them when the node comes back):
 
 * `dcgm-<node>.yaml`: DCGM diagnostics at the inventory's level (dcgm.py);
+* `nvlink-<node>.yaml` where the catalogue has a measured figure for the node's GPUs: an in-node
+  NCCL all-reduce over NVLink against it (nvlink.py);
 * `nccl-<node>.yaml` on fabric nodes: an NCCL all-reduce per rail with a peer, against the
-  catalogue's bandwidth floor (nccl.py), with `nccl-script.yaml` once per cluster;
+  catalogue's bandwidth floor, and a two-node one where a figure is published (nccl.py);
+  `allreduce-script.yaml` once per cluster holds the script both run (allreduce.py);
 * `release-<node>.yaml`: the Job that removes the taint once every test passed, with RBAC for that
   node alone (release.py), with `release-script.yaml` once per cluster.
 
@@ -19,7 +22,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from forge import hardware
-from forge.components.node_tests import dcgm, nccl, release
+from forge.components.node_tests import allreduce, dcgm, nccl, nvlink, release
 from forge.components.node_tests.base import JOB_PREFIX, TESTS, TESTS_DIR, NodeTests, tested, whole_gpu
 from forge.errors import Problem
 from forge.model import ClusterModel, fabric_nics
@@ -34,10 +37,13 @@ def test_files(cluster: ClusterModel, namespace: str, settings: NodeTests, netwo
     if nodes:
         files[f"{TESTS_DIR}/release-script.yaml"] = release.script(namespace)
     pairs = {node.name: other for node, other in nccl.pairs(cluster, nodes)}
-    if pairs:
-        files[f"{TESTS_DIR}/nccl-script.yaml"] = nccl.script(namespace)
+    if pairs or any(nvlink.floor(n) for n in nodes):
+        files[f"{TESTS_DIR}/allreduce-script.yaml"] = allreduce.script(namespace)
     for node in nodes:
         tests = [dcgm.TEST]
+        if nvlink.floor(node) is not None:
+            files[f"{TESTS_DIR}/nvlink-{node.name}.yaml"] = nvlink.nvlink_job(cluster, node, namespace)
+            tests.append(nvlink.TEST)
         if node.name in pairs:
             files[f"{TESTS_DIR}/nccl-{node.name}.yaml"] = nccl.nccl_job(cluster, node, pairs[node.name], namespace, network_namespace)
             tests.append(nccl.TEST)

@@ -11,7 +11,7 @@ from forge.model import LABEL_DOMAIN, MIG_DISABLED, UNTESTED_TOLERATION, Cluster
 
 TESTS_DIR = "node-tests"
 JOB_PREFIX = "forge-node-test-"  # + "<test>-<node>": what the alert reads the test and the node from
-TESTS = ("dcgm", "nccl")  # every test Job a node passes before its release Job removes the taint
+TESTS = ("dcgm", "nvlink", "nccl")  # every test Job a node passes before its release Job removes the taint
 TEST_LABEL = f"{LABEL_DOMAIN}/node-test"
 NODE_LABEL = f"{LABEL_DOMAIN}/node"
 PEER_LABEL = f"{LABEL_DOMAIN}/peer"
