@@ -1,4 +1,4 @@
-"""Alerts on a node's way through a driver upgrade (forge.components.driver_upgrades).
+"""Alerts on a node's way through a driver upgrade (forge.day_two, forge.components.driver_upgrades).
 
 Both upgrade controllers (the GPU Operator's and the Network Operator's, NVIDIA/k8s-operator-libs)
 write each node's place in the upgrade into a node label, `nvidia.com/<driver>-driver-upgrade-state`
@@ -22,17 +22,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from forge.components.driver_upgrades import gpu_upgrade_settings, held_upgrade_seconds
-from forge.components.node_tests import JOB_PREFIX, TESTS
+from forge.day_two import (JOB_PREFIX, TESTS, UPGRADE_DONE, UPGRADE_FAILED, UPGRADE_STATE_LABEL, gpu_upgrade_settings,
+                           held_upgrade_seconds)
 from forge.model import UNTESTED_TAINT_KEY, ClusterModel
 from forge.observability import metrics as m
 from forge.observability.promql import alert
 
 KUBE_NODE_LABELS = m.KSM_NODE_LABELS  # one home: forge.observability.metrics
-# driver name in the controllers' label -> whether the cluster runs that driver container
-UPGRADE_STATE_LABEL = "nvidia.com/{driver}-driver-upgrade-state"
-DRIVERS = ("gpu", "ofed")
-DONE, FAILED = "upgrade-done", "upgrade-failed"
+DRIVERS = ("gpu", "ofed")  # the controllers' driver names in their labels
+DONE, FAILED = UPGRADE_DONE, UPGRADE_FAILED
 # Past the release Job's wait (6 h) and a driver upgrade's reload with room: a node this long
 # untested was forgotten.
 HELD_UNTESTED = "12h"
