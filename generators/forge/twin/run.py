@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import time
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -16,7 +17,7 @@ from forge.fleet import ClusterPlan
 from forge.capacity import capacity
 from forge.queues import FLYTE_PROJECT_LABEL
 from forge.twin.kube import ApiError, Kube
-from forge.twin.scenario import WHOLE_POOL, Expect, Job, Scenario
+from forge.twin.scenario import WHOLE_POOL, Expect, Job, Scenario, Step
 from forge.twin.submit import SUBMITTED_LABEL, Propeller, build, namespace_of
 
 POLL_SECONDS = 0.5
@@ -80,8 +81,10 @@ def _shortfall(message: str) -> str:
 
 
 class Runner:
-    def __init__(self, kube: Kube, plan: ClusterPlan, propeller: Propeller, say: Callable[[str], None]) -> None:
+    def __init__(self, kube: Kube, plan: ClusterPlan, propeller: Propeller, say: Callable[[str], None],
+                 logs: Path | None = None) -> None:
         self.kube, self.plan, self.propeller, self.say = kube, plan, propeller, say
+        self.logs = logs  # the box's logs folder: where a rollout step's gate process writes
         # Copies (by the uid of what was submitted) whose Workload was seen pre-empted: a plain
         # pod's Workload goes with the pod it evicted, so the event is kept, not looked up again.
         self.preempted: set[str] = set()
@@ -239,13 +242,20 @@ class Runner:
                     except ApiError as exc:
                         return Outcome(scenario.name, False, [f"step {number}: job {job.name} refused: {exc.message}"],
                                        time.monotonic() - started)
-                problem = self._wait(step.expect, step.within, subs, infra)
+                problem = self._rollout(step) if step.rollout else None
+                problem = problem or self._wait(step.expect, step.within, subs, infra)
                 if problem:
                     return Outcome(scenario.name, False, [f"step {number}: {problem}"], time.monotonic() - started)
                 lines.append(f"step {number}: {len(step.expect)} expectations held")
             return Outcome(scenario.name, True, lines, time.monotonic() - started)
         finally:
             self.cleanup(scenario.name)
+
+    def _rollout(self, step: Step) -> str | None:
+        from forge.twin.driver_rollout import Play  # only a rollout step needs it
+        assert step.rollout is not None and self.logs is not None
+        problem = Play(self.kube, self.plan, step.rollout, self.projects, self.logs, self.say).run(step.within)
+        return problem
 
     def _wait(self, expects: list[Expect], within: int, subs: dict[str, Submitted], infra: dict[str, str]) -> str | None:
         """Wait until every expectation holds; a `pending` one must hold for the whole wait."""

@@ -27,7 +27,7 @@ from forge.components.node_tests.base import JOB_PREFIX, TESTS, TESTS_DIR, NodeT
 from forge.errors import Problem
 from forge.model import ClusterModel, fabric_nics
 
-__all__ = ["JOB_PREFIX", "TESTS", "TESTS_DIR", "NodeTests", "check", "test_files"]
+__all__ = ["JOB_PREFIX", "TESTS", "TESTS_DIR", "NodeTests", "check", "node_test_objects", "test_files"]
 
 
 def test_files(cluster: ClusterModel, namespace: str, settings: NodeTests, network_namespace: str) -> dict[str, Any]:
@@ -69,3 +69,18 @@ def check(loaded) -> Iterator[Problem]:
                 f"no NCCL bandwidth floor for {profile.gpu.model} with {nic.model} at {nic.port_gbps} Gb/s in "
                 f"{hardware.CATALOGUE_NAME} (nccl_floors; known: {known}): add one with its source, so the "
                 "profile's nodes are tested before they serve"))
+
+
+def node_test_objects(cluster: ClusterModel, namespace: str, settings: NodeTests,
+                      network_namespace: str) -> dict[str, list[dict[str, Any]]]:
+    """Each tested node's test objects in the order they run (DCGM, in-node NVLink, per rail),
+    as the node gate creates them (forge.components.node_gate): the same objects as the files."""
+    files = test_files(cluster, namespace, settings, network_namespace)
+    out: dict[str, list[dict[str, Any]]] = {}
+    for node in tested(cluster):
+        objects: list[dict[str, Any]] = []
+        for test in TESTS:
+            found = files.get(f"{TESTS_DIR}/{test}-{node.name}.yaml")
+            objects += found if isinstance(found, list) else [found] if found else []
+        out[node.name] = objects
+    return out
