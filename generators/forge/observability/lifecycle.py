@@ -90,8 +90,9 @@ def node_test_rules(cluster: ClusterModel) -> list[dict[str, Any]]:
                   "The node keeps its forge.exa.ai/untested taint (its release Job fails too). `kubectl -n gpu-operator "
                   "logs job/forge-node-test-<test>-<node>` names the failing GPU and test (dcgm) or the rail below "
                   "its bandwidth floor (nccl: if the peer, label forge.exa.ai/peer, fails its own test too, suspect "
-                  "the peer or the switch); reseat or RMA it, then delete the Jobs and apply them again "
-                  "(overlays/<cluster>/gpu-operator/node-tests/, docs/day-two.md).")] + held_untested_rules(cluster)
+                  "the peer or the switch). The driver rollout stops here (the node gate opens no node). Repair it: "
+                  "the gate tests it again once it is back; or release it on the record with `kubectl annotate node "
+                  "<node> forge.exa.ai/release-reason=\"<why>\"` (docs/day-two.md).")] + held_untested_rules(cluster)
 
 
 def held_untested_rules(cluster: ClusterModel) -> list[dict[str, Any]]:
@@ -102,7 +103,8 @@ def held_untested_rules(cluster: ClusterModel) -> list[dict[str, Any]]:
     taint = f'kube_node_spec_taint{{key="{UNTESTED_TAINT_KEY}"}}'
     return [alert("NodeHeldUntested", f"max by ({m.NODE_LABEL}) ({taint})", "warning",
                   f"{{{{ $labels.node }}}} has been out of service, untested, for more than {HELD_UNTESTED}",
-                  f"The node carries {UNTESTED_TAINT_KEY}: no workload lands on it until its tests pass and its "
-                  "release Job removes the taint. Apply its tests (docs/day-two.md, \"How a node returns to "
-                  "service\"); if they ran and failed, NodeTestFailed says which.",
+                  f"The node carries {UNTESTED_TAINT_KEY}: no workload lands on it until its tests pass and the "
+                  "node gate removes the taint. Is the forge-node-gate Deployment in gpu-operator running (its log "
+                  "says what it waits for)? If its tests ran and failed, NodeTestFailed says which (docs/day-two.md, "
+                  "\"How a node returns to service\").",
                   for_=HELD_UNTESTED)]

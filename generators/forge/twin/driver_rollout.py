@@ -104,19 +104,20 @@ class StandIn:
             since = self.waiting_since.setdefault(name, time.monotonic())
             return not self._pods(name, WORKLOAD_LABEL) or time.monotonic() - since > self.wait_for_jobs
         elif state == "drain-required":
-            for pod in self._pods(name, None):
+            for pod in self._pods(name, None):  # not yet evicted
                 meta = pod["metadata"]
                 self.kube.request("POST", f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}/eviction",
                                   {"apiVersion": "policy/v1", "kind": "Eviction",
                                    "metadata": {"name": meta["name"], "namespace": meta["namespace"]}})
-            return not self._pods(name, None)
+            return not self._pods(name, None, terminating=True)  # drained: the evicted pods gone, their GPUs free
         return True
 
-    def _pods(self, node: str, selector: str | None) -> list[dict[str, Any]]:
+    def _pods(self, node: str, selector: str | None, terminating: bool = False) -> list[dict[str, Any]]:
         pods = self.kube.request("GET", "/api/v1/pods", query={"fieldSelector": f"spec.nodeName={node}",
                                                                  **({"labelSelector": selector} if selector else {})})["items"]
         return [p for p in pods if not any(o.get("kind") == "DaemonSet" for o in p["metadata"].get("ownerReferences") or [])
-                and not p["metadata"].get("deletionTimestamp") and p["status"].get("phase") in ("Pending", "Running")]
+                and (terminating or not p["metadata"].get("deletionTimestamp"))
+                and p["status"].get("phase") in ("Pending", "Running")]
 
 
 def gate_config(kube: Kube, spec: Rollout) -> dict[str, Any] | None:
