@@ -89,6 +89,7 @@ class Gate:
                  now: Callable[[], float] = time.time) -> None:
         self.config, self.call, self.say, self.now = config, call, say, now
         self.ns, self.taint = config["namespace"], config["taint"]
+        self.stopped = ""  # what was last said about a stopped rollout: said once
 
     # ---- API ------------------------------------------------------------------------------------
     def node(self, name: str) -> dict[str, Any] | None:
@@ -236,8 +237,10 @@ class Gate:
                 places[name] = "opened"
             elif labels(node).get(SKIP_LABEL) != "true":
                 self.merge_node(node, {"labels": {SKIP_LABEL: "true"}})
-        if stop:
-            self.say(f"rollout stopped: {', '.join(stop)} failed a test (release on the record with {RELEASE_REQUEST})")
+        said = f"rollout stopped: {', '.join(stop)} failed a test (release on the record with {RELEASE_REQUEST})" if stop else ""
+        if said and said != self.stopped:
+            self.say(said)
+        self.stopped = said
         return places
 
     def in_racks(self, name: str) -> bool:

@@ -7,6 +7,7 @@ made and the scheduler bound, and the pods of the infrastructure before and afte
 from __future__ import annotations
 
 import re
+import tempfile
 import time
 from pathlib import Path
 from dataclasses import dataclass, field
@@ -253,8 +254,9 @@ class Runner:
 
     def _rollout(self, step: Step) -> str | None:
         from forge.twin.driver_rollout import Play  # only a rollout step needs it
-        assert step.rollout is not None and self.logs is not None
-        problem = Play(self.kube, self.plan, step.rollout, self.projects, self.logs, self.say).run(step.within)
+        assert step.rollout is not None
+        logs = self.logs or Path(tempfile.mkdtemp(prefix="forge-twin-rollout-")) / "logs"
+        problem = Play(self.kube, self.plan, step.rollout, self.projects, logs, self.say).run(step.within)
         return problem
 
     def _wait(self, expects: list[Expect], within: int, subs: dict[str, Submitted], infra: dict[str, str]) -> str | None:
