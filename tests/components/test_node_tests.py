@@ -93,10 +93,10 @@ def test_every_tested_fabric_node_runs_an_nccl_all_reduce_per_rail_against_the_c
         assert UNTESTED in pod["tolerations"] and "priorityClassName" not in pod  # never pre-empts a job on the peer
         rails = job["spec"]["template"]["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"].split(",")
         assert rails == [f"default/{r.name}" for r in cluster.rails]
-    [script] = _docs("h200", "allreduce-script.yaml")
+    [script] = _docs("h200", "nccl-script.yaml")
     assert "dist.new_group([i, per_node + i])" in script["data"]["allreduce.py"]
     # no compute fabric on a100: no NCCL test there
-    assert not list((REPO / "overlays/a100/gpu-operator/node-tests").glob("nccl-*"))
+    assert [p.name for p in (REPO / "overlays/a100/gpu-operator/node-tests").glob("nccl-*")] == ["nccl-script.yaml"]  # the NVLink test's
 
 
 def test_the_floor_follows_the_node_s_gpu_and_the_infiniband_fabric_sets_its_hcas():
@@ -172,7 +172,7 @@ def test_the_release_job_may_only_read_the_node_s_tests_and_patch_that_node():
 
 
 def test_the_rails_script_is_python_and_reads_the_floor_it_is_given():
-    source = _docs("h200", "allreduce-script.yaml")[0]["data"]["allreduce.py"]
+    source = _docs("h200", "nccl-script.yaml")[0]["data"]["allreduce.py"]
     compile(source, "allreduce.py", "exec")  # a syntax error would only show on the cluster
     assert 'float(os.environ[f"FORGE_{name}_FLOOR_GBYTES"])' in source and "sys.exit(1 if failed else 0)" in source
 

@@ -10,7 +10,7 @@ applies them when the node comes back):
   NCCL all-reduce over NVLink against it (nvlink.py);
 * `nccl-<node>.yaml` on fabric nodes: an NCCL all-reduce per rail with a peer, against the
   catalogue's bandwidth floor, and a two-node one where a figure is published (nccl.py);
-  `allreduce-script.yaml` once per cluster holds the script both run (allreduce.py);
+  `nccl-script.yaml` once per cluster holds the script both run (allreduce.py);
 * `release-<node>.yaml`: the Job that removes the taint once every test passed, with RBAC for that
   node alone (release.py), with `release-script.yaml` once per cluster.
 
@@ -38,7 +38,7 @@ def test_files(cluster: ClusterModel, namespace: str, settings: NodeTests, netwo
         files[f"{TESTS_DIR}/release-script.yaml"] = release.script(namespace)
     pairs = {node.name: other for node, other in nccl.pairs(cluster, nodes)}
     if pairs or any(nvlink.floor(n) for n in nodes):
-        files[f"{TESTS_DIR}/allreduce-script.yaml"] = allreduce.script(namespace)
+        files[f"{TESTS_DIR}/nccl-script.yaml"] = allreduce.script(namespace)
     for node in nodes:
         tests = [dcgm.TEST]
         if nvlink.floor(node) is not None:

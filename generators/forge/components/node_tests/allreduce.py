@@ -1,5 +1,5 @@
 """The NCCL all-reduce script both bandwidth tests run (torchrun, one rank per GPU), shipped once
-per cluster in the ConfigMap `forge-node-test-nccl` (`allreduce-script.yaml`):
+per cluster in the ConfigMap `forge-node-test-nccl` (`nccl-script.yaml`):
 
 * in-node (nvlink.py): one all-reduce over every GPU of the node (`FORGE_NODE_*`);
 * per rail (nccl.py): GPU i of the node and GPU i of its peer in a two-rank group, all groups at

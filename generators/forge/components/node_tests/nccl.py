@@ -33,6 +33,7 @@ from forge.model import MIG_DISABLED, ClusterModel, NodeModel, fabric_nics
 
 TEST = "nccl"
 IMAGE = "pytorch-example"  # images in charts/versions.yaml: the pinned nvcr.io/nvidia/pytorch
+SCRIPT = allreduce.SCRIPT  # the ConfigMap with the script (allreduce.py's, shared with the NVLink test)
 PORT = 29500  # torchrun's rendezvous on rank 0
 # Both pods must have run within it, else the Job fails: they wait for the GPUs of the node's DCGM
 # diagnostics (an hour and more at level 4) and of the peer's (busy if the peer serves).
