@@ -14,10 +14,13 @@ PACKAGE = Path(__file__).resolve().parents[1] / "generators" / "forge"
 STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("forge", "forge.hardware", "forge.errors", "forge.emit", "forge.paths", "forge.folders", "forge.lock",
                     "forge.tools", "forge.versions", "forge.cli_common", "forge.cache", "forge.progress",
-                    "forge.workers", "forge.prereq_check", "forge.node_release")),
+                    "forge.workers", "forge.prereq_check", "forge.node_release", "forge.node_gate",
+                    "forge.hardware_floors")),
     ("inventory", ("forge.inventory",)),
-    ("model", ("forge.model", "forge.capacity", "forge.queues")),
-    ("components", ("forge.components", "forge.observability")),
+    ("model", ("forge.model", "forge.capacity", "forge.queues", "forge.day_two")),
+    # The alerts and sizing the components read: never a component (issues 34, 35).
+    ("observability", ("forge.observability",)),
+    ("components", ("forge.components",)),
     ("fleet", ("forge.fleet",)),
     ("commands", ("forge.overrides", "forge.cluster_new", "forge.generate", "forge.handedits", "forge.current", "forge.check_output",
                   "forge.argocd", "forge.argocd_config", "forge.argocd_projects",

@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from forge import datafile, versions
+from forge.hardware_floors import NcclFloor, NvlinkFloor, TwoNodeFloor, floor_rules
 
 CATALOGUE_FILE = Path(__file__).with_name("catalogue") / "hardware.yaml"
 CATALOGUE_NAME = "generators/forge/catalogue/hardware.yaml"  # how errors name it
@@ -122,29 +123,14 @@ class InstanceType(_Strict):
         return [f for f in INSTANCE_NUMBERS if getattr(self, f)]
 
 
-class NcclFloor(_Strict):
-    """The bus bandwidth a two-node, one-GPU-per-node all-reduce over one rail must reach (GB/s),
-    derived from the slower link and AICR's tolerance (the catalogue's comment gives the sources)."""
-
-    gpu: str  # a key of `gpus`
-    nic: str  # a key of `nics`
-    port_gbps: Positive  # the NIC port's line rate the floor assumes
-    gpu_pcie_gbps: Positive  # the GPU's host link, per direction
-    tolerance: Annotated[float, Field(ge=0, lt=1, strict=False)]
-    busbw_gbytes: Annotated[float, Field(gt=0, strict=False)]
-    source: Text
-
-    @property
-    def derived(self) -> float:
-        return round(min(self.port_gbps, self.gpu_pcie_gbps) / 8 * (1 - self.tolerance), 2)
-
-
 class Catalogue(_Strict):
     gpus: dict[str, GpuModel]
     nics: dict[str, NicModel]
     servers: dict[str, ServerModel]
     instances: dict[str, InstanceType] = {}
     nccl_floors: Annotated[tuple[NcclFloor, ...], Field(strict=False)] = ()
+    nvlink_floors: Annotated[tuple[NvlinkFloor, ...], Field(strict=False)] = ()
+    two_node_floors: Annotated[tuple[TwoNodeFloor, ...], Field(strict=False)] = ()
 
     @model_validator(mode="before")
     @classmethod
@@ -158,21 +144,16 @@ class Catalogue(_Strict):
     def nccl_floor(self, gpu: str, nic: str, port_gbps: int) -> NcclFloor | None:
         return next((f for f in self.nccl_floors if (f.gpu, f.nic, f.port_gbps) == (gpu, nic, port_gbps)), None)
 
+    def nvlink_floor(self, gpu: str, gpus: int) -> NvlinkFloor | None:
+        return next((f for f in self.nvlink_floors if (f.gpu, f.gpus) == (gpu, gpus)), None)
+
+    def two_node_floor(self, gpu: str, nic: str, port_gbps: int, nics: int) -> TwoNodeFloor | None:
+        return next((f for f in self.two_node_floors if (f.gpu, f.nic, f.port_gbps, f.nics) == (gpu, nic, port_gbps, nics)), None)
+
     def _floor_rules(self) -> Iterator[tuple[datafile.Key, str]]:
-        seen: set[tuple[str, str, int]] = set()
-        for i, floor in enumerate(self.nccl_floors):
-            if floor.gpu not in self.gpus:
-                yield ("nccl_floors", i, "gpu"), unknown_model("GPU model", floor.gpu, self.gpus)
-            if floor.nic not in self.nics:
-                yield ("nccl_floors", i, "nic"), unknown_model("NIC model", floor.nic, self.nics)
-            elif floor.port_gbps > self.nics[floor.nic].max_port_gbps:
-                yield ("nccl_floors", i, "port_gbps"), f"{floor.nic} ports run at most {self.nics[floor.nic].max_port_gbps} Gb/s"
-            if floor.busbw_gbytes != floor.derived:
-                yield ("nccl_floors", i, "busbw_gbytes"), (
-                    f"{floor.busbw_gbytes} is not min(port_gbps, gpu_pcie_gbps) / 8 * (1 - tolerance) = {floor.derived}")
-            if (floor.gpu, floor.nic, floor.port_gbps) in seen:
-                yield ("nccl_floors", i), f"a second floor for {floor.gpu} with {floor.nic} at {floor.port_gbps} Gb/s"
-            seen.add((floor.gpu, floor.nic, floor.port_gbps))
+        sections = {"nccl_floors": self.nccl_floors, "nvlink_floors": self.nvlink_floors,
+                    "two_node_floors": self.two_node_floors}
+        yield from floor_rules(sections, self.gpus, self.nics, unknown_model)
 
     def rules(self) -> Iterator[tuple[datafile.Key, str]]:
         """What spans entries: names point at catalogued models, facts agree with each other."""

@@ -216,8 +216,11 @@ def loki_render(values: dict[str, Any]) -> list[dict[str, Any]]:
                                   "data": {"config.yaml": yaml.safe_dump(config)}}]
     for target, (kind, name) in WORKLOADS.items():
         if values[target]["replicas"] > 0:
-            pod = {"nodeSelector": values[target]["nodeSelector"],
-                   "containers": [{"name": "loki", "envFrom": values["global"]["extraEnvFrom"]}]}
+            # The chart's globals reach every target but the single binary (its values' `scope:`
+            # comments; single-binary/statefulset.yaml reads singleBinary.extraEnvFrom alone).
+            env_from = [*(values["global"]["extraEnvFrom"] if target != "singleBinary" else []),
+                        *values[target].get("extraEnvFrom", [])]
+            pod = {"nodeSelector": values[target]["nodeSelector"], "containers": [{"name": "loki", "envFrom": env_from}]}
             out.append({"kind": kind, "metadata": {"name": name},
                         "spec": {"replicas": values[target]["replicas"], "template": {"spec": pod}}})
     for section, name in (("chunksCache", CACHES[0]), ("resultsCache", CACHES[1])):

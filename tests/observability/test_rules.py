@@ -98,6 +98,10 @@ def gpu_cases(cluster: ClusterModel) -> list[Case]:
              extra_quiet=[xid("13", "1x15"), xid("79", "1x15") + upgrading(node.name, "pod-restart-required")]),
         Case("GpuXidCriticalError", {}, xid("79", "2x15") + upgrading(node.name, "upgrade-required"), xid("79", "0x15"),
              [{**gpu, "xid": "79"}], "12m", "2", name="not-yet-draining"),
+        # issue 34: cordoned and waiting for its jobs, the node still trains on its driver: it pages.
+        Case("GpuXidCriticalError", {}, xid("79", "2x15") + upgrading(node.name, "wait-for-jobs-required"), xid("79", "0x15"),
+             [{**gpu, "xid": "79"}], "12m", "2", name="waiting-for-jobs",
+             extra_quiet=[xid("79", "2x15") + upgrading(node.name, "drain-required")]),
         Case("GpuXidError", {}, xid("13", "0x5 3x10"), xid("13", "0x15"), [{**gpu, "xid": "13"}], "12m", "3",
              extra_quiet=[xid("79", "1x15"), xid("13", "1x15") + upgrading(node.name, "validation-required")]),
         Case("GpuDoubleBitEccError", {}, one(m.GPU_ECC_DBE, "0 0 0 1x10"), one(m.GPU_ECC_DBE, "3x20"), [gpu], "5m"),
@@ -334,6 +338,11 @@ def platform_cases(cluster: ClusterModel) -> list[Case]:
     node = cluster.gpu_nodes[0].name
     cases.append(Case("GpuDriverUpgradeInProgress", {}, upgrading(node, "drain-required"), upgrading(node, "upgrade-done"),
                       [{"node": node}], "5m", extra_quiet=[upgrading(node, "upgrade-failed"), upgrading(node, "upgrade-required")]))
+    # issue 34: muted from the moment the driver's pods go (pod deletion, drain), not while the
+    # cordoned node still runs jobs on its driver (cordon, the wait for jobs: up to a day).
+    cases.append(Case("GpuDriverUpgradeInProgress", {}, upgrading(node, "pod-deletion-required"),
+                      upgrading(node, "wait-for-jobs-required"), [{"node": node}], "5m", name="pod-deletion",
+                      extra_quiet=[upgrading(node, "cordon-required")]))
     if "kueue" in cluster.component_settings:
         q = {"cluster_queue": "training", "job": "kueue-controller-manager-metrics-service"}
         cases.append(Case("KueueWorkloadsInadmissible", {}, [(series(m.KUEUE_PENDING, **q, status="inadmissible"), "2x20")],
@@ -423,8 +432,8 @@ def test_every_gpu_alert_stays_quiet_on_a_node_in_a_driver_upgrade(clusters):
         assert gpu and all(r["expr"].endswith(") unless on (node) forge:node_gpu_driver_upgrading") for r in gpu)
         record = next(g for g in rule_groups(cluster) if g["name"] == "forge-upgrades")["rules"][:1]
         assert record == [{"record": "forge:node_gpu_driver_upgrading", "expr": (
-            'max by (node) (kube_node_labels{label_nvidia_com_gpu_driver_upgrade_state=~"cordon-required|drain-required|'
-            'pod-deletion-required|pod-restart-required|uncordon-required|validation-required|wait-for-jobs-required"})')}]
+            'max by (node) (kube_node_labels{label_nvidia_com_gpu_driver_upgrade_state=~"drain-required|'
+            'pod-deletion-required|pod-restart-required|uncordon-required|validation-required"})')}]
     # kube-state-metrics exports the upgrade-state label of each driver the cluster runs: the GPU
     # driver everywhere, the DOCA/OFED driver where the Network Operator runs it (the H200 fleet).
     assert not clusters["a100"].ofed_driver and clusters["h200"].ofed_driver

@@ -87,3 +87,20 @@ def test_a_cluster_without_scenarios_is_told_where_they_go(repo, upstream):
     result = forge(repo, "twin", "run", "a100", "--upstream", str(upstream))
     assert result.exit_code == 2
     assert "clusters/a100/scenarios.yaml: no such file: the box has no scenarios for cluster a100 (docs/twin.md" in result.output
+
+
+def test_a_rollout_step_names_a_node_and_a_known_test(tmp_path):
+    """The scenario schema's rollout step (forge.twin.driver_rollout): a bad test name is refused
+    with its line, like every other scenario field."""
+    from forge.datafile import DataFileError
+    from forge.twin.scenario import ScenarioFile, load_scenarios
+    import forge.datafile as datafile
+    path = tmp_path / "scenarios.yaml"
+    path.write_text("scenarios:\n  - name: r\n    steps:\n      - rollout: {fail_node: n3, fail_test: memtest}\n")
+    import pytest
+    with pytest.raises(DataFileError) as err:
+        datafile.load(path, ScenarioFile, "scenarios.yaml")
+    assert "scenarios.yaml:4: scenarios[0].steps[0].rollout.fail_test" in str(err.value.problems[0])
+    from tests.helpers import REPO
+    [gated] = load_scenarios(REPO, "h200", ("driver-rollout-gated",))
+    assert gated.steps[1].rollout is not None and gated.steps[1].rollout.fail_node == "h200-gpu-03"

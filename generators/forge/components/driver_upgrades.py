@@ -30,65 +30,24 @@ driver spec forge writes uses the same rules.
 """
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import Field
-
-from forge.inventory.schema import Strict
+# The settings, the labels and the upgrade states are shared with the alerts (forge.observability.
+# lifecycle) and the rollout gate (forge.components.node_gate): they live one stage below, in
+# forge.day_two, and are re-exported here for the components.
+from forge.day_two import (GPU_OPERATOR, HOLD_AND_DRAIN, SKIP_LABEL, UPGRADE_DRIVERS, WORKLOAD_FLYTE, WORKLOAD_LABEL,
+                           Maintenance, UpgradeSettings, WaitForCompletion, gpu_upgrade_settings, held_upgrade_seconds)
 from forge.model import ClusterModel
 
-GPU_OPERATOR = "gpu-operator"  # the component whose settings hold the knob
+__all__ = ["GPU_OPERATOR", "HOLD_AND_DRAIN", "SKIP_LABEL", "UPGRADE_DRIVERS", "WORKLOAD_FLYTE", "WORKLOAD_LABEL",
+           "Maintenance", "UpgradeSettings", "WaitForCompletion", "gpu_upgrade_settings", "held_upgrade_seconds",
+           "chart_upgrade_policy", "maintenance_operator_config", "queue_stop_policy", "rendered_upgrade_policy",
+           "skip_labels", "upgrade_policy"]
+
 MAINTENANCE_CONFIG_NAME = "default"  # the one MaintenanceOperatorConfig the maintenance operator reads
 # The GPU Operator's upgrade controller holds a node in `validation-required` until these pods (its
 # operator-validator DaemonSet: driver, toolkit, CUDA and plugin checks) run Ready on the new driver.
 VALIDATOR_SELECTOR = "app=nvidia-operator-validator"
-
-
-# The label forge puts on every workload: Flyte's k8s plugin adds it to every pod and job it creates
-# (its default-labels, forge.components.flyte), plain-pod tasks and RayJobs included. The upgrade
-# wait selects on it, so no rank of a gang is evicted before its job finishes (the old selector,
-# training.kubeflow.org/job-name, skipped plain pods and RayJobs, which were evicted at once).
-WORKLOAD_LABEL = "forge.exa.ai/workload"
-WORKLOAD_FLYTE = "flyte"
-
-
-class WaitForCompletion(Strict):
-    # Label selector of the pods a driver upgrade waits for on a cordoned node.
-    pod_selector: Annotated[str, Field(min_length=1)] = WORKLOAD_LABEL
-    # How long to wait before draining anyway (0: wait forever). A day: jobs checkpoint well within it.
-    timeout_seconds: Annotated[int, Field(ge=0)] = 86400
-
-
-class Maintenance(Strict):
-    """Maintenance mode, for a driver rollout a rack at a time (docs/day-two.md): set it, let the
-    racks named here upgrade, move on to the next racks, remove the block to resume."""
-    # Every ClusterQueue gets Kueue's stopPolicy HoldAndDrain: nothing new is admitted and admitted
-    # workloads are evicted (they requeue and restart from their checkpoints after the block goes).
-    hold_queues: bool = True
-    # Only the GPU nodes of these racks upgrade; every other GPU node carries the upgrade
-    # controllers' skip labels (nvidia.com/gpu-driver-upgrade.skip, nvidia.com/ofed-driver-upgrade.skip)
-    # through its NodeFeatureRule. Empty: every rack at once (within the pace and the budget).
-    racks: list[Annotated[str, Field(min_length=1)]] = []
-
-
-class UpgradeSettings(Strict):
-    # GPU nodes out for a driver upgrade (GPU or NIC) at once: the pace.
-    max_parallel: Annotated[int, Field(ge=1)] = 1
-    # The budget: how many nodes may be unavailable (cordoned, NotReady, upgrading) before no new
-    # upgrade starts, as a percentage (rounded up) of the driver's nodes (GPU Operator) or of the
-    # cluster's nodes (Maintenance Operator). Never an absolute number: one broken node would freeze
-    # every upgrade.
-    max_unavailable: Annotated[str, Field(pattern=r"^([1-9][0-9]?|100)%$")] = "25%"
-    # How long the drain after the wait may take before the node's upgrade is marked failed.
-    drain_timeout_seconds: Annotated[int, Field(ge=0)] = 1800
-    wait_for_completion: WaitForCompletion = WaitForCompletion()
-    maintenance: Maintenance | None = None  # None: the fleet serves; upgrades wait for workloads
-
-
-def gpu_upgrade_settings(cluster: ClusterModel) -> UpgradeSettings:
-    """The knob: the GPU Operator's upgrade settings, or the defaults when it has no block."""
-    settings = cluster.component_settings.get(GPU_OPERATOR)
-    return getattr(settings, "upgrade", None) or UpgradeSettings()
 
 
 def upgrade_policy(upgrade: UpgradeSettings) -> dict[str, Any]:
@@ -134,18 +93,6 @@ def maintenance_operator_config(upgrade: UpgradeSettings, namespace: str) -> dic
         "metadata": {"name": MAINTENANCE_CONFIG_NAME, "namespace": namespace},
         "spec": {"maxParallelOperations": upgrade.max_parallel, "maxUnavailable": upgrade.max_unavailable},
     }
-
-
-def held_upgrade_seconds(upgrade: UpgradeSettings) -> int:
-    """How long a node may sit in an upgrade state before it is stuck: the wait for training pods
-    (a day when it waits forever), the drain, and two hours for the reload and validation."""
-    wait = upgrade.wait_for_completion.timeout_seconds or 86400
-    return wait + upgrade.drain_timeout_seconds + 7200
-
-
-SKIP_LABEL = "nvidia.com/{driver}-driver-upgrade.skip"  # k8s-operator-libs: the controller leaves the node alone
-UPGRADE_DRIVERS = ("gpu", "ofed")  # the GPU Operator's and the Network Operator's driver names
-HOLD_AND_DRAIN = "HoldAndDrain"
 
 
 def skip_labels(cluster: ClusterModel, rack: str, gpu: bool) -> dict[str, str]:

@@ -6,7 +6,7 @@ from typing import Any, Iterator
 
 import yaml
 
-from forge.components import gpu_drivers, network, node_tests
+from forge.components import gpu_drivers, network, node_gate, node_tests
 from forge.components.node_tests import NodeTests
 from forge.components.network_operator import NetworkOperator
 from forge.components.base import RBAC_NAMESPACED, WORKLOAD_KINDS, WAVE_GPU, Component, Expected, custom_resource
@@ -120,7 +120,13 @@ class GpuOperator(Component):
     def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
         # The custom resource's own field names (the chart's values call podDeletion gpuPodDeletion).
         policy = upgrade_policy(self.settings(cluster).upgrade)
-        return [custom_resource(gpu_drivers.nvidia_driver(cluster, pool, policy)) for pool in self.facts(cluster).driver_pools]
+        drivers = [custom_resource(gpu_drivers.nvidia_driver(cluster, pool, policy)) for pool in self.facts(cluster).driver_pools]
+        # The rollout gate: one node at a time, on passed tests (forge.components.node_gate).
+        return drivers + node_gate.manifests(cluster, self.namespace, self.settings(cluster).node_tests, self._network_namespace(cluster))
+
+    def _network_namespace(self, cluster: ClusterModel) -> str:
+        network = cluster.component_settings.get(NETWORK_OPERATOR)
+        return network.network_namespace if network is not None else "default"
 
     def _values(self, cluster: ClusterModel) -> dict[str, Any]:
         peermem = gpu_drivers.needs_peermem(cluster.gpu_nodes)

@@ -55,8 +55,21 @@ WORKLOADS: dict[str, tuple[str, str]] = {
 }
 
 
-# Targets whose volumes the chart claims by default (persistence.enabled: true in loki 7.3.0).
-PERSISTENT_TARGETS = ("singleBinary", "write", "backend")
+# How each stateful target of loki 7.3.0 takes its volume: `class` (persistence.storageClass; the
+# chart claims it by default: singleBinary, write, backend), `enable` (off by default: enabled and
+# the class), `claims` (off by default, a list of claims: enabled and one claim `data` in the class,
+# the chart's default claim otherwise). Distributed's ingesters keep their write-ahead log, its
+# index gateways and compactor their index, on a volume like the other modes' targets do.
+PERSISTENCE = {"singleBinary": "class", "write": "class", "backend": "class",
+               "ingester": "claims", "indexGateway": "enable", "compactor": "claims"}
+CLAIM = {"name": "data", "accessModes": ["ReadWriteOnce"], "size": "10Gi"}  # the chart's default claim
+# The targets global.extraArgs, global.extraEnv and global.extraEnvFrom reach (loki 7.3.0's
+# values.yaml, their `scope:` comments): not the single binary, whose StatefulSet reads only its
+# own singleBinary.extraArgs/extraEnvFrom. A target outside gets the S3 credentials and
+# -config.expand-env itself, or Loki starts without them and writes nothing to the bucket.
+GLOBAL_SCOPE = frozenset({"backend", "compactor", "distributor", "indexGateway", "ingester", "querier", "queryFrontend",
+                          "queryScheduler", "read", "write"})
+EXPAND_ENV = "-config.expand-env=true"
 
 CACHES = ("loki-chunks-cache", "loki-results-cache")  # the chart's memcached StatefulSets for release loki
 S3_ROLE = "s3-loki"  # its own S3 credential in the secret store: the log bucket only (docs/security.md)
@@ -77,6 +90,28 @@ class Settings(BaseModel):
 # sets none. Pod level, merged into the chart's own pod security contexts (loki, gateway,
 # memcached), so every container (sidecars and the memcached exporter included) gets it.
 POD_SECCOMP = {"seccompProfile": {"type": "RuntimeDefault"}}
+
+def env_from(cluster: ClusterModel) -> list[dict[str, Any]]:
+    """The S3 credentials as environment variables, which Loki expands into its config."""
+    return [{"secretRef": {"name": cluster.settings.s3.credentials_secret}}]
+
+
+def target_values(cluster: ClusterModel, target: str, replicas: int, system: dict[str, Any],
+                  storage_class: str) -> dict[str, Any]:
+    """A target of the chosen mode: its replicas on the system nodes, its volume in the chosen
+    class, and the credentials where the chart's globals do not reach it (GLOBAL_SCOPE)."""
+    values: dict[str, Any] = {"replicas": replicas, **system}
+    kind = PERSISTENCE.get(target)
+    if kind == "class":
+        values["persistence"] = {"storageClass": storage_class}
+    elif kind == "enable":
+        values["persistence"] = {"enabled": True, "storageClass": storage_class}
+    elif kind == "claims":
+        values["persistence"] = {"enabled": True, "claims": [{**CLAIM, "storageClass": storage_class}]}
+    if target not in GLOBAL_SCOPE:
+        values |= {"extraArgs": [EXPAND_ENV], "extraEnvFrom": env_from(cluster)}
+    return values
+
 
 class Loki(Component):
     name = "loki"
@@ -147,8 +182,8 @@ class Loki(Component):
             "deploymentMode": layout.mode,
             "global": {
                 "priorityClassName": SYSTEM_CLUSTER_CRITICAL,  # every pod of the chart: never pre-empted by workloads
-                "extraArgs": ["-config.expand-env=true"],
-                "extraEnvFrom": [{"secretRef": {"name": s3.credentials_secret}}],
+                "extraArgs": [EXPAND_ENV],
+                "extraEnvFrom": env_from(cluster),
             },
             "loki": {
                 "auth_enabled": False,  # one tenant per cluster; the cluster label tells fleets apart
@@ -181,12 +216,12 @@ class Loki(Component):
             "lokiCanary": {"enabled": False},
             "test": {"enabled": False},
         }
+        storage_class = chosen_class(cluster, s.storage_class, s.data_path, self.name)
         # Every target of every mode: ours get their replicas, the others 0 (the chart refuses mixes).
         for mode, targets in LOKI_TARGETS.items():
             for target in targets:
-                values[target] = {"replicas": layout.replicas[target], **system} if mode == layout.mode else {"replicas": 0}
-                if mode == layout.mode and target in PERSISTENT_TARGETS:
-                    values[target]["persistence"] = {"storageClass": chosen_class(cluster, s.storage_class, s.data_path, self.name)}
+                values[target] = (target_values(cluster, target, layout.replicas[target], system, storage_class)
+                                  if mode == layout.mode else {"replicas": 0})
         if layout.mode == "Distributed":
             for target, replicas in layout.replicas.items():
                 if replicas > 1:

@@ -1,4 +1,4 @@
-"""Alerts on a node's way through a driver upgrade (forge.components.driver_upgrades).
+"""Alerts on a node's way through a driver upgrade (forge.day_two, forge.components.driver_upgrades).
 
 Both upgrade controllers (the GPU Operator's and the Network Operator's, NVIDIA/k8s-operator-libs)
 write each node's place in the upgrade into a node label, `nvidia.com/<driver>-driver-upgrade-state`
@@ -22,17 +22,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from forge.components.driver_upgrades import gpu_upgrade_settings, held_upgrade_seconds
-from forge.components.node_tests import JOB_PREFIX, TESTS
+from forge.day_two import (JOB_PREFIX, TESTS, UPGRADE_DONE, UPGRADE_FAILED, UPGRADE_STATE_LABEL, gpu_upgrade_settings,
+                           held_upgrade_seconds)
 from forge.model import UNTESTED_TAINT_KEY, ClusterModel
 from forge.observability import metrics as m
 from forge.observability.promql import alert
 
 KUBE_NODE_LABELS = m.KSM_NODE_LABELS  # one home: forge.observability.metrics
-# driver name in the controllers' label -> whether the cluster runs that driver container
-UPGRADE_STATE_LABEL = "nvidia.com/{driver}-driver-upgrade-state"
-DRIVERS = ("gpu", "ofed")
-DONE, FAILED = "upgrade-done", "upgrade-failed"
+DRIVERS = ("gpu", "ofed")  # the controllers' driver names in their labels
+DONE, FAILED = UPGRADE_DONE, UPGRADE_FAILED
 # Past the release Job's wait (6 h) and a driver upgrade's reload with room: a node this long
 # untested was forgotten.
 HELD_UNTESTED = "12h"
@@ -92,8 +90,9 @@ def node_test_rules(cluster: ClusterModel) -> list[dict[str, Any]]:
                   "The node keeps its forge.exa.ai/untested taint (its release Job fails too). `kubectl -n gpu-operator "
                   "logs job/forge-node-test-<test>-<node>` names the failing GPU and test (dcgm) or the rail below "
                   "its bandwidth floor (nccl: if the peer, label forge.exa.ai/peer, fails its own test too, suspect "
-                  "the peer or the switch); reseat or RMA it, then delete the Jobs and apply them again "
-                  "(overlays/<cluster>/gpu-operator/node-tests/, docs/day-two.md).")] + held_untested_rules(cluster)
+                  "the peer or the switch). The driver rollout stops here (the node gate opens no node). Repair it: "
+                  "the gate tests it again once it is back; or release it on the record with `kubectl annotate node "
+                  "<node> forge.exa.ai/release-reason=\"<why>\"` (docs/day-two.md).")] + held_untested_rules(cluster)
 
 
 def held_untested_rules(cluster: ClusterModel) -> list[dict[str, Any]]:
@@ -104,7 +103,8 @@ def held_untested_rules(cluster: ClusterModel) -> list[dict[str, Any]]:
     taint = f'kube_node_spec_taint{{key="{UNTESTED_TAINT_KEY}"}}'
     return [alert("NodeHeldUntested", f"max by ({m.NODE_LABEL}) ({taint})", "warning",
                   f"{{{{ $labels.node }}}} has been out of service, untested, for more than {HELD_UNTESTED}",
-                  f"The node carries {UNTESTED_TAINT_KEY}: no workload lands on it until its tests pass and its "
-                  "release Job removes the taint. Apply its tests (docs/day-two.md, \"How a node returns to "
-                  "service\"); if they ran and failed, NodeTestFailed says which.",
+                  f"The node carries {UNTESTED_TAINT_KEY}: no workload lands on it until its tests pass and the "
+                  "node gate removes the taint. Is the forge-node-gate Deployment in gpu-operator running (its log "
+                  "says what it waits for)? If its tests ran and failed, NodeTestFailed says which (docs/day-two.md, "
+                  "\"How a node returns to service\").",
                   for_=HELD_UNTESTED)]

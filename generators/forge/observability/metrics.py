@@ -141,13 +141,15 @@ GPU_UPGRADES = {state: f"gpu_operator_nodes_upgrades_{state}"
 # ---- kube-state-metrics: node labels it exports (kube-state-metrics.metricLabelsAllowlist) -------
 KSM_NODE_LABELS = "kube_node_labels"
 # The GPU Operator's upgrade library writes each node's driver-upgrade state as the node label
-# nvidia.com/gpu-driver-upgrade-state (forge.observability.lifecycle.UPGRADE_STATE_LABEL); on kube_node_labels:
+# nvidia.com/gpu-driver-upgrade-state (forge.day_two.UPGRADE_STATE_LABEL); on kube_node_labels:
 KSM_GPU_UPGRADE_STATE = "label_nvidia_com_gpu_driver_upgrade_state"  # as kube-state-metrics names it
-# The states in which the driver is (about to be) unloaded, reloaded or validated: GPUs vanish and
-# exporters restart on purpose. Not upgrade-required (still serving), upgrade-done, upgrade-failed
-# (a node left broken must page).
-GPU_UPGRADE_BUSY_STATES = ("cordon-required", "wait-for-jobs-required", "pod-deletion-required", "drain-required",
-                           "pod-restart-required", "validation-required", "uncordon-required")
+# The states in which the driver really is out: GPU pods deleted, the node drained, the driver
+# reloaded and validated (k8s-operator-libs pkg/upgrade, in that order): GPUs vanish and exporters
+# restart on purpose. Not upgrade-required, cordon-required nor wait-for-jobs-required: the node is
+# cordoned but its driver still runs training jobs (for up to waitForCompletion's day), and a
+# GPU, NIC or NVMe fault then must page. Not upgrade-done, nor upgrade-failed (a broken node pages).
+GPU_UPGRADE_BUSY_STATES = ("pod-deletion-required", "drain-required", "pod-restart-required", "validation-required",
+                           "uncordon-required")
 
 # ---- External Secrets Operator (its own metric names) --------------------------------------------
 ESO_CONDITION = "externalsecret_status_condition"  # name, namespace, condition, status: 1 for the current one

@@ -220,7 +220,8 @@ def run(root: Path, cluster: str, scenarios: tuple[str, ...], upstream: Path | N
         if not _print_sync(_syncer(kube, state, plan).sync(apps), state):
             sys.exit(EXIT_FOUND)
         runner = Runner(kube, plan, Propeller.from_values(root / "overlays" / cluster / "flyte" / "values.yaml"), say,
-                        engine=ensure_program(root, ENGINE_PROGRAM, say)[ENGINE])
+                        engine=ensure_program(root, ENGINE_PROGRAM, say)[ENGINE],
+                        logs=state_folder(root, cluster) / "logs")
         for scenario in chosen:
             outcome = runner.run(scenario)
             verdict = "passed" if outcome.passed else "FAILED"

@@ -13,6 +13,43 @@ from forge.twin.processes import Process, free_ports, start, wait_until
 
 SERVICE_CIDR = "10.96.0.0/16"
 POD_CIDR = "10.244.0.0/16"  # kwok gives pods addresses from here
+# The box's own stage: a running pod a Job owns that carries FAIL_LABEL fails (exit code 1) instead
+# of completing, as a node test on bad hardware would (forge.twin.driver_rollout). Its weight wins
+# over pod-complete's (none) whenever both match: kwok draws among matching stages by weight.
+FAIL_LABEL = "twin.forge.exa.ai/fail"
+POD_FAIL_STAGE = f"""
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: forge-pod-fail
+spec:
+  resourceRef: {{apiGroup: v1, kind: Pod}}
+  weight: 1
+  selector:
+    matchExpressions:
+    - {{key: '.metadata.deletionTimestamp', operator: DoesNotExist}}
+    - {{key: '.status.phase', operator: In, values: [Running]}}
+    - {{key: '.metadata.ownerReferences.[].kind', operator: In, values: [Job]}}
+    - {{key: '.metadata.labels["{FAIL_LABEL}"]', operator: Exists}}
+  next:
+    statusTemplate: |
+      {{{{ $now := Now }}}}
+      containerStatuses:
+      {{{{ range $index, $item := .spec.containers }}}}
+      - image: {{{{ $item.image | Quote }}}}
+        name: {{{{ $item.name | Quote }}}}
+        ready: false
+        restartCount: 0
+        started: false
+        state:
+          terminated:
+            exitCode: 1
+            finishedAt: {{{{ $now | Quote }}}}
+            reason: Error
+            startedAt: {{{{ $now | Quote }}}}
+      {{{{ end }}}}
+      phase: Failed
+"""
 # The node label and annotation kwok manages nodes by: only the box's own nodes.
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 READY_TIMEOUT = 120.0
@@ -107,7 +144,8 @@ class ControlPlane:
         files = [data / "node/fast/node-initialize.yaml", data / "node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
                  *(data / "pod/fast" / f"pod-{s}.yaml" for s in ("ready", "complete", "delete"))]
         config = self.state / "kwok.yaml"
-        config.write_text("\n---\n".join(f.read_text(encoding="utf-8").strip() for f in files) + "\n", encoding="utf-8")
+        stages = [f.read_text(encoding="utf-8").strip() for f in files] + [POD_FAIL_STAGE.strip()]
+        config.write_text("\n---\n".join(stages) + "\n", encoding="utf-8")
         return config
 
     def start_controllers(self) -> None:

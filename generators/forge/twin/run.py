@@ -7,6 +7,7 @@ made and the scheduler bound, and the pods of the infrastructure before and afte
 from __future__ import annotations
 
 import re
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,7 @@ from forge.twin.flows import Flow, FlowJudge
 from forge.twin.cleanup import clean
 from forge.twin.kube import ApiError, Kube
 from forge.twin.peers import Peers
-from forge.twin.scenario import WHOLE_POOL, Expect, Job, Scenario
+from forge.twin.scenario import WHOLE_POOL, Expect, Job, Scenario, Step
 from forge.twin.submit import SUBMITTED_LABEL, Propeller, build, namespace_of
 
 POLL_SECONDS = 0.5
@@ -86,9 +87,10 @@ def _shortfall(message: str) -> str:
 
 class Runner:
     def __init__(self, kube: Kube, plan: ClusterPlan, propeller: Propeller, say: Callable[[str], None],
-                 engine: Path | None = None) -> None:
+                 engine: Path | None = None, logs: Path | None = None) -> None:
         self.kube, self.plan, self.propeller, self.say = kube, plan, propeller, say
         self.engine = engine  # the NetworkPolicy engine a step's flows need (forge.twin.flows)
+        self.logs = logs  # the box's logs folder: where a rollout step's gate process writes
         # Copies (by the uid of what was submitted) whose Workload was seen pre-empted: a plain
         # pod's Workload goes with the pod it evicted, so the event is kept, not looked up again.
         self.preempted: set[str] = set()
@@ -246,7 +248,8 @@ class Runner:
                     except ApiError as exc:
                         return Outcome(scenario.name, False, [f"step {number}: job {job.name} refused: {exc.message}"],
                                        time.monotonic() - started)
-                problem = self._wait(step.expect, step.within, subs, infra) or self._flows(step.flows)
+                problem = self._rollout(step) if step.rollout else None
+                problem = problem or self._wait(step.expect, step.within, subs, infra) or self._flows(step.flows)
                 if problem:
                     return Outcome(scenario.name, False, [f"step {number}: {problem}"], time.monotonic() - started)
                 lines.append(f"step {number}: {len(step.expect)} expectations held")
@@ -261,6 +264,13 @@ class Runner:
             raise ForgeError("twin: this step states flows and the box was given no NetworkPolicy engine")
         wrong = FlowJudge(self.kube, Peers(self.kube, self.plan, self.propeller), self.engine).judge(flows)
         return "\n".join(wrong) or None
+
+    def _rollout(self, step: Step) -> str | None:
+        from forge.twin.driver_rollout import Play  # only a rollout step needs it
+        assert step.rollout is not None
+        logs = self.logs or Path(tempfile.mkdtemp(prefix="forge-twin-rollout-")) / "logs"
+        problem = Play(self.kube, self.plan, step.rollout, self.projects, logs, self.say).run(step.within)
+        return problem
 
     def _wait(self, expects: list[Expect], within: int, subs: dict[str, Submitted], infra: dict[str, str]) -> str | None:
         """Wait until every expectation holds; a `pending` one must hold for the whole wait."""

@@ -78,8 +78,21 @@ class Expect(_Strict):
     infrastructure_untouched: bool | None = None  # no pod outside the project namespaces evicted or gone
 
 
+class Rollout(_Strict):
+    """A GPU driver bump, played with forge's node gate (forge.twin.driver_rollout): every GPU node
+    goes to upgrade-required; the rollout must advance one node at a time on passed tests, stop at
+    `fail_node` (its `fail_test` fails), and, with `release`, move on once it is released on the record."""
+    fail_node: Name
+    fail_test: Literal["dcgm", "nvlink", "nccl"] = "dcgm"
+    passes: Annotated[int, Field(ge=1, le=50)] = 2  # nodes that must pass before fail_node is reached
+    hold: Annotated[int, Field(ge=1, le=600)] = 15  # seconds no node may start after the failure
+    release: bool = False  # then release fail_node on the record and see the next node start
+    wait_for_jobs: Annotated[int, Field(ge=0, le=600)] = 5  # the stand-in's waitForCompletion timeout, seconds
+
+
 class Step(_Strict):
     submit: list[Job] = []
+    rollout: Rollout | None = None  # after the submissions, before the expectations
     expect: list[Expect] = []
     flows: list[Flow] = []  # judged once the expectations hold (forge.twin.flows)
     within: Annotated[int, Field(ge=1, le=1800)] = 120  # seconds to wait for the expectations

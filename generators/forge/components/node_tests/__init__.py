@@ -6,8 +6,11 @@ per tested node, to `overlays/<cluster>/gpu-operator/node-tests/` (never synced:
 applies them when the node comes back):
 
 * `dcgm-<node>.yaml`: DCGM diagnostics at the inventory's level (dcgm.py);
+* `nvlink-<node>.yaml` where the catalogue has a measured figure for the node's GPUs: an in-node
+  NCCL all-reduce over NVLink against it (nvlink.py);
 * `nccl-<node>.yaml` on fabric nodes: an NCCL all-reduce per rail with a peer, against the
-  catalogue's bandwidth floor (nccl.py), with `nccl-script.yaml` once per cluster;
+  catalogue's bandwidth floor, and a two-node one where a figure is published (nccl.py);
+  `nccl-script.yaml` once per cluster holds the script both run (allreduce.py);
 * `release-<node>.yaml`: the Job that removes the taint once every test passed, with RBAC for that
   node alone (release.py), with `release-script.yaml` once per cluster.
 
@@ -19,12 +22,12 @@ from collections.abc import Iterator
 from typing import Any
 
 from forge import hardware
-from forge.components.node_tests import dcgm, nccl, release
+from forge.components.node_tests import allreduce, dcgm, nccl, nvlink, release
 from forge.components.node_tests.base import JOB_PREFIX, TESTS, TESTS_DIR, NodeTests, tested, whole_gpu
 from forge.errors import Problem
 from forge.model import ClusterModel, fabric_nics
 
-__all__ = ["JOB_PREFIX", "TESTS", "TESTS_DIR", "NodeTests", "check", "test_files"]
+__all__ = ["JOB_PREFIX", "TESTS", "TESTS_DIR", "NodeTests", "check", "node_test_objects", "test_files"]
 
 
 def test_files(cluster: ClusterModel, namespace: str, settings: NodeTests, network_namespace: str) -> dict[str, Any]:
@@ -34,10 +37,13 @@ def test_files(cluster: ClusterModel, namespace: str, settings: NodeTests, netwo
     if nodes:
         files[f"{TESTS_DIR}/release-script.yaml"] = release.script(namespace)
     pairs = {node.name: other for node, other in nccl.pairs(cluster, nodes)}
-    if pairs:
-        files[f"{TESTS_DIR}/nccl-script.yaml"] = nccl.script(namespace)
+    if pairs or any(nvlink.floor(n) for n in nodes):
+        files[f"{TESTS_DIR}/nccl-script.yaml"] = allreduce.script(namespace)
     for node in nodes:
         tests = [dcgm.TEST]
+        if nvlink.floor(node) is not None:
+            files[f"{TESTS_DIR}/nvlink-{node.name}.yaml"] = nvlink.nvlink_job(cluster, node, namespace)
+            tests.append(nvlink.TEST)
         if node.name in pairs:
             files[f"{TESTS_DIR}/nccl-{node.name}.yaml"] = nccl.nccl_job(cluster, node, pairs[node.name], namespace, network_namespace)
             tests.append(nccl.TEST)
@@ -63,3 +69,18 @@ def check(loaded) -> Iterator[Problem]:
                 f"no NCCL bandwidth floor for {profile.gpu.model} with {nic.model} at {nic.port_gbps} Gb/s in "
                 f"{hardware.CATALOGUE_NAME} (nccl_floors; known: {known}): add one with its source, so the "
                 "profile's nodes are tested before they serve"))
+
+
+def node_test_objects(cluster: ClusterModel, namespace: str, settings: NodeTests,
+                      network_namespace: str) -> dict[str, list[dict[str, Any]]]:
+    """Each tested node's test objects in the order they run (DCGM, in-node NVLink, per rail),
+    as the node gate creates them (forge.components.node_gate): the same objects as the files."""
+    files = test_files(cluster, namespace, settings, network_namespace)
+    out: dict[str, list[dict[str, Any]]] = {}
+    for node in tested(cluster):
+        objects: list[dict[str, Any]] = []
+        for test in TESTS:
+            found = files.get(f"{TESTS_DIR}/{test}-{node.name}.yaml")
+            objects += found if isinstance(found, list) else [found] if found else []
+        out[node.name] = objects
+    return out

@@ -6,12 +6,13 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
+from forge.day_two import JOB_PREFIX, TESTS
 from forge.inventory.schema import Strict
 from forge.model import LABEL_DOMAIN, MIG_DISABLED, UNTESTED_TOLERATION, ClusterModel, NodeModel
 
 TESTS_DIR = "node-tests"
-JOB_PREFIX = "forge-node-test-"  # + "<test>-<node>": what the alert reads the test and the node from
-TESTS = ("dcgm", "nccl")  # every test Job a node passes before its release Job removes the taint
+# JOB_PREFIX (+ "<test>-<node>": the Jobs' names) and TESTS (in the order they run) are shared
+# with the alerts: forge.day_two.
 TEST_LABEL = f"{LABEL_DOMAIN}/node-test"
 NODE_LABEL = f"{LABEL_DOMAIN}/node"
 PEER_LABEL = f"{LABEL_DOMAIN}/peer"

@@ -4,8 +4,10 @@ attached. torchrun starts one rank per GPU; GPU i of one node and GPU i of the o
 two-rank group, and NCCL sends their traffic over the NIC nearest to GPU i: its rail on a
 rail-optimised server (one NIC per GPU, under the same PCIe switch). All groups run at once; each
 must reach the catalogue's floor for the node's GPU model, NIC model and port speed
-(hardware.yaml nccl_floors). With two ranks the bus bandwidth equals the algorithm bandwidth
-(nccl-tests doc/PERFORMANCE.md).
+(hardware.yaml nccl_floors, with the test shape it applies to). With two ranks the bus bandwidth
+equals the algorithm bandwidth (nccl-tests doc/PERFORMANCE.md). Where the catalogue has a measured
+two-node figure (two_node_floors), the same pods then run one all-reduce over every GPU of both
+nodes against it. The script is allreduce.py's.
 
 Plain batch/v1, not a PyTorchJob: an Indexed Job of two completions gives each pod a stable
 hostname (`<job>-0`, `<job>-1`, resolvable through a headless Service of the same name), so
@@ -24,47 +26,18 @@ from typing import Any
 from forge import hardware, versions
 from forge.components.network_operator import MULTUS_NETWORKS_ANNOTATION
 from forge.components.network_operator.ipoib import nccl_env
+from forge.components.node_tests import allreduce
 from forge.components.node_tests.base import (GPU_RESOURCE, HOSTNAME, NODE_LABEL, PEER_LABEL, TEST_LABEL, job,
                                              job_name, tolerations)
 from forge.model import MIG_DISABLED, ClusterModel, NodeModel, fabric_nics
 
 TEST = "nccl"
 IMAGE = "pytorch-example"  # images in charts/versions.yaml: the pinned nvcr.io/nvidia/pytorch
-SCRIPT = "forge-node-test-nccl"  # the ConfigMap with the script
+SCRIPT = allreduce.SCRIPT  # the ConfigMap with the script (allreduce.py's, shared with the NVLink test)
 PORT = 29500  # torchrun's rendezvous on rank 0
 # Both pods must have run within it, else the Job fails: they wait for the GPUs of the node's DCGM
 # diagnostics (an hour and more at level 4) and of the peer's (busy if the peer serves).
 DEADLINE_SECONDS = 4 * 3600
-_RAILS = """\
-import os, sys, time, torch, torch.distributed as dist
-floor = float(os.environ["FORGE_BUSBW_FLOOR_GBYTES"])
-size, iters = 1 << 30, 20  # bytes per all-reduce, timed all-reduces
-dist.init_process_group("nccl")
-local, per_node = int(os.environ["LOCAL_RANK"]), int(os.environ["LOCAL_WORLD_SIZE"])
-torch.cuda.set_device(local)
-# GPU i of each node in a two-rank group: NCCL sends it over the NIC nearest to GPU i (its rail).
-groups = [dist.new_group([i, per_node + i]) for i in range(per_node)]
-x = torch.ones(size // 4, device="cuda")
-for _ in range(5):
-    dist.all_reduce(x, group=groups[local])
-torch.cuda.synchronize()
-start = time.time()
-for _ in range(iters):
-    dist.all_reduce(x, group=groups[local])
-torch.cuda.synchronize()
-busbw = iters * size / (time.time() - start) / 1e9  # two ranks: bus bandwidth = algorithm bandwidth
-found = [None] * dist.get_world_size()
-dist.all_gather_object(found, busbw)
-rails = [min(found[i], found[per_node + i]) for i in range(per_node)]
-failed = [i for i, bw in enumerate(rails) if bw < floor]
-if local == 0:
-    for i, bw in enumerate(rails):
-        print(f"gpu {i} and its rail: {bw:.1f} GB/s bus bandwidth (floor {floor:g} GB/s): {'FAILED' if i in failed else 'passed'}")
-dist.destroy_process_group()
-sys.exit(1 if failed else 0)
-"""
-
-
 def floor(node: NodeModel) -> hardware.NcclFloor | None:
     """The catalogue's floor for the node's GPU and its compute fabric's NIC (model and port speed)."""
     nics = fabric_nics(node.profile)
@@ -82,9 +55,19 @@ def peer(cluster: ClusterModel, node: NodeModel) -> NodeModel | None:
     return None
 
 
-def script(namespace: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": SCRIPT, "namespace": namespace},
-            "data": {"rails.py": _RAILS}}
+def two_node_floor(node: NodeModel) -> hardware.TwoNodeFloor | None:
+    """The catalogue's two-node figure for the node's GPU and fabric (model, port speed, NICs per node)."""
+    nics = fabric_nics(node.profile)
+    if node.gpu is None or not nics:
+        return None
+    return hardware.catalogue().two_node_floor(node.gpu.key, nics[0].model, nics[0].port_gbps, sum(n.count for n in nics))
+
+
+def floors_env(node: NodeModel, rail: hardware.NcclFloor) -> list[dict[str, str]]:
+    """The per-rail floor, and the two-node one where the catalogue has a published figure."""
+    env = allreduce.floor_env("RAIL", rail.busbw_gbytes, rail.shape)
+    pair = two_node_floor(node)
+    return env + (allreduce.floor_env("PAIR", pair.busbw_gbytes, pair.shape) if pair else [])
 
 
 def service(name: str, namespace: str, labels: dict[str, str]) -> dict[str, Any]:
@@ -102,12 +85,12 @@ def nccl_job(cluster: ClusterModel, node: NodeModel, other: NodeModel, namespace
         raise ValueError(f"{node.name}: no compute fabric resource or NCCL floor to test against")
     limits = {GPU_RESOURCE: node.gpu_count, resource.resource: 1, "cpu": "16", "memory": "64Gi"}
     run = (f"exec torchrun --nnodes=2 --nproc-per-node={node.gpu_count} --node-rank=$JOB_COMPLETION_INDEX "
-           f"--master-addr={name}-0.{name} --master-port={PORT} /workspace/rails.py")
+           f"--master-addr={name}-0.{name} --master-port={PORT} {allreduce.PATH}")
     container = {
         "name": "nccl",
         "image": versions.image(IMAGE).ref,
         "command": ["/bin/bash", "-c", run],
-        "env": [*nccl_env(cluster), {"name": "FORGE_BUSBW_FLOOR_GBYTES", "value": f"{found.busbw_gbytes:g}"}],
+        "env": [*nccl_env(cluster), *floors_env(node, found)],
         "resources": {"limits": limits, "requests": dict(limits)},
         # RDMA pins memory: IPC_LOCK, every other capability dropped (as the forge-rdma task template)
         "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"], "add": ["IPC_LOCK"]}},
@@ -126,7 +109,7 @@ def nccl_job(cluster: ClusterModel, node: NodeModel, other: NodeModel, namespace
         "tolerations": tolerations(cluster, [node, other]),
         "containers": [container],
         "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "8Gi"}},  # counts against memory
-                    {"name": "script", "configMap": {"name": SCRIPT}}],
+                    {"name": "script", "configMap": {"name": allreduce.SCRIPT}}],
     }
     networks = ",".join(f"{network_namespace}/{rail.name}" for rail in cluster.rails)
     spec = {"completionMode": "Indexed", "completions": 2, "parallelism": 2, "activeDeadlineSeconds": DEADLINE_SECONDS}
