@@ -216,7 +216,7 @@ def run(root: Path, cluster: str, scenarios: tuple[str, ...], upstream: Path | N
     with _box(root, plan, upstream) as (kube, state):
         if not _print_sync(_syncer(kube, state).sync(apps), state):
             sys.exit(EXIT_FOUND)
-        runner = Runner(kube, plan, Propeller.from_values(root / "overlays" / cluster / "flyte" / "values.yaml"), say)
+        runner = Runner(kube, plan, Propeller.from_values(root / "overlays" / cluster / "flyte" / "values.yaml"), say, root)
         for scenario in chosen:
             outcome = runner.run(scenario)
             verdict = "passed" if outcome.passed else "FAILED"

@@ -9,14 +9,16 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 from forge.capacity import MEMORY, node_resources
 from forge.fleet import ClusterPlan
 from forge.capacity import capacity
 from forge.queues import FLYTE_PROJECT_LABEL
+from forge.twin.day import Day
 from forge.twin.kube import ApiError, Kube
-from forge.twin.scenario import WHOLE_POOL, Expect, Job, Scenario
+from forge.twin.scenario import WHOLE_POOL, Expect, Job, Scenario, Step
 from forge.twin.submit import SUBMITTED_LABEL, Propeller, build, namespace_of
 
 POLL_SECONDS = 0.5
@@ -80,8 +82,12 @@ def _shortfall(message: str) -> str:
 
 
 class Runner:
-    def __init__(self, kube: Kube, plan: ClusterPlan, propeller: Propeller, say: Callable[[str], None]) -> None:
+    def __init__(self, kube: Kube, plan: ClusterPlan, propeller: Propeller, say: Callable[[str], None],
+                 root: Path | None = None) -> None:
         self.kube, self.plan, self.propeller, self.say = kube, plan, propeller, say
+        self.day = Day(kube, root or Path.cwd(), plan.name, say)
+        # Pods of a `never_preempted` job once seen bound (uid -> name): each must stay.
+        self.watched: dict[str, dict[str, str]] = {}
         # Copies (by the uid of what was submitted) whose Workload was seen pre-empted: a plain
         # pod's Workload goes with the pod it evicted, so the event is kept, not looked up again.
         self.preempted: set[str] = set()
@@ -145,7 +151,11 @@ class Runner:
                 return f"infrastructure pods evicted or gone: {', '.join(sorted(gone)[:10])}"
         if expect.job is None:
             return None
+        if expect.job in self.day.tests:
+            return self._judge_bound(expect, self.day.test_pods(expect.job))
         sub = subs[expect.job]
+        if expect.never_preempted and (broken := self._judge_kept(expect.job, sub)):
+            return broken
         wls = self.workloads(sub)
         admitted = [w for w in wls if w and _true(w, "Admitted")]
         want = len(wls) if expect.admitted == "all" else expect.admitted
@@ -178,7 +188,40 @@ class Runner:
         lq = self.kube.get(KUEUE, "LocalQueue", wl["spec"].get("queueName", ""), wl["metadata"]["namespace"])
         return (lq or {}).get("spec", {}).get("clusterQueue", "?")
 
+    def _judge_kept(self, name: str, sub: Submitted) -> str | None:
+        """A `never_preempted` job: no copy pre-empted by Kueue, no pod of it seen bound since gone."""
+        self.workloads(sub)
+        self.preempted_by_events(sub)
+        hit = [o["metadata"]["name"] for o in sub.objects if o["metadata"]["uid"] in self.preempted]
+        if hit:
+            return f"job {name}: pre-empted by Kueue: {', '.join(hit[:5])}"
+        now = {p["metadata"]["uid"]: p for p in self.pods(sub)}
+        seen = self.watched.setdefault(name, {})
+        gone = [n for uid, n in seen.items() if uid not in now or now[uid]["metadata"].get("deletionTimestamp")
+                or _true(now[uid], "DisruptionTarget")]
+        if gone:
+            said = "; ".join(f"{n}: {(_condition(now[u], 'DisruptionTarget') or {}).get('message', 'deleted')}" if u in now else f"{n}: deleted"
+                             for u, n in seen.items() if n in gone)
+            return f"job {name}: pods evicted or gone: {said[:400]}"
+        seen.update({uid: p["metadata"]["name"] for uid, p in now.items() if (p.get("spec") or {}).get("nodeName")})
+        return None
+
+    def _judge_bound(self, expect: Expect, pods: list[dict[str, Any]]) -> str | None:
+        bound = [p for p in pods if (p.get("spec") or {}).get("nodeName")]
+        if expect.bound is not None and len(bound) < expect.bound:
+            return f"job {expect.job}: {len(bound)} of {len(pods)} pods bound, want at least {expect.bound}"
+        if expect.not_on_nodes_down:
+            ready = {n["metadata"]["name"]: next((c.get("status") for c in n["status"].get("conditions") or [] if c["type"] == "Ready"), None)
+                     for n in self.kube.list("v1", "Node")}
+            down = [f"{p['metadata']['name']} on {p['spec']['nodeName']}" for p in bound if ready.get(p["spec"]["nodeName"]) != "True"]
+            if down:
+                return f"job {expect.job}: pods on nodes that are not Ready: {', '.join(down[:5])}"
+        return None
+
     def _judge_pods(self, expect: Expect, sub: Submitted) -> str | None:
+        if expect.bound is not None or expect.not_on_nodes_down:
+            if (problem := self._judge_bound(expect, self.pods(sub))):
+                return problem
         if expect.distinct_nodes is None and not expect.on_nodes_labelled and not expect.not_on_nodes_labelled:
             return None
         pods = self.pods(sub)
@@ -233,19 +276,44 @@ class Runner:
         infra = self.infrastructure_pods()
         try:
             for number, step in enumerate(scenario.steps, 1):
+                problem = self._before(step, subs)
+                if problem:
+                    return Outcome(scenario.name, False, [f"step {number}: {problem}"], time.monotonic() - started)
                 for job in step.submit:
                     try:
                         subs[job.name] = self.submit(job, scenario.name)
                     except ApiError as exc:
                         return Outcome(scenario.name, False, [f"step {number}: job {job.name} refused: {exc.message}"],
                                        time.monotonic() - started)
-                problem = self._wait(step.expect, step.within, subs, infra)
+                problem = self._node_test(step, subs) or self._wait(step.expect, step.within, subs, infra)
                 if problem:
                     return Outcome(scenario.name, False, [f"step {number}: {problem}"], time.monotonic() - started)
                 lines.append(f"step {number}: {len(step.expect)} expectations held")
             return Outcome(scenario.name, True, lines, time.monotonic() - started)
         finally:
+            self.day.restore()  # nodes back and node tests gone before the scenario's jobs are deleted
             self.cleanup(scenario.name)
+
+    def _before(self, step: Step, subs: dict[str, Submitted]) -> str | None:
+        """The day goes on: jobs that end, a node that goes NotReady (forge.twin.day)."""
+        for name in step.finish:
+            sub = subs.pop(name)
+            if (problem := self.day.finish(sub.objects, namespace_of(sub.job), lambda: [w for w in self.workloads(sub) if w])):
+                return f"job {name} finished, but {problem}"
+        if step.node_down:
+            running = {p["spec"]["nodeName"] for p in self.pods(subs[step.node_down.runs]) if (p.get("spec") or {}).get("nodeName")} \
+                if step.node_down.runs else set()
+            return self.day.node_down(step.node_down, running, self.day.busy_nodes(self.projects))
+        return None
+
+    def _node_test(self, step: Step, subs: dict[str, Submitted]) -> str | None:
+        if not step.node_test:
+            return None
+        peers = {p["spec"]["nodeName"] for p in self.pods(subs[step.node_test.peer_runs]) if (p.get("spec") or {}).get("nodeName")}
+        try:
+            return self.day.node_test(step.node_test, peers, self.day.busy_nodes(self.projects))
+        except ApiError as exc:
+            return f"node test {step.node_test.name} refused: {exc.message}"
 
     def _wait(self, expects: list[Expect], within: int, subs: dict[str, Submitted], infra: dict[str, str]) -> str | None:
         """Wait until every expectation holds; a `pending` one must hold for the whole wait."""
@@ -253,9 +321,10 @@ class Runner:
         deadline, said = started + within, started
         # `pending` and `infrastructure_untouched` must hold all along; the others once each
         # (a pre-emption happens, then its pods are gone).
-        lasting = [e for e in expects if e.pending or e.infrastructure_untouched]
+        lasting = [e for e in expects if e.pending or e.infrastructure_untouched or e.never_preempted]
         eventual = [e for e in expects if e not in lasting]
-        full_wait = any(e.pending for e in expects)  # "stays pending" is known only at the end
+        # "stays pending" and "never pre-empted" are known only at the end
+        full_wait = any(e.pending or e.never_preempted for e in expects)
         while True:
             broken = next((p for e in lasting if (p := self.judge(e, subs, infra))), None)
             if broken:

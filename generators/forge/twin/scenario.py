@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from forge import datafile
 from forge.errors import ForgeError
 from forge.paths import CLUSTERS_DIR
+from forge.twin.steps import NodeDown, NodeTest
 
 SCENARIOS_FILE = "scenarios.yaml"
 WHOLE_POOL = "whole-pool"
@@ -69,10 +70,18 @@ class Expect(_Strict):
     on_nodes_labelled: dict[str, str] = {}  # every pod on a node with these labels
     not_on_nodes_labelled: dict[str, str] = {}  # no pod on a node with these labels
     infrastructure_untouched: bool | None = None  # no pod outside the project namespaces evicted or gone
+    # Never pre-empted for the whole wait: no copy by Kueue, none of its bound pods evicted or deleted
+    # (the kube-scheduler's pre-emption included). The step waits its whole `within`.
+    never_preempted: bool | None = None
+    bound: Annotated[int, Field(ge=1)] | None = None  # at least this many of its pods bound to nodes
+    not_on_nodes_down: bool | None = None  # no pod of it on a node that is not Ready
 
 
 class Step(_Strict):
+    finish: list[Name] = []  # jobs of earlier steps that end first (forge.twin.steps)
+    node_down: NodeDown | None = None
     submit: list[Job] = []
+    node_test: NodeTest | None = None  # started after this step's submissions
     expect: list[Expect] = []
     within: Annotated[int, Field(ge=1, le=1800)] = 120  # seconds to wait for the expectations
 
@@ -95,7 +104,13 @@ def _rules(model: ScenarioFile):
         seen.add(scenario.name)
         jobs: set[str] = set()
         for s, step in enumerate(scenario.steps):
-            jobs |= {j.name for j in step.submit}
+            for f, name in enumerate(step.finish):
+                if name not in jobs:
+                    yield (("scenarios", i, "steps", s, "finish", f), f"no job {name!r} runs before this step (have: {', '.join(sorted(jobs)) or 'none'})")
+            for field, name in (("node_down", step.node_down and step.node_down.runs), ("node_test", step.node_test and step.node_test.peer_runs)):
+                if name and name not in jobs | {j.name for j in step.submit}:
+                    yield (("scenarios", i, "steps", s, field), f"no job {name!r} is submitted by this step or an earlier one")
+            jobs = (jobs - set(step.finish)) | {j.name for j in step.submit} | ({step.node_test.name} if step.node_test else set())
             for e, expect in enumerate(step.expect):
                 if expect.job is not None and expect.job not in jobs:
                     yield (("scenarios", i, "steps", s, "expect", e, "job"),
