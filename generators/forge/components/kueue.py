@@ -35,7 +35,7 @@ from forge.components.kueue_checks import FLYTE, RACK_LABEL, check_kueue
 from forge.components.multikueue import CloudQueues
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL, PriorityClassSpec, Scheduling
 from forge.model import ClusterModel
-from forge.queues import API, FLYTE_PROJECT_LABEL, KueueSettings, ProjectQuotas, project_quotas
+from forge.queues import API, FLYTE_PROJECT_LABEL, KueueSettings, ProjectQuotas, pre_emptible_projects, project_quotas, project_ranks
 from forge.secrets import SecretUse
 
 NAMESPACE = "kueue-system"  # the chart's CRDs name their conversion webhook's Service there
@@ -169,8 +169,10 @@ class Kueue(Component):
         policy = {c.name: c.preemption == "PreemptLowerPriority" for c in classes}
         mapped = classes if s.priority_classes is None else [c for c in classes if c.name in s.priority_classes]
         cloud = multikueue.cloud_queues(cluster.linked[s.burst.cluster], [p.name for p in flyte.projects]) if s.burst else None
-        return KueueFacts(cap, tuple(project_quotas(cap, [(p.name, p.share_percent) for p in flyte.projects], s)),
-                          tuple(mapped), {p.name: policy.get(p.priority_class, True) for p in flyte.projects}, cloud)
+        shares = [(p.name, p.share_percent) for p in flyte.projects]
+        batch = pre_emptible_projects(s, shares, project_ranks(flyte, cluster.component_settings.get(Scheduling.name)))
+        return KueueFacts(cap, tuple(project_quotas(cap, shares, s, batch)),
+                          tuple(mapped), {p.name: policy.get(p.priority_class, True) for p in flyte.projects}, cloud, batch)
 
     def secrets(self, cluster: ClusterModel) -> list[SecretUse]:
         cloud = self.facts(cluster).cloud
@@ -214,7 +216,8 @@ class Kueue(Component):
         facts: KueueFacts = self.facts(cluster)
         cap = facts.capacity
         objs = [topology(), *(resource_flavor(cluster, cap, p.flavor) for p in cap.pools)]
-        objs += [cluster_queue(q, cap, s, facts.preempts[q.project], queue_stop_policy(cluster)) for q in facts.quotas]
+        objs += [cluster_queue(q, cap, s, facts.preempts[q.project], queue_stop_policy(cluster), q.project in facts.pre_emptible)
+                 for q in facts.quotas]
         objs += [workload_priority_class(c) for c in facts.classes]
         if facts.cloud:  # the MultiKueue manager's side of the burst link
             objs += cloud_objects(facts.cloud, s)
@@ -231,6 +234,7 @@ class KueueFacts:
     classes: tuple[PriorityClassSpec, ...]  # the PriorityClasses that get a WorkloadPriorityClass
     preempts: dict[str, bool]  # project -> whether its PriorityClass may pre-empt
     cloud: CloudQueues | None = None  # the burst cluster's queues, on its MultiKueue manager
+    pre_emptible: frozenset[str] = frozenset()  # projects a whole-pool project outranks (forge.queues)
 
 
 def cloud_objects(cloud: CloudQueues, settings: KueueSettings) -> list[dict[str, Any]]:
@@ -262,9 +266,13 @@ def resource_flavor(cluster: ClusterModel, cap: Capacity, flavor: str) -> dict[s
 
 
 def cluster_queue(q: ProjectQuotas, cap: Capacity, settings: KueueSettings, preempts: bool,
-                  stop: dict[str, str] | None = None) -> dict[str, Any]:
-    """`stop`: maintenance mode's stopPolicy (driver_upgrades.queue_stop_policy), or none."""
-    stop = stop or {}
+                  stop: dict[str, str] | None = None, pre_emptible: bool = False) -> dict[str, Any]:
+    """`stop`: maintenance mode's stopPolicy (driver_upgrades.queue_stop_policy), or none.
+    `pre_emptible`: a project a whole-pool project outranks (forge.queues): fair-sharing weight 0,
+    so it borrows only what no other queue wants and is the first any of them takes back from
+    (Kueue gives a borrowing queue of weight 0 an infinite share: with weight 1 a 16-node
+    pre-train, borrowing more than the batch work, could never pre-empt it under fair sharing)."""
+    stop = {**(stop or {}), **({"fairSharing": {"weight": "0"}} if pre_emptible else {})}
     flavors = []
     for pool in cap.pools:
         resources = []
