@@ -273,6 +273,7 @@ class Runner:
         started = time.monotonic()
         lines: list[str] = []
         subs: dict[str, Submitted] = {}
+        self.watched = {}  # by job name: another scenario's job of the same name is another job
         infra = self.infrastructure_pods()
         try:
             for number, step in enumerate(scenario.steps, 1):
