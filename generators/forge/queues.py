@@ -12,16 +12,23 @@ For project p, flavor f and resource r (capacity C = C[f][r]):
   may use while they leave it idle (100: all of it);
 - lending   L = floor(N x lending% / 100): how much of its own quota p lends while idle (it takes
   it back by pre-emption when its own work arrives: reclaimWithinCohort).
+- a pre-emptible project (`pre_emptible`: its PriorityClass ranks below a whole-pool project's)
+  holds no nominal quota on a whole-GPU pool: its nominal quota there goes to the first whole-pool
+  project that is not pre-emptible itself, so all it runs there is borrowed, and borrowed quota is what Kueue
+  takes back. Kueue never pre-empts a queue's work within its nominal quota for another queue
+  (0.19.2: reclaimWithinCohort, borrowWithinCohort and fair sharing alike consider only queues
+  above their nominal), so 24/7 embeddings inside their own quota kept the 16-node pre-train
+  pending for good.
 With every flavor's shares adding up to at most 100 % (checked), sum over projects of N <= C.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Iterable
+from typing import Annotated, Any, Collection, Iterable, Mapping
 
 from pydantic import Field
 
-from forge.capacity import Capacity, Pool
+from forge.capacity import GPU, Capacity, Pool
 from forge.inventory.schema import Name, PositiveInt, Strict
 
 Percent = Annotated[int, Field(ge=0, le=100)]
@@ -133,7 +140,41 @@ def largest_remainder(amount: int, percents: list[int]) -> list[int]:
     return floors
 
 
-def project_quotas(cap: Capacity, projects: Iterable[tuple[str, int]], settings: KueueSettings) -> list[ProjectQuotas]:
+def whole_gpu_pool(pool: Pool) -> bool:
+    return pool.resources.get(GPU, 0) > 0 and GPU not in pool.slices
+
+
+def hand_over(pool: Pool, nominals: list[int], projects: list[tuple[str, int]], settings: KueueSettings,
+              pre_emptible: Collection[str]) -> list[int]:
+    """On a whole-GPU pool, each pre-emptible project's nominal quota moves to the first whole-pool
+    project that is not one (every other project keeps what its share gives it)."""
+    names = [project for project, _ in projects]
+    heir = next((names.index(w) for w in whole_pool_projects(settings, projects) if w in names and w not in pre_emptible), None)
+    if heir is None or not whole_gpu_pool(pool):
+        return nominals
+    out = list(nominals)
+    for i, name in enumerate(names):
+        if name in pre_emptible:
+            out[heir], out[i] = out[heir] + out[i], 0
+    return out
+
+
+def project_ranks(flyte: Any, scheduling: Any) -> dict[str, int]:
+    """Each Flyte project's priority value (its PriorityClass in components.scheduling); a project
+    whose class is unknown is left out (the inventory check reports it)."""
+    values = {c.name: c.value for c in (scheduling.priority_classes if scheduling is not None else [])}
+    return {p.name: values[p.priority_class] for p in (flyte.projects if flyte is not None else []) if p.priority_class in values}
+
+
+def pre_emptible_projects(settings: KueueSettings, projects: list[tuple[str, int]], ranks: Mapping[str, int]) -> frozenset[str]:
+    """Projects whose PriorityClass ranks below a whole-pool project's (batch preprocessing below
+    default training): on whole-GPU pools their work is only ever borrowed (module doc)."""
+    top = max((ranks[w] for w in whole_pool_projects(settings, projects) if w in ranks), default=None)
+    return frozenset(p for p, _ in projects if top is not None and p in ranks and ranks[p] < top)
+
+
+def project_quotas(cap: Capacity, projects: Iterable[tuple[str, int]], settings: KueueSettings,
+                   pre_emptible: Collection[str] = ()) -> list[ProjectQuotas]:
     """Quotas of each (project, share_percent), in the order given."""
     projects = list(projects)
     limits = []
@@ -147,7 +188,7 @@ def project_quotas(cap: Capacity, projects: Iterable[tuple[str, int]], settings:
         for i in range(len(projects)):
             flavors[i][pool.flavor] = {}
         for resource, amount in pool.resources.items():
-            for i, nominal in enumerate(largest_remainder(amount, pcts)):
+            for i, nominal in enumerate(hand_over(pool, largest_remainder(amount, pcts), projects, settings, pre_emptible)):
                 borrow, lend = limits[i]
                 flavors[i][pool.flavor][resource] = Quota(nominal, (amount - nominal) * borrow // 100, nominal * lend // 100)
     return [ProjectQuotas(project, share, flavors[i]) for i, (project, share) in enumerate(projects)]

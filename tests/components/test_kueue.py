@@ -13,6 +13,7 @@ from tests.helpers import (CLUSTERS, edit, generated, generated_dir, inventory_t
 from forge.capacity import GPU, capacity
 from forge.components.kueue import FRAMEWORKS, Kueue
 from forge.components.multikueue import UNSERVED_FRAMEWORKS
+from forge.components.scheduling import NODE_TEST_CLASS
 from forge.validate.crd import CrdSchemas
 from forge.validate.queues import queue_failures
 from forge.validate.values import check_values
@@ -117,6 +118,25 @@ def test_queue_shape_cohort_fair_sharing_and_preemption():
     assert gpu == {"name": GPU, "nominalQuota": "26", "borrowingLimit": "102", "lendingLimit": "26"}  # lends all it leaves idle
 
 
+def test_batch_holds_no_quota_where_the_pre_train_must_fit():
+    """Kueue takes back from another queue only what it borrows: pre-emptible batch (embeddings,
+    below the whole-pool project training) holds no nominal quota on a whole-GPU pool, its 25 GPUs
+    go to training (64 + 25), and its queue's fair-sharing weight is 0 (first taken back from).
+    The MIG pool, no whole-pool concern, keeps the shares."""
+    cqs = {cq["metadata"]["name"]: cq["spec"] for cq in kinds("h200", "ClusterQueue")}
+
+    def quota(queue, flavor, resource=GPU):
+        group = next(f for f in cqs[queue]["resourceGroups"][0]["flavors"] if f["name"] == flavor)
+        return next(r for r in group["resources"] if r["name"] == resource)
+
+    assert quota("embeddings", "h200-141gb") == {"name": GPU, "nominalQuota": "0", "borrowingLimit": "128", "lendingLimit": "0"}
+    assert quota("training", "h200-141gb")["nominalQuota"] == "89"
+    assert sum(int(quota(q, "h200-141gb")["nominalQuota"]) for q in cqs) == 128
+    assert quota("embeddings", "h200-141gb-all-1g", "nvidia.com/mig-1g.18gb")["nominalQuota"] == "22"
+    assert cqs["embeddings"]["fairSharing"] == {"weight": "0"}
+    assert [q for q in cqs if "fairSharing" in cqs[q]] == ["embeddings"]
+
+
 # ---- flavors, topology, priorities, local queues ----------------------------------------------------
 
 @pytest.mark.parametrize("cluster", CLUSTERS)
@@ -139,7 +159,8 @@ def test_flavors_select_nodes_by_labels_nfd_sets(cluster):
 
 @pytest.mark.parametrize("cluster", CLUSTERS)
 def test_workload_priority_classes_mirror_the_priority_classes(cluster):
-    pcs = {o["metadata"]["name"]: o["value"] for o in generated_dir(f"overlays/{cluster}/scheduling", "priorityclass-")}
+    pcs = {o["metadata"]["name"]: o["value"] for o in generated_dir(f"overlays/{cluster}/scheduling", "priorityclass-")
+           if o["metadata"]["name"] != NODE_TEST_CLASS}  # the node tests' class: no workload's
     wpcs = {o["metadata"]["name"]: o["value"] for o in kinds(cluster, "WorkloadPriorityClass")}
     assert wpcs == pcs and wpcs["urgent-finetune"] > wpcs["batch-preprocessing"]
     assert not [n for n in wpcs if n.startswith("system-")]

@@ -13,6 +13,8 @@ def classes(cluster: str) -> dict[str, dict]:
 @pytest.mark.parametrize("cluster", ["h200", "a100"])
 def test_urgent_preempts_batch_and_batch_preempts_nobody(cluster):
     pcs = classes(cluster)
+    node_test = pcs.pop("forge-node-test")  # the node tests' own class: above the workloads, pre-empts nobody
+    assert node_test["preemptionPolicy"] == "Never" and node_test["value"] > max(pc["value"] for pc in pcs.values())
     assert set(pcs) == {"urgent-finetune", "interactive", "default-training", "batch-preprocessing"}
     urgent, batch = pcs["urgent-finetune"], pcs["batch-preprocessing"]
     assert urgent["preemptionPolicy"] == "PreemptLowerPriority" and urgent["value"] > batch["value"]
@@ -57,3 +59,12 @@ def test_rejects_the_system_prefix():
     assert p.line == line_of(text, "system-batch")
     # Flyte's projects naming the old class are reported too, each at its own line.
     assert only_problem(problems, "components.flyte.projects[2].priority_class").line == line_of(text, "priority_class: batch-preprocessing")
+
+
+def test_rejects_a_workload_class_at_the_node_tests_rank():
+    """The node tests' class (forge-node-test, 1000000000) must rank above every workload class: a
+    class of that name or value is refused at its line."""
+    text = edit(inventory_text("h200"), "{name: urgent-finetune, value: 100000,", "{name: urgent-finetune, value: 1000000000,")
+    p = only_problem(problems_of("h200", text), "components.scheduling.priority_classes[0].value")
+    assert p.message.startswith("'urgent-finetune' (1000000000): the name forge-node-test and the value 1000000000 are the node tests' class")
+    assert p.line == line_of(text, "name: urgent-finetune")

@@ -23,15 +23,30 @@ def repo(tmp_path):
     ("within: 180\n\n  - name: thirty-sweeps", "within: 0\n\n  - name: thirty-sweeps", "steps[0].within", "greater than or equal to 1"),
 ])
 def test_a_bad_scenario_file_is_named_by_file_line_and_field(repo, upstream, old, new, field, message):
+    _refused(repo, upstream, old, new, 0, field, message)
+
+
+# The busy fleet's step fields (forge.twin.steps), in scenario busy-pretrain (the 5th) and busy-node-test (the 7th).
+@pytest.mark.parametrize("old, new, scenario, field, message", [
+    ("      - finish: [reranker, sweep]", "      - finish: [reranker, sweeps]", 4, "steps[1].finish[1]", "no job 'sweeps' runs before this step (have: embed, reranker, sweep)"),
+    ("node_test: {name: nccl, peer_runs: reranker}", "node_test: {name: nccl, peer_runs: rerank}", 6, "steps[1].node_test",
+     "no job 'rerank' is submitted by this step or an earlier one"),
+    ("node_test: {name: nccl, peer_runs: reranker}", "node_test: {name: nccl, peer: reranker}", 6, "steps[1].node_test.peer", "unknown key"),
+])
+def test_a_bad_busy_step_is_named_by_file_line_and_field(repo, upstream, old, new, scenario, field, message):
+    _refused(repo, upstream, old, new, scenario, field, message)
+
+
+def _refused(repo, upstream, old, new, scenario, field, message):
     path = repo / "clusters/h200/scenarios.yaml"
     text = path.read_text()
-    assert text.count(old) == 1, old
-    text = text.replace(old, new)
+    assert old in text, old
+    text = text.replace(old, new, 1)  # the first: in the scenario named by `scenario`
     path.write_text(text)
     result = forge(repo, "twin", "run", "h200", "--upstream", str(upstream))
     assert result.exit_code == 2, result.output
     line = line_of(text, new.splitlines()[0])
-    assert f"clusters/h200/scenarios.yaml:{line}: scenarios[0].{field}: " in result.output, result.output
+    assert f"clusters/h200/scenarios.yaml:{line}: scenarios[{scenario}].{field}: " in result.output, result.output
     assert message in result.output.lower() and "Traceback" not in result.output
     assert not (repo / "build/twin/h200").exists()
 

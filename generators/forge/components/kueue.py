@@ -35,7 +35,7 @@ from forge.components.kueue_checks import FLYTE, RACK_LABEL, check_kueue
 from forge.components.multikueue import CloudQueues
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL, PriorityClassSpec, Scheduling
 from forge.model import ClusterModel
-from forge.queues import API, FLYTE_PROJECT_LABEL, KueueSettings, ProjectQuotas, project_quotas
+from forge.queues import API, FLYTE_PROJECT_LABEL, KueueSettings, ProjectQuotas, pre_emptible_projects, project_quotas, project_ranks
 from forge.secrets import SecretUse
 
 NAMESPACE = "kueue-system"  # the chart's CRDs name their conversion webhook's Service there
@@ -172,8 +172,11 @@ class Kueue(Component):
         cloud = multikueue.cloud_queues(cluster.linked[s.burst.cluster], [p.name for p in flyte.projects]) if s.burst else None
         burst = cluster.linked[s.burst.cluster].component_settings[self.name] if s.burst else None
         ready = kueue_cloud.manager_pods_ready_minutes(kueue_cloud.pods_ready_minutes(s, cluster.cloud is not None), burst)
-        return KueueFacts(cap, tuple(project_quotas(cap, [(p.name, p.share_percent) for p in flyte.projects], s)),
-                          tuple(mapped), {p.name: policy.get(p.priority_class, True) for p in flyte.projects}, cloud, ready)
+        shares = [(p.name, p.share_percent) for p in flyte.projects]
+        batch = pre_emptible_projects(s, shares, project_ranks(flyte, cluster.component_settings.get(Scheduling.name)))
+        return KueueFacts(cap, tuple(project_quotas(cap, shares, s, batch)),
+                          tuple(mapped), {p.name: policy.get(p.priority_class, True) for p in flyte.projects}, cloud, ready,
+                          batch)
 
     def secrets(self, cluster: ClusterModel) -> list[SecretUse]:
         cloud = self.facts(cluster).cloud
@@ -218,7 +221,8 @@ class Kueue(Component):
         cap = facts.capacity
         placed = any(kueue_cloud.uses_topology(p, s) for p in cap.pools)  # no flavor to place by racks: no Topology
         objs = [topology()] * placed + [resource_flavor(cluster, cap, p.flavor, s) for p in cap.pools]
-        objs += [cluster_queue(q, cap, s, facts.preempts[q.project], queue_stop_policy(cluster)) for q in facts.quotas]
+        objs += [cluster_queue(q, cap, s, facts.preempts[q.project], queue_stop_policy(cluster), q.project in facts.pre_emptible)
+                 for q in facts.quotas]
         objs += [workload_priority_class(c) for c in facts.classes]
         if facts.cloud:  # the MultiKueue manager's side of the burst link
             objs += cloud_objects(facts.cloud, s)
@@ -236,6 +240,7 @@ class KueueFacts:
     preempts: dict[str, bool]  # project -> whether its PriorityClass may pre-empt
     cloud: CloudQueues | None = None  # the burst cluster's queues, on its MultiKueue manager
     pods_ready_minutes: int = kueue_cloud.PODS_READY_MINUTES  # waitForPodsReady (forge.components.kueue_cloud)
+    pre_emptible: frozenset[str] = frozenset()  # projects a whole-pool project outranks (forge.queues)
 
 
 def cloud_objects(cloud: CloudQueues, settings: KueueSettings) -> list[dict[str, Any]]:
@@ -268,9 +273,13 @@ def resource_flavor(cluster: ClusterModel, cap: Capacity, flavor: str, settings:
 
 
 def cluster_queue(q: ProjectQuotas, cap: Capacity, settings: KueueSettings, preempts: bool,
-                  stop: dict[str, str] | None = None) -> dict[str, Any]:
-    """`stop`: maintenance mode's stopPolicy (driver_upgrades.queue_stop_policy), or none."""
-    stop = stop or {}
+                  stop: dict[str, str] | None = None, pre_emptible: bool = False) -> dict[str, Any]:
+    """`stop`: maintenance mode's stopPolicy (driver_upgrades.queue_stop_policy), or none.
+    `pre_emptible`: a project a whole-pool project outranks (forge.queues): fair-sharing weight 0,
+    so it borrows only what no other queue wants and is the first any of them takes back from
+    (Kueue gives a borrowing queue of weight 0 an infinite share: with weight 1 a 16-node
+    pre-train, borrowing more than the batch work, could never pre-empt it under fair sharing)."""
+    stop = {**(stop or {}), **({"fairSharing": {"weight": "0"}} if pre_emptible else {})}
     flavors = []
     for pool in cap.pools:
         resources = []

@@ -24,7 +24,8 @@ from forge.components.scheduling import priority_class_names
 from forge.errors import Problem
 from forge.model import LABEL_DOMAIN, derive
 from forge.capacity import GPU
-from forge.queues import KueueSettings, ProjectQuotas, cohort_reach, project_quotas, share_key, share_of, whole_pool_projects
+from forge.queues import (KueueSettings, ProjectQuotas, cohort_reach, pre_emptible_projects, project_quotas, project_ranks,
+                          share_key, share_of, whole_pool_projects)
 
 FLYTE = "flyte"  # the component whose projects Kueue's queues are
 SCHEDULING = "scheduling"
@@ -54,7 +55,8 @@ def check_kueue(loaded, settings: KueueSettings, given: Mapping[str, Any]) -> It
     if cap is None:
         return  # the nodes or MIG layouts have their own problems, reported elsewhere
     yield from check_flavors(loaded, settings, cap)
-    yield from _quotas(loaded, settings, cap, shares)
+    batch = pre_emptible_projects(settings, list(shares.items()), project_ranks(flyte, scheduling))
+    yield from _quotas(loaded, settings, cap, shares, batch)
 
 
 def _capacity(loaded) -> Capacity | None:
@@ -64,7 +66,7 @@ def _capacity(loaded) -> Capacity | None:
         return None
 
 
-def _quotas(loaded, settings: KueueSettings, cap: Capacity, shares: dict) -> Iterator[Problem]:
+def _quotas(loaded, settings: KueueSettings, cap: Capacity, shares: dict, batch: frozenset[str]) -> Iterator[Problem]:
     at = ("components", "kueue", "projects")
     flavors = [p.flavor for p in cap.pools]
     layouts = sorted({p.mig_layout for p in cap.pools if p.mig_layout})
@@ -74,7 +76,7 @@ def _quotas(loaded, settings: KueueSettings, cap: Capacity, shares: dict) -> Ite
                 yield loaded.problem(at + (project, "flavor_shares", key), f"no GPU pool nor MIG layout in use '{key}' on this cluster "
                                      f"(pools: {', '.join(flavors)}; layouts: {', '.join(layouts) or 'none'}): drop or rename this share")
     valid = list(shares.items())
-    quotas = project_quotas(cap, valid, settings)
+    quotas = project_quotas(cap, valid, settings, batch)
     for i, project in enumerate(settings.whole_pool_projects or []):
         if project not in shares:
             yield loaded.problem(("components", "kueue", "whole_pool_projects", i),

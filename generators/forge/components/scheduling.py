@@ -22,6 +22,12 @@ SYSTEM_CLUSTER_CRITICAL = "system-cluster-critical"  # controllers the cluster n
 SYSTEM_NODE_CRITICAL = "system-node-critical"  # per-node agents (DaemonSets)
 # Kubernetes refuses user classes above this value: higher ones are reserved for the system classes.
 MAX_USER_PRIORITY = 1_000_000_000
+# The node tests' pods (forge.components.node_tests.nccl): above every workload class, so no job
+# pre-empts a running test (a killed test fails and alerts), and preemptionPolicy Never, so a test
+# whose peer's GPUs are busy waits for them and never evicts the rank of a running job there. Not
+# a workload class (no WorkloadPriorityClass, no project names it), not a system class (those pre-empt).
+NODE_TEST_CLASS = "forge-node-test"
+NODE_TEST_VALUE = MAX_USER_PRIORITY
 
 
 class PriorityClassSpec(Strict):
@@ -63,6 +69,10 @@ class Scheduling(Component):
             first.setdefault(spec.name, i)
             if spec.global_default:
                 defaults.append(i)
+            if spec.name == NODE_TEST_CLASS or spec.value >= NODE_TEST_VALUE:
+                yield loaded.problem(at + (i, "name" if spec.name == NODE_TEST_CLASS else "value"),
+                                     f"'{spec.name}' ({spec.value}): the name {NODE_TEST_CLASS} and the value {NODE_TEST_VALUE} are the node "
+                                     f"tests' class, which must rank above every workload class: use another name and a value below {NODE_TEST_VALUE}")
         for i in defaults[1:]:
             yield loaded.problem(at + (i, "global_default"), f"only one class may be the global default; '{settings.priority_classes[defaults[0]].name}' already is")
 
@@ -77,7 +87,7 @@ class Scheduling(Component):
         namespaces = sorted({c.namespace for c in components if c.priority_exception})
         if not serves_mutating(cluster):  # EKS: those pods stay priority exceptions (docs/security.md)
             namespaces = []
-        return [priority_class(spec) for spec in classes] + infra_priority.objects(namespaces, default)
+        return [priority_class(spec) for spec in classes] + [node_test_class()] + infra_priority.objects(namespaces, default)
 
 
 def priority_class(spec: PriorityClassSpec) -> dict[str, Any]:
@@ -90,6 +100,12 @@ def priority_class(spec: PriorityClassSpec) -> dict[str, Any]:
         "preemptionPolicy": spec.preemption,
         "description": spec.description,
     }
+
+
+def node_test_class() -> dict[str, Any]:
+    return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": NODE_TEST_CLASS},
+            "value": NODE_TEST_VALUE, "globalDefault": False, "preemptionPolicy": "Never",
+            "description": "Node tests: above every workload class, pre-empt nobody (a test waits for its peer's GPUs)"}
 
 
 def priority_class_names(settings: SchedulingSettings | None) -> list[str]:

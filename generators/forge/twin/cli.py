@@ -219,7 +219,7 @@ def run(root: Path, cluster: str, scenarios: tuple[str, ...], upstream: Path | N
     with _box(root, plan, upstream) as (kube, state):
         if not _print_sync(_syncer(kube, state, plan).sync(apps), state):
             sys.exit(EXIT_FOUND)
-        runner = Runner(kube, plan, Propeller.from_values(root / "overlays" / cluster / "flyte" / "values.yaml"), say,
+        runner = Runner(kube, plan, Propeller.from_values(root / "overlays" / cluster / "flyte" / "values.yaml"), say, root,
                         engine=ensure_program(root, ENGINE_PROGRAM, say)[ENGINE],
                         logs=state_folder(root, cluster) / "logs")
         for scenario in chosen:

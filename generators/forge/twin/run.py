@@ -22,6 +22,7 @@ from forge.twin.flows import Flow, FlowJudge
 from forge.twin.cleanup import clean
 from forge.twin.kube import ApiError, Kube
 from forge.twin.peers import Peers
+from forge.twin.day import Day
 from forge.twin.scenario import WHOLE_POOL, Expect, Job, Scenario, Step
 from forge.twin.submit import SUBMITTED_LABEL, Propeller, build, namespace_of
 
@@ -87,8 +88,11 @@ def _shortfall(message: str) -> str:
 
 class Runner:
     def __init__(self, kube: Kube, plan: ClusterPlan, propeller: Propeller, say: Callable[[str], None],
-                 engine: Path | None = None, logs: Path | None = None) -> None:
+                 root: Path | None = None, engine: Path | None = None, logs: Path | None = None) -> None:
         self.kube, self.plan, self.propeller, self.say = kube, plan, propeller, say
+        self.day = Day(kube, root or Path.cwd(), plan.name, say)
+        # Pods of a `never_preempted` job once seen bound (uid -> name): each must stay.
+        self.watched: dict[str, dict[str, str]] = {}
         self.engine = engine  # the NetworkPolicy engine a step's flows need (forge.twin.flows)
         self.logs = logs  # the box's logs folder: where a rollout step's gate process writes
         # Copies (by the uid of what was submitted) whose Workload was seen pre-empted: a plain
@@ -154,7 +158,11 @@ class Runner:
                 return f"infrastructure pods evicted or gone: {', '.join(sorted(gone)[:10])}"
         if expect.job is None:
             return None
+        if expect.job in self.day.tests:
+            return self._judge_bound(expect, self.day.test_pods(expect.job))
         sub = subs[expect.job]
+        if expect.never_preempted and (broken := self._judge_kept(expect.job, sub)):
+            return broken
         wls = self.workloads(sub)
         admitted = [w for w in wls if w and _true(w, "Admitted")]
         want = len(wls) if expect.admitted == "all" else expect.admitted
@@ -187,7 +195,40 @@ class Runner:
         lq = self.kube.get(KUEUE, "LocalQueue", wl["spec"].get("queueName", ""), wl["metadata"]["namespace"])
         return (lq or {}).get("spec", {}).get("clusterQueue", "?")
 
+    def _judge_kept(self, name: str, sub: Submitted) -> str | None:
+        """A `never_preempted` job: no copy pre-empted by Kueue, no pod of it seen bound since gone."""
+        self.workloads(sub)
+        self.preempted_by_events(sub)
+        hit = [o["metadata"]["name"] for o in sub.objects if o["metadata"]["uid"] in self.preempted]
+        if hit:
+            return f"job {name}: pre-empted by Kueue: {', '.join(hit[:5])}"
+        now = {p["metadata"]["uid"]: p for p in self.pods(sub)}
+        seen = self.watched.setdefault(name, {})
+        gone = [n for uid, n in seen.items() if uid not in now or now[uid]["metadata"].get("deletionTimestamp")
+                or _true(now[uid], "DisruptionTarget")]
+        if gone:
+            said = "; ".join(f"{n}: {(_condition(now[u], 'DisruptionTarget') or {}).get('message', 'deleted')}" if u in now else f"{n}: deleted"
+                             for u, n in seen.items() if n in gone)
+            return f"job {name}: pods evicted or gone: {said[:400]}"
+        seen.update({uid: p["metadata"]["name"] for uid, p in now.items() if (p.get("spec") or {}).get("nodeName")})
+        return None
+
+    def _judge_bound(self, expect: Expect, pods: list[dict[str, Any]]) -> str | None:
+        bound = [p for p in pods if (p.get("spec") or {}).get("nodeName")]
+        if expect.bound is not None and len(bound) < expect.bound:
+            return f"job {expect.job}: {len(bound)} of {len(pods)} pods bound, want at least {expect.bound}"
+        if expect.not_on_nodes_down:
+            ready = {n["metadata"]["name"]: next((c.get("status") for c in n["status"].get("conditions") or [] if c["type"] == "Ready"), None)
+                     for n in self.kube.list("v1", "Node")}
+            down = [f"{p['metadata']['name']} on {p['spec']['nodeName']}" for p in bound if ready.get(p["spec"]["nodeName"]) != "True"]
+            if down:
+                return f"job {expect.job}: pods on nodes that are not Ready: {', '.join(down[:5])}"
+        return None
+
     def _judge_pods(self, expect: Expect, sub: Submitted) -> str | None:
+        if expect.bound is not None or expect.not_on_nodes_down:
+            if (problem := self._judge_bound(expect, self.pods(sub))):
+                return problem
         if expect.distinct_nodes is None and not expect.on_nodes_labelled and not expect.not_on_nodes_labelled:
             return None
         pods = self.pods(sub)
@@ -239,9 +280,13 @@ class Runner:
         started = time.monotonic()
         lines: list[str] = []
         subs: dict[str, Submitted] = {}
+        self.watched = {}  # by job name: another scenario's job of the same name is another job
         infra = self.infrastructure_pods()
         try:
             for number, step in enumerate(scenario.steps, 1):
+                problem = self._before(step, subs)
+                if problem:
+                    return Outcome(scenario.name, False, [f"step {number}: {problem}"], time.monotonic() - started)
                 for job in step.submit:
                     try:
                         subs[job.name] = self.submit(job, scenario.name)
@@ -249,28 +294,19 @@ class Runner:
                         return Outcome(scenario.name, False, [f"step {number}: job {job.name} refused: {exc.message}"],
                                        time.monotonic() - started)
                 problem = self._rollout(step) if step.rollout else None
-                problem = problem or self._wait(step.expect, step.within, subs, infra) or self._flows(step.flows)
+                problem = problem or self._node_test(step, subs) or self._wait(step.expect, step.within, subs, infra)
+                problem = problem or self._flows(step.flows)
                 if problem:
                     return Outcome(scenario.name, False, [f"step {number}: {problem}"], time.monotonic() - started)
                 lines.append(f"step {number}: {len(step.expect)} expectations held")
             return Outcome(scenario.name, True, lines, time.monotonic() - started)
         finally:
+            self.day.restore()  # nodes back and node tests gone before the scenario's jobs are deleted
             self.cleanup(scenario.name)
 
-    def _flows(self, flows: list[Flow]) -> str | None:
-        if not flows:
-            return None
-        if self.engine is None:
-            raise ForgeError("twin: this step states flows and the box was given no NetworkPolicy engine")
-        wrong = FlowJudge(self.kube, Peers(self.kube, self.plan, self.propeller), self.engine).judge(flows)
-        return "\n".join(wrong) or None
-
-    def _rollout(self, step: Step) -> str | None:
-        from forge.twin.driver_rollout import Play  # only a rollout step needs it
-        assert step.rollout is not None
-        logs = self.logs or Path(tempfile.mkdtemp(prefix="forge-twin-rollout-")) / "logs"
-        problem = Play(self.kube, self.plan, step.rollout, self.projects, logs, self.say).run(step.within)
-        return problem
+                problem = self._rollout(step) if step.rollout else None
+                problem = problem or self._node_test(step, subs) or self._wait(step.expect, step.within, subs, infra)
+                problem = problem or self._flows(step.flows)
 
     def _wait(self, expects: list[Expect], within: int, subs: dict[str, Submitted], infra: dict[str, str]) -> str | None:
         """Wait until every expectation holds; a `pending` one must hold for the whole wait."""
@@ -278,9 +314,10 @@ class Runner:
         deadline, said = started + within, started
         # `pending` and `infrastructure_untouched` must hold all along; the others once each
         # (a pre-emption happens, then its pods are gone).
-        lasting = [e for e in expects if e.pending or e.infrastructure_untouched]
+        lasting = [e for e in expects if e.pending or e.infrastructure_untouched or e.never_preempted]
         eventual = [e for e in expects if e not in lasting]
-        full_wait = any(e.pending for e in expects)  # "stays pending" is known only at the end
+        # "stays pending" and "never pre-empted" are known only at the end
+        full_wait = any(e.pending or e.never_preempted for e in expects)
         while True:
             broken = next((p for e in lasting if (p := self.judge(e, subs, infra))), None)
             if broken:

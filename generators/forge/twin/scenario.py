@@ -31,6 +31,7 @@ from forge import datafile
 from forge.errors import ForgeError
 from forge.paths import CLUSTERS_DIR
 from forge.twin.flows import Flow
+from forge.twin.steps import NodeDown, NodeTest
 
 SCENARIOS_FILE = "scenarios.yaml"
 WHOLE_POOL = "whole-pool"
@@ -76,6 +77,11 @@ class Expect(_Strict):
     on_nodes_labelled: dict[str, str] = {}  # every pod on a node with these labels
     not_on_nodes_labelled: dict[str, str] = {}  # no pod on a node with these labels
     infrastructure_untouched: bool | None = None  # no pod outside the project namespaces evicted or gone
+    # Never pre-empted for the whole wait: no copy by Kueue, none of its bound pods evicted or deleted
+    # (the kube-scheduler's pre-emption included). The step waits its whole `within`.
+    never_preempted: bool | None = None
+    bound: Annotated[int, Field(ge=1)] | None = None  # at least this many of its pods bound to nodes
+    not_on_nodes_down: bool | None = None  # no pod of it on a node that is not Ready
 
 
 class Rollout(_Strict):
@@ -91,8 +97,11 @@ class Rollout(_Strict):
 
 
 class Step(_Strict):
+    finish: list[Name] = []  # jobs of earlier steps that end first (forge.twin.steps)
+    node_down: NodeDown | None = None
     submit: list[Job] = []
     rollout: Rollout | None = None  # after the submissions, before the expectations
+    node_test: NodeTest | None = None  # started after this step's submissions
     expect: list[Expect] = []
     flows: list[Flow] = []  # judged once the expectations hold (forge.twin.flows)
     within: Annotated[int, Field(ge=1, le=1800)] = 120  # seconds to wait for the expectations
@@ -116,13 +125,19 @@ def _rules(model: ScenarioFile):
         seen.add(scenario.name)
         jobs: set[str] = set()
         for s, step in enumerate(scenario.steps):
-            jobs |= {j.name for j in step.submit}
+            for f, name in enumerate(step.finish):
+                if name not in jobs:
+                    yield (("scenarios", i, "steps", s, "finish", f), f"no job {name!r} runs before this step (have: {', '.join(sorted(jobs)) or 'none'})")
+            for field, name in (("node_down", step.node_down and step.node_down.runs), ("node_test", step.node_test and step.node_test.peer_runs)):
+                if name and name not in jobs | {j.name for j in step.submit}:
+                    yield (("scenarios", i, "steps", s, field), f"no job {name!r} is submitted by this step or an earlier one")
             for j, job in enumerate(step.submit):
                 where = ("scenarios", i, "steps", s, "submit", j)
                 if job.task is None and (job.kind is None or not job.resources):
                     yield where, f"job {job.name!r} names no task: give `task` (a compiled task of workflows/) or `kind` and `resources`"
                 if job.task is not None and (job.kind or job.resources or job.pod_template or job.queue or job.priority):
                     yield where, f"job {job.name!r} names task {job.task}: its kind, resources, pod_template, queue and priority come from it"
+            jobs = (jobs - set(step.finish)) | {j.name for j in step.submit} | ({step.node_test.name} if step.node_test else set())
             for e, expect in enumerate(step.expect):
                 if expect.job is not None and expect.job not in jobs:
                     yield (("scenarios", i, "steps", s, "expect", e, "job"),

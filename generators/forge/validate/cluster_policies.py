@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
+from forge.components.scheduling import NODE_TEST_CLASS
 from forge.validate.delete_hooks import DeleteHooks
 from forge.validate.failure import Failure
 from forge.validate.objects import object_id
@@ -53,9 +54,11 @@ def pod_spec(obj: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
 
 
 def workload_classes(objects: Iterable[dict[str, Any]]) -> dict[str, int]:
-    """The PriorityClasses a cluster's output ships (forge ships only the scheduling component's)."""
+    """The PriorityClasses a cluster's output ships (forge ships only the scheduling component's),
+    but the node tests' class, which ranks above the workload classes on purpose."""
     return {o["metadata"]["name"]: int(o.get("value", 0)) for o in objects
-            if o.get("kind") == "PriorityClass" and isinstance(o.get("metadata"), dict) and "name" in o["metadata"]}
+            if o.get("kind") == "PriorityClass" and isinstance(o.get("metadata"), dict) and "name" in o["metadata"]
+            and o["metadata"]["name"] != NODE_TEST_CLASS}
 
 
 def _sync_options(text: Any) -> set[str]:

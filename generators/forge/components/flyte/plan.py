@@ -13,7 +13,7 @@ from forge.components.flyte.auth import FlyteAuth
 from forge.inventory.schema import Name, PositiveInt, Strict
 from forge.inventory.strings import DbOptions, Hostname, HttpUrl
 from forge.model import ClusterModel
-from forge.queues import KueueSettings, kueue_settings, project_quotas
+from forge.queues import KueueSettings, kueue_settings, pre_emptible_projects, project_quotas, project_ranks
 
 
 class DomainSpec(Strict):
@@ -77,7 +77,7 @@ def namespace_for(project: str, domain: str) -> str:
     return f"{project}-{domain}"  # Flyte's default namespace_mapping: {{ project }}-{{ domain }}
 
 
-def quotas(cap: Capacity, settings: FlyteSettings, kueue: KueueSettings | None = None) -> list[Quota]:
+def quotas(cap: Capacity, settings: FlyteSettings, kueue: KueueSettings | None = None, ranks: dict[str, int] | None = None) -> list[Quota]:
     """Per resource of the capacity (whole GPUs, each MIG resource, CPUs, GiB, RDMA):
 
     - without Kueue: floor(capacity x project% x domain% / 10000). With project shares and domain
@@ -88,7 +88,9 @@ def quotas(cap: Capacity, settings: FlyteSettings, kueue: KueueSettings | None =
       the project's namespaces, so the ceiling never refuses a pod Kueue admitted (a half-started
       job); it still bounds pods that bypass Kueue.
     """
-    reach = {q.project: q for q in project_quotas(cap, [(p.name, p.share_percent) for p in settings.projects], kueue)} if kueue else {}
+    shares = [(p.name, p.share_percent) for p in settings.projects]
+    batch = pre_emptible_projects(kueue, shares, ranks or {}) if kueue else frozenset()
+    reach = {q.project: q for q in project_quotas(cap, shares, kueue, batch)} if kueue else {}
     out = []
     for p in settings.projects:
         for d in settings.domains:
@@ -120,6 +122,7 @@ class FlyteFacts:
 def derive_facts(cluster: ClusterModel, settings: FlyteSettings) -> FlyteFacts:
     cap = capacity(cluster)  # forge.capacity: per GPU pool and extended resource
     largest = max(cluster.workload_nodes, key=lambda n: (n.gpu_count, n.profile.cpu_threads, n.profile.memory_gib))
-    return FlyteFacts(cap, tuple(quotas(cap, settings, kueue_settings(cluster))),
+    ranks = project_ranks(settings, cluster.component_settings.get("scheduling"))
+    return FlyteFacts(cap, tuple(quotas(cap, settings, kueue_settings(cluster), ranks)),
                       TaskLimits(largest.profile.cpu_threads, largest.profile.memory_gib, largest.gpu_count),
                       tuple(namespace_for(p.name, d.name) for p in settings.projects for d in settings.domains))

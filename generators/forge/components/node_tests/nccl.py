@@ -17,7 +17,10 @@ training operator stays out of it (its PyTorchJob status is not in kube-state-me
 
 The peer: the next fabric node of the same profile in the same rack (a rack in maintenance is
 tested together, its GPUs free), else of the same profile anywhere; a profile with one fabric node
-gets no pair test. The test pods take no priority class: they never pre-empt a job on the peer.
+gets no pair test. The test pods take the node tests' class (scheduling.NODE_TEST_CLASS,
+preemptionPolicy Never): they never pre-empt a job on the peer, they wait for its GPUs; and the
+infrastructure-priority policy, which gives classless pods in this namespace a system class that
+pre-empts, leaves a pod that names a class alone.
 """
 from __future__ import annotations
 
@@ -29,6 +32,7 @@ from forge.components.network_operator.ipoib import nccl_env
 from forge.components.node_tests import allreduce
 from forge.components.node_tests.base import (GPU_RESOURCE, HOSTNAME, NODE_LABEL, PEER_LABEL, TEST_LABEL, job,
                                              job_name, tolerations)
+from forge.components.scheduling import NODE_TEST_CLASS, Scheduling
 from forge.model import MIG_DISABLED, ClusterModel, NodeModel, fabric_nics
 
 TEST = "nccl"
@@ -98,6 +102,7 @@ def nccl_job(cluster: ClusterModel, node: NodeModel, other: NodeModel, namespace
     }
     nodes = [node.name, other.name]
     pod = {
+        **({"priorityClassName": NODE_TEST_CLASS} if Scheduling.name in cluster.component_settings else {}),
         "subdomain": name,
         "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
         "affinity": {
