@@ -304,9 +304,39 @@ class Runner:
             self.day.restore()  # nodes back and node tests gone before the scenario's jobs are deleted
             self.cleanup(scenario.name)
 
-                problem = self._rollout(step) if step.rollout else None
-                problem = problem or self._node_test(step, subs) or self._wait(step.expect, step.within, subs, infra)
-                problem = problem or self._flows(step.flows)
+    def _flows(self, flows: list[Flow]) -> str | None:
+        if not flows:
+            return None
+        if self.engine is None:
+            raise ForgeError("twin: this step states flows and the box was given no NetworkPolicy engine")
+        wrong = FlowJudge(self.kube, Peers(self.kube, self.plan, self.propeller), self.engine).judge(flows)
+        return "\n".join(wrong) or None
+    def _rollout(self, step: Step) -> str | None:
+        from forge.twin.driver_rollout import Play  # only a rollout step needs it
+        assert step.rollout is not None
+        logs = self.logs or Path(tempfile.mkdtemp(prefix="forge-twin-rollout-")) / "logs"
+        problem = Play(self.kube, self.plan, step.rollout, self.projects, logs, self.say).run(step.within)
+        return problem
+    def _before(self, step: Step, subs: dict[str, Submitted]) -> str | None:
+        """The day goes on: jobs that end, a node that goes NotReady (forge.twin.day)."""
+        for name in step.finish:
+            sub = subs.pop(name)
+            if (problem := self.day.finish(sub.objects, namespace_of(sub.job), lambda: [w for w in self.workloads(sub) if w])):
+                return f"job {name} finished, but {problem}"
+        if step.node_down:
+            running = {p["spec"]["nodeName"] for p in self.pods(subs[step.node_down.runs]) if (p.get("spec") or {}).get("nodeName")} \
+                if step.node_down.runs else set()
+            return self.day.node_down(step.node_down, running, self.day.busy_nodes(self.projects))
+        return None
+
+    def _node_test(self, step: Step, subs: dict[str, Submitted]) -> str | None:
+        if not step.node_test:
+            return None
+        peers = {p["spec"]["nodeName"] for p in self.pods(subs[step.node_test.peer_runs]) if (p.get("spec") or {}).get("nodeName")}
+        try:
+            return self.day.node_test(step.node_test, peers, self.day.busy_nodes(self.projects))
+        except ApiError as exc:
+            return f"node test {step.node_test.name} refused: {exc.message}"
 
     def _wait(self, expects: list[Expect], within: int, subs: dict[str, Submitted], infra: dict[str, str]) -> str | None:
         """Wait until every expectation holds; a `pending` one must hold for the whole wait."""
