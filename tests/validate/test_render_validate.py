@@ -116,7 +116,7 @@ def test_a_cold_run_in_workers_keys_what_it_validated_and_names_a_cluster_not_re
     generate(repo_inputs)
     render_all(repo_inputs)
     cold, validated = cached.validate_incremental(repo_inputs, upstream, jobs=2)
-    assert validated == 3 and cold.objects == 956 and not cold.failures  # 36 storage-endpoint ConfigMaps, h200-burst's 6 policies gone
+    assert validated == 3 and cold.objects == 1013 and not cold.failures  # after the merges of issues 30 and 32-36
     warm, validated = cached.validate_incremental(repo_inputs, upstream, jobs=2)
     assert validated == 0 and warm.per_cluster == cold.per_cluster
 
