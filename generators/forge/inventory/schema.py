@@ -17,7 +17,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from forge import hardware
 from forge.hardware import GPU_MODELS, INSTANCE_TYPES, NIC_MODELS, SERVER_MODELS, unknown_model
 from forge.inventory.formats import CURRENT
-from forge.inventory.strings import GitUrl, HttpsUrl, HttpUrl, Region, mount_path
+from forge.inventory.strings import CapacityType, FeatureGate, GitUrl, GroupVersion, HttpsUrl, HttpUrl, PlacementGroupName, Region, mount_path
 
 _DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 _DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
@@ -255,12 +255,6 @@ class CloudSettings(Strict):
     account: Annotated[str, Field(pattern=r"^[0-9]{12}$")]
 
 
-# A feature gate's name as kube-apiserver's --feature-gates takes it (MutatingAdmissionPolicy).
-FeatureGate = Annotated[str, Field(pattern=r"^[A-Z][A-Za-z0-9]{1,80}$")]
-# A group/version as --runtime-config takes it (admissionregistration.k8s.io/v1beta1).
-GroupVersion = Annotated[str, Field(pattern=r"^[a-z0-9.-]+/v[0-9]+((alpha|beta)[0-9]+)?$")]
-
-
 class ApiServerSettings(Strict):
     """What the API server serves beyond its Kubernetes version's defaults (forge.kube_apis): the
     flags it is built with (docs/bootstrap.md). On premises only: a managed control plane
@@ -363,11 +357,6 @@ class Node(Strict):
     mig_layout: Name | None = None  # overrides the profile's
 
 
-# reserved: an EC2 capacity reservation (On-Demand Capacity Reservation or Capacity Block for ML),
-# Karpenter's `karpenter.sh/capacity-type: reserved`, selected by its tags (forge.components.karpenter).
-CapacityType = Literal["spot", "on-demand", "reserved"]
-# An EC2 placement group's name (up to 255 ASCII characters; forge keeps to DNS-like ones).
-PlacementGroupName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$")]
 PoolRole = Literal["system", "gpu", "cpu"]
 
 

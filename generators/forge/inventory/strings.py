@@ -16,10 +16,10 @@ from __future__ import annotations
 import ipaddress
 import posixpath
 import re
-from typing import Annotated
+from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
-from pydantic import AfterValidator
+from pydantic import AfterValidator, Field
 
 _LABEL = r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?"
 _HOSTNAME = re.compile(rf"{_LABEL}(\.{_LABEL})*", re.I)
@@ -149,3 +149,14 @@ def mount_path(value: str) -> str:
         raise ValueError(f"'{value}' is a system folder: it becomes a hostPath of the cache workers, which run as root; "
                          "mount NVMe devices under /mnt (or another folder of their own)")
     return value
+
+
+# A feature gate's name as kube-apiserver's --feature-gates takes it (MutatingAdmissionPolicy).
+FeatureGate = Annotated[str, Field(pattern=r"^[A-Z][A-Za-z0-9]{1,80}$")]
+# A group/version as --runtime-config takes it (admissionregistration.k8s.io/v1beta1).
+GroupVersion = Annotated[str, Field(pattern=r"^[a-z0-9.-]+/v[0-9]+((alpha|beta)[0-9]+)?$")]
+# An EC2 placement group's name (up to 255 ASCII characters; forge keeps to DNS-like ones).
+PlacementGroupName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$")]
+# reserved: an EC2 capacity reservation (On-Demand Capacity Reservation or Capacity Block for ML),
+# Karpenter's `karpenter.sh/capacity-type: reserved`, selected by its tags (forge.components.karpenter).
+CapacityType = Literal["spot", "on-demand", "reserved"]
