@@ -154,6 +154,7 @@ class Play:
         self.config = gate_config(kube, spec)
         parallel = self.config["max_parallel"] if self.config else 1
         self.standin = StandIn(kube, self.nodes, tested, parallel, spec.wait_for_jobs)
+        self.earlier: set[str] = set()  # Preempted Events from before the rollout (set by run)
 
     def round_of(self, name: str) -> str:
         node = self.kube.get("v1", "Node", name) or {"metadata": {}}
@@ -162,6 +163,8 @@ class Play:
     def run(self, within: float) -> str | None:
         if self.spec.fail_node not in self.nodes:
             return f"rollout: {self.spec.fail_node} is not a GPU node of {self.plan.name}"
+        # Events outlive what they are about: an earlier scenario's pre-emptions are not this rollout's.
+        self.earlier = {e["metadata"]["uid"] for e in self._preemptions()}
         for name in self.nodes:  # the driver as the operator leaves it after the install
             merge(self.kube, name, {"metadata": {"labels": {STATE: UPGRADE_DONE}}})
         gate = start_gate(self.kube, self.config, self.logs) if self.config else None
@@ -216,11 +219,13 @@ class Play:
 
     def preempted(self) -> str | None:
         """No pod of a project namespace pre-empted: the scheduler's and Kueue's Preempted Events."""
-        for ns in sorted(self.projects):
-            hit = [e for e in self.kube.list("v1", "Event", ns) if e.get("reason") == "Preempted"]
-            if hit:
-                return f"rollout: {hit[0]['involvedObject'].get('name')} in {ns} pre-empted: {hit[0].get('message')}"
+        for e in self._preemptions():
+            if e["metadata"]["uid"] not in self.earlier:
+                return f"rollout: {e['involvedObject'].get('name')} in {e['metadata'].get('namespace')} pre-empted: {e.get('message')}"
         return None
+
+    def _preemptions(self) -> list[dict]:
+        return [e for ns in sorted(self.projects) for e in self.kube.list("v1", "Event", ns) if e.get("reason") == "Preempted"]
 
     def _label(self, name: str, key: str) -> str | None:
         node = self.kube.get("v1", "Node", name) or {"metadata": {}}
