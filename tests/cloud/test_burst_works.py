@@ -2,6 +2,8 @@
 the main before the fix (each says what main did)."""
 from __future__ import annotations
 
+import json
+
 import yaml
 
 from forge import prereq_check
@@ -95,11 +97,18 @@ def _aws_node(enforcing: bool) -> dict:
             "spec": {"template": {"spec": {"containers": [{"name": "aws-node"}, agent]}}}}
 
 
+def _without_apis(configmap: str) -> str:
+    """The PreSync check's spec without its served-API checks: the stand-in API server serves no discovery."""
+    spec = json.loads(generated(configmap)["data"]["prerequisites.json"])
+    spec.pop("apis", None)
+    return json.dumps(spec)
+
+
 def test_the_presync_check_knows_the_eks_vpc_cni_and_its_network_policy_agent(api, tmp_path, capsys):
     # main: an EKS cluster's only CNI, aws-node, was no CNI it knew: the PreSync check failed for
     # ever and the cluster never synced.
     spec = tmp_path / "prerequisites.json"
-    spec.write_text(generated("clusters/h200-burst/argocd/prerequisites/configmap.yaml")["data"]["prerequisites.json"])
+    spec.write_text(_without_apis("clusters/h200-burst/argocd/prerequisites/configmap.yaml"))
     present = {"/apis/storage.k8s.io/v1/storageclasses/gp3": {}, "/apis/networking.k8s.io/v1/ingressclasses/nginx": {},
                "/api/v1/namespaces/external-secrets/secrets/external-secrets-aws":
                    {"data": {"access-key-id": "QQ==", "secret-access-key": "QQ=="}}}
@@ -112,7 +121,7 @@ def test_the_presync_check_knows_the_eks_vpc_cni_and_its_network_policy_agent(ap
     assert "aws-eks-nodeagent --enable-network-policy=true" in line and 'enableNetworkPolicy: "true"' in line, line
     # on premises aws-node is no CNI forge knows
     onprem = tmp_path / "onprem.json"
-    onprem.write_text(generated("clusters/h200/argocd/prerequisites/configmap.yaml")["data"]["prerequisites.json"])
+    onprem.write_text(_without_apis("clusters/h200/argocd/prerequisites/configmap.yaml"))
     _Api.objects = {"/apis/apps/v1/daemonsets": {"items": [_aws_node(True)]}}
     prereq_check.main([str(onprem), "--api", api])
     assert any("a CNI that enforces NetworkPolicy" in line for line in capsys.readouterr().out.splitlines())

@@ -19,7 +19,9 @@ def test_share_change_flags_the_nominal_quotas_it_moves(repo, kustomize):
     assert set(flags) == {"nominal quota of project queue training changed", "nominal quota of project queue research changed"}
     training = flags["nominal quota of project queue training changed"]
     assert (training.level, training.cluster, training.component) == ("medium", "a100", "kueue")
-    assert "a100-80gb/nvidia.com/gpu 29 -> 22" in training.message  # 72 whole GPUs x 40 % (28.8) -> x 30 % (21.6), by largest remainder
+    # 72 whole GPUs; training, a whole-pool project, also holds the 20 % of embeddings (ranked below it:
+    # nominal 0 on whole-GPU pools): x 60 % (43.2) -> x 50 % (36), by largest remainder
+    assert "a100-80gb/nvidia.com/gpu 43 -> 36" in training.message
     assert "a100-80gb/nvidia.com/gpu 7 -> 14" in flags["nominal quota of project queue research changed"].message
     assert not [f for f in report.flags if f.kind == "queue" and f.cluster == "h200"]
     md = forge(repo, "diff", "--base", "HEAD", "--format", "markdown")

@@ -36,9 +36,14 @@ def test_node_added_changes_only_its_rule_on_h200(repo, kustomize):
     assert result.exit_code == 0, result.stderr
     report = diff_against(repo, "HEAD")
 
+    # its own rule, and the node gate's list of GPU nodes (its config, and the nodes its role may patch)
     assert changes_of(report, "h200") == [
+        ("gpu-operator", "changed", "ClusterRole forge-node-gate (rbac.authorization.k8s.io)"),
+        ("gpu-operator", "changed", "ConfigMap gpu-operator/forge-node-gate"),
         ("node-feature-discovery", "added", "NodeFeatureRule forge-node-h200-gpu-19 (nfd.k8s-sigs.io)"),
     ]
+    role = fields_of(report, "h200", "ClusterRole forge-node-gate (rbac.authorization.k8s.io)")
+    assert [new for _, _, new in role] == ["h200-gpu-19"], role
     assert report.for_cluster("a100") == []
     assert report.stale == []  # `forge node add` regenerated the overlays
     assert flags_of(report, "capacity") == [
@@ -66,7 +71,11 @@ def test_nic_model_change_changes_the_rdma_device_ids_and_flags_the_plugin_resta
     commit(repo, "h200: ConnectX-6 Dx compute fabric")
     report = diff_against(repo, "HEAD~1")
 
-    assert changes_of(report, "h200") == [("network-operator", "changed", "NicClusterPolicy nic-cluster-policy (mellanox.com)")]
+    # the node gate's config lists each node's tests, which follow the NICs; nothing else changes
+    assert changes_of(report, "h200") == [
+        ("gpu-operator", "changed", "ConfigMap gpu-operator/forge-node-gate"),
+        ("network-operator", "changed", "NicClusterPolicy nic-cluster-policy (mellanox.com)"),
+    ]
     # The RDMA plugin's config is JSON inside YAML: compared as data, down to the device ID.
     assert fields_of(report, "h200", "NicClusterPolicy nic-cluster-policy (mellanox.com)") == [
         ("spec.rdmaSharedDevicePlugin.config > configList[0].selectors.deviceIDs[0]", "1021", "101d"),
@@ -121,7 +130,9 @@ def test_mig_layout_change_on_one_node(repo, kustomize):
     commit(repo, "h200-gpu-17: whole GPUs")
     report = diff_against(repo, "HEAD~1")
 
+    # the node's rule, and the node gate's config (the node's tests: whole GPUs now)
     assert changes_of(report, "h200") == [
+        ("gpu-operator", "changed", "ConfigMap gpu-operator/forge-node-gate"),
         ("node-feature-discovery", "changed", "NodeFeatureRule forge-node-h200-gpu-17 (nfd.k8s-sigs.io)"),
     ]
     assert fields_of(report, "h200", "NodeFeatureRule forge-node-h200-gpu-17 (nfd.k8s-sigs.io)") == [
@@ -191,10 +202,10 @@ def test_stale_generated_files_are_reported_but_not_touched(repo, kustomize):
     result = cli("diff", "--base", "HEAD", "--root", str(repo))
     assert result.exit_code == 1
     # the node's NodeFeatureRule, and what moving its 8 GPUs between pools does to the quotas:
-    # 4 ClusterQueues and the 12 ResourceQuotas (their ceilings), the node's join file and its new
-    # node tests (whole GPUs now: DCGM, the NCCL pair test and the release Job), and
-    # overlays/h200/generated.sha256 (the list of what generate wrote, forge.handedits)
-    assert "note: the working tree's generated files are out of step with its inventories (22 files)" in result.stdout, result.stdout
+    # 4 ClusterQueues and the 12 ResourceQuotas (their ceilings), the node's join file, its 4 new
+    # node tests (whole GPUs now: DCGM, NVLink, the NCCL pair test and the release Job), the node
+    # gate's ConfigMap (each node's tests) and overlays/h200/generated.sha256 (forge.handedits)
+    assert "note: the working tree's generated files are out of step with its inventories (24 files)" in result.stdout, result.stdout
     assert "all-1g -> all-disabled" in result.stdout
     assert git(repo, "status", "--porcelain") == " M clusters/h200/inventory.yaml\n"
 

@@ -141,4 +141,4 @@ def test_a_cluster_naming_a_ring_the_file_lacks_is_refused_by_check(root):
 def test_a_ring_named_without_a_rings_file_is_refused(root):
     (root / "clusters" / "rings.yaml").unlink()
     result = forge(root, "rings")
-    assert result.exit_code == 2 and result.output.startswith("error: clusters/rings.yaml:1: <top>: cannot read it")
+    assert result.exit_code == 2 and result.output.startswith("error: clusters/rings.yaml:1: <top>: cannot read: it does not exist")

@@ -15,9 +15,9 @@ def repo(tmp_path):
 
 
 @pytest.mark.parametrize("old, new, field, message", [
-    ("{name: pretrain, kind: PyTorchJob,", "{name: pretrain, kind: TFJob,", "steps[0].submit[0].kind",
+    ("{name: pretrain, task: pretrain.train_h200,", "{name: pretrain, task: pretrain.train_h200, kind: TFJob,", "steps[0].submit[0].kind",
      "input should be 'pytorchjob', 'pod' or 'workload'"),
-    ("{name: pretrain, kind: PyTorchJob,", "{name: pretrain, gpus: 8, kind: PyTorchJob,", "steps[0].submit[0].gpus", "unknown key"),
+    ("{name: pretrain, task: pretrain.train_h200,", "{name: pretrain, gpus: 8, task: pretrain.train_h200,", "steps[0].submit[0].gpus", "unknown key"),
     ("{job: pretrain, admitted: all,", "{job: pretrian, admitted: all,", "steps[0].expect[0].job",
      "no job 'pretrian' is submitted by this step or an earlier one (have: pretrain)"),
     ("within: 180\n\n  - name: thirty-sweeps", "within: 0\n\n  - name: thirty-sweeps", "steps[0].within", "greater than or equal to 1"),
@@ -26,12 +26,12 @@ def test_a_bad_scenario_file_is_named_by_file_line_and_field(repo, upstream, old
     _refused(repo, upstream, old, new, 0, field, message)
 
 
-# The busy fleet's step fields (forge.twin.steps), in scenario busy-pretrain (the 5th) and busy-node-test (the 7th).
+# The busy fleet's step fields (forge.twin.steps), in scenario busy-pretrain (the 7th) and busy-node-test (the 9th).
 @pytest.mark.parametrize("old, new, scenario, field, message", [
-    ("      - finish: [reranker, sweep]", "      - finish: [reranker, sweeps]", 4, "steps[1].finish[1]", "no job 'sweeps' runs before this step (have: embed, reranker, sweep)"),
-    ("node_test: {name: nccl, peer_runs: reranker}", "node_test: {name: nccl, peer_runs: rerank}", 6, "steps[1].node_test",
+    ("      - finish: [reranker, sweep]", "      - finish: [reranker, sweeps]", 6, "steps[1].finish[1]", "no job 'sweeps' runs before this step (have: embed, reranker, sweep)"),
+    ("node_test: {name: nccl, peer_runs: reranker}", "node_test: {name: nccl, peer_runs: rerank}", 8, "steps[1].node_test",
      "no job 'rerank' is submitted by this step or an earlier one"),
-    ("node_test: {name: nccl, peer_runs: reranker}", "node_test: {name: nccl, peer: reranker}", 6, "steps[1].node_test.peer", "unknown key"),
+    ("node_test: {name: nccl, peer_runs: reranker}", "node_test: {name: nccl, peer: reranker}", 8, "steps[1].node_test.peer", "unknown key"),
 ])
 def test_a_bad_busy_step_is_named_by_file_line_and_field(repo, upstream, old, new, scenario, field, message):
     _refused(repo, upstream, old, new, scenario, field, message)

@@ -241,10 +241,10 @@ def test_flyte_expects_storage_plugins_logs_image_and_secrets():
         "http://alluxio-s3.alluxio.svc.cluster.local:39999/api/v1/s3"
     assert by_path[(*cm, "data.003-storage.yaml.storage.container")] == m.settings.s3.buckets["flyte"]
     assert by_path[(*cm, "data.001-plugins.yaml.tasks.task-plugins.enabled-plugins")] == \
-        ["container", "sidecar", "k8s-array", "pytorch", "mpi", "ray"]
+        ["container", "sidecar", "k8s-array", "pytorch", "ray"]
     assert by_path[(*cm, "data.001-plugins.yaml.tasks.task-plugins.default-for-task-types")] == {
         "container": "container", "sidecar": "sidecar", "container_array": "k8s-array",
-        "pytorch": "pytorch", "mpi": "mpi", "ray": "ray"}
+        "pytorch": "pytorch", "ray": "ray"}
     assert by_path[(*cm, "data.001-plugins.yaml.plugins.logs.templates")] == [log_link(s)]
     assert by_path[(*cm, "data.100-inline-config.yaml.plugins.ray.logs.templates")] == [ray_log_link(s)]
     assert by_path[(*cm, "data.100-inline-config.yaml.plugins.k8s.default-tolerations")] == m.gpu_tolerations

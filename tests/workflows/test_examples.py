@@ -103,7 +103,7 @@ def test_a_task_the_cluster_cannot_run_fails_naming_task_field_and_cluster(tmp_p
     root = _root_with(tmp_path, "bad", BAD, "targets:\n  - {file: bad.py, workflow: wf, cluster: h200, project: training, domain: production}\n")
     problems = check(root).problems
     where = "workflows/bad.py: task bad.train on cluster h200 (training-production): "
-    assert f"{where}pod_template_name: PodTemplate 'forge-gpus' does not exist in training-production (have: forge-default, forge-rdma)" in problems
+    assert f"{where}pod_template_name: PodTemplate 'forge-gpus' does not exist in training-production (have: forge-default, forge-efa, forge-rdma)" in problems
     assert f"{where}labels.kueue.x-k8s.io/queue-name: no LocalQueue 'express' in training-production (have: cloud, default)" in problems
     assert any(p.startswith(f"{where}labels.kueue.x-k8s.io/priority-class: no WorkloadPriorityClass 'vip'") for p in problems)
     assert any(p.startswith(f"{where}container_image: python:latest is not an image pinned") for p in problems)

@@ -21,6 +21,7 @@ from forge.argocd import app_name
 from forge.fleet import components_of, load_fleet
 from forge.model import ClusterModel
 from forge.rollout import gates
+from forge.rollout.api import CLUSTER_LABEL
 from forge.rollout.appset import central_objects
 from forge.rollout.rings import Ring
 
@@ -35,7 +36,8 @@ def _answers(clusters: list[ClusterModel]) -> dict[str, bytes]:
     out = {}
     for c in clusters:
         names = [app_name(c, "root")] + [app_name(c, comp.name) for comp in components_of(c)]
-        out[c.name] = json.dumps({"items": [{"metadata": {"name": n}, "status": healthy} for n in names]}).encode()
+        out[c.name] = json.dumps({"items": [{"metadata": {"name": n, "labels": {CLUSTER_LABEL: c.name}}, "status": healthy}
+                                         for n in names]}).encode()
     return out
 
 
