@@ -9,6 +9,8 @@ v0.19.2 writes (pkg/scheduler/preemption: recorder.Eventf(target, nil, Normal, "
 """
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from forge.twin.run import KUEUE, Runner, Submitted
 from forge.twin.scenario import Expect, Job
 
@@ -32,7 +34,7 @@ def admitted_workload(pod_uid: str, uid: str) -> dict:
 
 def test_a_preemption_event_on_a_workload_gone_since_counts():
     kube = FakeKube()
-    runner = Runner(kube, None, None, lambda line: None)
+    runner = Runner(kube, SimpleNamespace(name="h200"), None, lambda line: None)  # only the cluster's name is read
     sub = Submitted(Job(name="embed", kind="Pod", project="embeddings", domain="production", count=2,
                         resources={"nvidia.com/gpu": "8"}),
                     [{"kind": "Pod", "metadata": {"uid": "pod-a"}}, {"kind": "Pod", "metadata": {"uid": "pod-b"}}])
