@@ -37,6 +37,8 @@ def test_floor_quotas_keep_the_whole_pool_pretrain_out_naming_the_queue_and_the_
     for cluster in ("h200", "a100"):
         inventory = root / f"clusters/{cluster}/inventory.yaml"
         inventory.write_text(edit(inventory.read_text(), "  kueue:\n    projects:", "  kueue:\n    whole_pool_projects: []\n    projects:"))
+    burst = root / "clusters/h200-burst/inventory.yaml"  # h200's burst cluster, read with h200: its queues too
+    burst.write_text(edit(burst.read_text(), "  kueue: {}", "  kueue: {whole_pool_projects: []}"))
     regenerate(root)
     render_all(root)
     training = yaml.safe_load((root / "overlays/h200/kueue/clusterqueue-training.yaml").read_text())
