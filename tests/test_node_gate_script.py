@@ -110,3 +110,16 @@ def test_a_node_entering_an_upgrade_is_tainted_and_its_old_tests_cleared():
     _gate(api).step()
     assert g.tainted(api.nodes["n1"], TAINT) and api.nodes["n1"]["metadata"]["annotations"][g.ROUND] == "started"
     assert "forge-node-test-dcgm-n1" not in api.jobs
+
+
+def test_the_probe_is_ready_only_after_a_pass_and_fails_when_passes_stop(tmp_path):
+    import os
+    import time
+    alive = tmp_path / "alive"
+    probe = ["config.json", "--interval=30", f"--alive={alive}", "--probe"]
+    assert g.main(probe) == 1  # no pass yet: not ready
+    alive.write_text("1\n")
+    assert g.main(probe) == 0
+    stale = time.time() - 91  # three intervals and a second without a pass: a hung gate
+    os.utime(alive, (stale, stale))
+    assert g.main(probe) == 1

@@ -35,11 +35,13 @@ from __future__ import annotations
 import argparse
 import calendar
 import json
+import os
 import ssl
 import sys
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 from typing import Any, Callable
 
 IN_CLUSTER = "https://kubernetes.default.svc"
@@ -271,6 +273,16 @@ def api_caller(base: str, token: str | None, context: ssl.SSLContext | None) -> 
     return call
 
 
+def probe(alive: str | None, max_age: float) -> int:
+    """The pod's liveness and readiness: a gate whose pass hangs (an API call that never returns)
+    stops touching its file and is restarted; until its first pass it is not ready."""
+    try:
+        age = time.time() - os.stat(alive or "").st_mtime
+    except OSError:
+        return 1
+    return 0 if age <= max_age else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="hold the GPU driver rollout to one node at a time, on passed tests")
     parser.add_argument("config", help="the gate's JSON config (forge.components.node_gate)")
@@ -279,7 +291,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ca-file", help="with --api: the server's CA")
     parser.add_argument("--interval", type=float, default=30, help="seconds between passes")
     parser.add_argument("--once", action="store_true", help="one pass, then exit")
+    parser.add_argument("--alive", help="a file the gate touches after every pass (its probes read it)")
+    parser.add_argument("--probe", action="store_true",
+                        help="exit 0 if the --alive file was touched within 3 intervals, else 1 (the pod's probes)")
     args = parser.parse_args(argv)
+    if args.probe:
+        return probe(args.alive, 3 * args.interval)
     with open(args.config, encoding="utf-8") as f:
         config = json.load(f)
     if args.api:
@@ -293,6 +310,8 @@ def main(argv: list[str] | None = None) -> int:
     gate = Gate(config, call, lambda line: print(line, flush=True))
     while True:
         gate.step()
+        if args.alive:
+            Path(args.alive).write_text(f"{time.time():.0f}\n", encoding="utf-8")
         if args.once:
             return 0
         time.sleep(args.interval)

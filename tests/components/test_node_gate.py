@@ -63,3 +63,16 @@ def test_the_gate_may_only_patch_the_gpu_nodes_and_manage_jobs_in_its_namespace(
 
 def test_no_gate_where_no_node_is_tested():
     assert not (REPO / "overlays/h200-burst/gpu-operator/deployment-forge-node-gate.yaml").exists()
+
+
+def test_the_gate_s_probes_read_the_file_its_passes_touch():
+    deployment = _doc("deployment-forge-node-gate.yaml")
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    alive = next(a for a in container["command"] if a.startswith("--alive="))
+    for probe in ("readinessProbe", "livenessProbe"):
+        command = container[probe]["exec"]["command"]
+        assert alive in command and command[-1] == "--probe", probe
+    # the liveness probe waits three intervals for the first pass, or a slow start would restart it
+    assert container["livenessProbe"]["initialDelaySeconds"] >= 90
+    mounts = {m["mountPath"] for m in container["volumeMounts"]}
+    assert alive.split("=", 1)[1].rsplit("/", 1)[0] in mounts  # writable under a read-only root

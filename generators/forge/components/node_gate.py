@@ -35,6 +35,7 @@ NAME = "forge-node-gate"
 IMAGE = "prerequisites-check"  # images in charts/versions.yaml: the pinned Python image
 MOUNT = "/etc/forge/gate"
 INTERVAL_SECONDS = 30
+ALIVE = "/run/gate/alive"  # touched after every pass; the probes read its age (forge.node_gate.probe)
 # A node NotReady this long was powered off or lost, not a kubelet restart: tested again when back.
 REPAIR_SECONDS = 600
 RBAC = "rbac.authorization.k8s.io"
@@ -74,22 +75,35 @@ def _rbac(cluster: ClusterModel, namespace: str) -> list[dict[str, Any]]:
     ]
 
 
+def _probe(period: int) -> dict[str, Any]:
+    command = ["python3", f"{MOUNT}/node_gate.py", f"{MOUNT}/config.json", f"--interval={INTERVAL_SECONDS}",
+               f"--alive={ALIVE}", "--probe"]
+    return {"exec": {"command": command}, "periodSeconds": period, "timeoutSeconds": 5, "failureThreshold": 1}
+
+
 def _deployment(cluster: ClusterModel, namespace: str) -> dict[str, Any]:
     labels = {"app.kubernetes.io/name": NAME}
     container = {
         "name": "gate", "image": versions.image(IMAGE).ref,
-        "command": ["python3", f"{MOUNT}/node_gate.py", f"{MOUNT}/config.json", f"--interval={INTERVAL_SECONDS}"],
+        "command": ["python3", f"{MOUNT}/node_gate.py", f"{MOUNT}/config.json", f"--interval={INTERVAL_SECONDS}",
+                    f"--alive={ALIVE}"],
+        # Ready once a pass reached the API server (Argo CD's health waits for it); restarted when
+        # a pass hangs for three intervals.
+        "readinessProbe": _probe(period=10),
+        "livenessProbe": {**_probe(period=INTERVAL_SECONDS), "initialDelaySeconds": 3 * INTERVAL_SECONDS},
         "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"cpu": "200m", "memory": "128Mi"}},
         "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
                             "capabilities": {"drop": ["ALL"]}},
-        "volumeMounts": [{"name": "gate", "mountPath": MOUNT, "readOnly": True}],
+        "volumeMounts": [{"name": "gate", "mountPath": MOUNT, "readOnly": True},
+                         {"name": "run", "mountPath": "/run/gate"}],
     }
     pod = {
         "serviceAccountName": NAME, "priorityClassName": SYSTEM_CLUSTER_CRITICAL,
         "securityContext": {"runAsNonRoot": True, "runAsUser": 65534, "runAsGroup": 65534,
                             "seccompProfile": {"type": "RuntimeDefault"}},
         "nodeSelector": cluster.system_node_selector, "tolerations": cluster.system_tolerations,
-        "containers": [container], "volumes": [{"name": "gate", "configMap": {"name": NAME}}],
+        "containers": [container], "volumes": [{"name": "gate", "configMap": {"name": NAME}},
+                    {"name": "run", "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}}],
     }
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": NAME, "namespace": namespace, "labels": labels},
             "spec": {"replicas": 1, "strategy": {"type": "Recreate"},  # never two gates at once
