@@ -3,7 +3,6 @@
 object makes `forge twin apply` fail naming the file, the object and the rule."""
 from __future__ import annotations
 
-import re
 
 from pathlib import Path
 
@@ -59,8 +58,8 @@ def test_floor_quotas_keep_the_whole_pool_pretrain_out_naming_the_queue_and_the_
     message = "\n".join(outcome.lines)
     assert "job pretrain: 0 of 1 admitted, want 1 (ClusterQueue training:" in message
     assert "insufficient quota for nvidia.com/gpu in flavor h200-141gb" in message
-    # the shortfall per flavor is named (its figure moved with the compiled pre-train's Master + Workers)
-    assert re.search(r"h200-141gb nvidia\.com/gpu \d+", message), message
+    # the shortfall per flavor is named: the compiled pre-train's Master pod set (8 GPUs) is the first refused
+    assert "short: h200-141gb-all-1g nvidia.com/gpu 8" in message, message
 
 
 def test_a_cel_violation_in_a_rendered_object_fails_apply_naming_file_object_and_rule(box_programs, tmp_path, upstream):
