@@ -10,8 +10,13 @@ and synced first by the root Application, so a fresh Argo CD converges from Git 
   root Application does not wait for a wave's Applications to be healthy, and sync waves order
   nothing), and of the operators' cluster policies from their `status.state`
   (`nvidia.com/ClusterPolicy`, `nvidia.com/NVIDIADriver`, `mellanox.com/NicClusterPolicy`):
-  Progressing while the operator rolls out, Healthy only when it reports ready, Degraded when it
-  reports an error or ignores the object.
+  Progressing while the operator rolls out, Healthy when it reports ready, Degraded when it
+  reports an error or ignores the object. A GPU Operator `notReady` only because of its per-node
+  operands (a driver DaemonSet pod unavailable on one node, an OnDelete driver rollout going node
+  by node) is Healthy with a message starting PER_NODE_MARK: the root Application waits for a
+  wave's health, so anything else would hold every later wave on one node waiting for repair.
+  Those nodes are judged by `forge promote`'s gates, which refuse on that message unless
+  accepted on the record (forge.rollout.accept).
 
 Argo CD has no installation-wide retry setting: the retry policy is each Application's
 `syncPolicy.retry` (forge.argocd_order). Only the keys forge sets are applied, server-side, so the
@@ -40,6 +45,7 @@ if obj.status == nil or obj.status.state == nil then
   return hs
 end
 local state = obj.status.state
+{per_node}
 local detail = ""
 if obj.status.conditions ~= nil then
   for _, c in ipairs(obj.status.conditions) do
@@ -55,6 +61,9 @@ end
 if state == "ready" then
   hs.status = "Healthy"
   hs.message = "{kind} is ready"
+elseif state == "notReady" and per_node() then
+  hs.status = "Healthy"
+  hs.message = "{mark}: {kind} is notReady only on its per-node operands" .. detail
 elseif state == "notReady" then
   hs.status = "Progressing"
   hs.message = "{kind} is rolling out (notReady)" .. detail
@@ -94,6 +103,64 @@ STATE_KINDS: dict[tuple[str, str], tuple[str, ...]] = {
 }
 
 
+# What forge promote looks for in a resource's health message (forge.rollout.gates).
+PER_NODE_MARK = "not ready on some GPU nodes"
+
+# GPU Operator v26.7.0's ClusterPolicy states (controllers/state_manager.go addState) that are
+# DaemonSets on the GPU nodes: one node's pod unavailable, or a pod at an old revision under
+# OnDelete, makes the state notReady (object_controls.go isDaemonSetReady). Only pre-requisites and
+# state-operator-metrics are the operator's own; a state not named here is not per-node.
+PER_NODE_STATES = (
+    "state-driver", "state-container-toolkit", "state-operator-validation", "state-device-plugin",
+    "state-mps-control-daemon", "state-dcgm", "state-dcgm-exporter", "gpu-feature-discovery",
+    "state-mig-manager", "state-node-status-exporter", "state-vgpu-manager", "state-vgpu-device-manager",
+    "state-sandbox-validation", "state-vfio-manager", "state-sandbox-device-plugin",
+    "state-kata-device-plugin", "state-kata-manager", "state-cc-manager",
+)
+
+# ClusterPolicy: the Error condition of reason OperandNotReady says "ClusterPolicy is not ready;
+# states not ready: [a b]" and, for an NVIDIADriver rollout, "NVIDIADriver upgrade has not
+# completed" (clusterpolicy_controller.go clusterPolicyNotReadyMessage). Per-node when every state
+# it lists is. A ReconcileFailed (the operator could not apply its objects) is not.
+_CLUSTER_POLICY_PER_NODE = """\
+local PER_NODE = {{{states}}}
+local function per_node()
+  for _, c in ipairs(obj.status.conditions or {{}}) do
+    if c.type == "Error" and c.status == "True" and c.reason == "OperandNotReady" and c.message ~= nil then
+      local listed = string.match(c.message, "states not ready: %[([^%]]*)%]")
+      if listed ~= nil then
+        for s in string.gmatch(listed, "[^%s]+") do
+          if not PER_NODE[s] then return false end
+        end
+        return true
+      end
+      return string.find(c.message, "NVIDIADriver upgrade has not completed", 1, true) ~= nil
+    end
+  end
+  return false
+end"""
+
+# NVIDIADriver: notReady with reason DriverNotReady is its driver DaemonSet's pods on the nodes
+# (nvidiadriver_controller.go); any other reason is the controller's own trouble.
+_DRIVER_PER_NODE = """\
+local function per_node()
+  for _, c in ipairs(obj.status.conditions or {}) do
+    if c.type == "Error" and c.status == "True" and c.reason == "DriverNotReady" then return true end
+  end
+  return false
+end"""
+
+_NOT_PER_NODE = "local function per_node() return false end"
+
+
+def _per_node(group: str, kind: str) -> str:
+    if (group, kind) == ("nvidia.com", "ClusterPolicy"):
+        return _CLUSTER_POLICY_PER_NODE.format(states=", ".join(f'["{s}"] = true' for s in PER_NODE_STATES))
+    if (group, kind) == ("nvidia.com", "NVIDIADriver"):
+        return _DRIVER_PER_NODE
+    return _NOT_PER_NODE
+
+
 def health_key(group: str, kind: str) -> str:
     return f"resource.customizations.health.{group}_{kind}"
 
@@ -102,7 +169,8 @@ def health_checks() -> dict[str, str]:
     """argocd-cm key -> Lua health script."""
     out = {health_key("argoproj.io", "Application"): APPLICATION_HEALTH}
     for (group, kind), degraded in STATE_KINDS.items():
-        out[health_key(group, kind)] = _STATE_HEALTH.format(kind=kind, degraded=_degraded(degraded))
+        out[health_key(group, kind)] = _STATE_HEALTH.format(kind=kind, degraded=_degraded(degraded),
+                                                            per_node=_per_node(group, kind), mark=PER_NODE_MARK)
     return out
 
 

@@ -120,7 +120,7 @@ def test_promote_refuses_before_the_soak_time_and_on_another_commit(repo, apis):
     bumped = driver_bump(repo)
     canary_answers(apis, bumped)
     early = forge(repo, "promote", "fleet", "--now", "2026-12-02T10:00:00Z")  # Healthy for two hours of four
-    assert early.exit_code == 1 and "has been Healthy only 120 minutes, less than the 240-minute soak of ring canary" in early.stderr
+    assert early.exit_code == 1 and "has run the ring's commit only 120 minutes, less than the 240-minute soak of ring canary" in early.stderr
     canary_answers(apis, "0" * 40)  # the canary still runs another commit
     stale = forge(repo, "promote", "fleet", "--now", NOW)
     assert stale.exit_code == 1 and f"not the ring's commit {bumped[:12]}" in stale.stderr
@@ -198,3 +198,40 @@ def test_the_recording_holds_every_generated_application_of_the_canary():
     names = {a["metadata"]["name"] for a in json.loads((FIXTURES / "argocd-a100-healthy.json").read_text())["items"]}
     files = sorted((REPO / "clusters/a100/argocd/apps").glob("application-*.yaml"))
     assert names == {f"a100-{f.stem.removeprefix('application-')}" for f in files} | {"a100-root"}
+
+
+# --- issue 31: the soak from the commit, a bad node on the record ------------------------------
+
+def test_the_soak_starts_when_the_canary_reported_the_commit_not_at_its_last_health_change(repo, apis):
+    """An h200-only change leaves a100 Healthy since days ago; it reported the commit at 12:00."""
+    bumped = driver_bump(repo)
+    canary_answers(apis, bumped, "argocd-a100-healthy-for-days.json")
+    result = forge(repo, "promote", "fleet", "--now", NOW)
+    assert result.exit_code == 1
+    assert "a100: Application a100-gpu-operator has run the ring's commit only 120 minutes, less than the 240-minute soak" in result.stderr
+    assert forge(repo, "promote", "fleet", "--now", "2026-12-02T16:00:00Z").exit_code == 0
+
+
+def test_promote_refuses_while_no_application_of_the_canary_reported_the_commit(repo, apis):
+    bumped = driver_bump(repo)
+    canary_answers(apis, bumped, "argocd-a100-no-history.json")
+    result = forge(repo, "promote", "fleet", "--now", "2026-12-09T00:00:00Z")
+    assert result.exit_code == 1
+    assert f"a100: Application a100-root has no sync history of the ring's commit {bumped[:12]}" in result.stderr
+    assert ref(repo, "fleet") is None
+
+
+def test_a_node_known_bad_holds_the_promotion_until_accepted_on_the_record(repo, apis):
+    bumped = driver_bump(repo)
+    canary_answers(apis, bumped, "argocd-a100-clusterpolicy-per-node.json")
+    refused = forge(repo, "promote", "fleet", "--now", NOW)
+    assert refused.exit_code == 1 and ref(repo, "fleet") is None
+    assert "a100: Application a100-gpu-operator: ClusterPolicy cluster-policy is not ready on some GPU nodes" in refused.stderr
+    assert "forge promote --accept REASON" in refused.stderr
+    empty = forge(repo, "promote", "fleet", "--now", NOW, "--accept", " ")
+    assert empty.exit_code == 2 and "--accept: give the reason" in empty.output
+    accepted = forge(repo, "promote", "fleet", "--now", NOW, "--accept", "a100-gpu-07 waits for an RMA (OPS-123)")
+    assert accepted.exit_code == 0, accepted.output
+    assert ref(repo, "fleet") == bumped
+    note = git(repo, "notes", "--ref=refs/notes/forge/accepted", "show", bumped)
+    assert "accepted: a100-gpu-07 waits for an RMA (OPS-123)" in note and "state-driver state-operator-validation" in note

@@ -32,7 +32,8 @@ EMPTY = json.dumps({"status": "success", "data": {"resultType": "vector", "resul
 
 def _answers(clusters: list[ClusterModel]) -> dict[str, bytes]:
     healthy = {"sync": {"status": "Synced", "revision": COMMIT, "revisions": [COMMIT]},
-               "health": {"status": "Healthy", "lastTransitionTime": "2026-01-01T00:00:00Z"}}
+               "health": {"status": "Healthy", "lastTransitionTime": "2026-01-01T00:00:00Z"},
+               "history": [{"id": 1, "revisions": [COMMIT], "deployedAt": "2026-01-01T00:00:00Z"}]}
     out = {}
     for c in clusters:
         names = [app_name(c, "root")] + [app_name(c, comp.name) for comp in components_of(c)]

@@ -42,9 +42,13 @@ def load(root: Path):
 @click.option("--to", "to", default=None, metavar="REV",
               help="Roll back: move the ring's ref to this earlier commit it ran, without gates.")
 @click.option("--dry-run", is_flag=True, help="Decide and print, move nothing.")
+@click.option("--accept", "accept", default=None, metavar="REASON",
+              help="Promote although GPU nodes of the ring before are not ready (the GPU Operator's per-node "
+                   "operands only); the nodes and REASON are kept as a git note (refs/notes/forge/accepted).")
 @click.option("--now", "now", default=None, hidden=True, help="The time gates are judged at (ISO 8601; tests).")
 @user_errors
-def promote(root: Path, ring: str, repo: Path | None, remote: str | None, to: str | None, dry_run: bool, now: str | None) -> None:
+def promote(root: Path, ring: str, repo: Path | None, remote: str | None, to: str | None, dry_run: bool,
+            accept: str | None, now: str | None) -> None:
     """Move RING's ref (forge/ring/RING) to the commit the ring before it runs, only when that
     ring passes its gates; prints why not (exit 1). The first ring is promoted from the source
     branch (clusters/rings.yaml)."""
@@ -52,7 +56,7 @@ def promote(root: Path, ring: str, repo: Path | None, remote: str | None, to: st
     from forge.rollout.refs import Repo
 
     fleet, rings = load(root)
-    decision = run(fleet, rings, ring, Repo(repo or root, remote), _now(now), to, dry_run)
+    decision = run(fleet, rings, ring, Repo(repo or root, remote), _now(now), to, dry_run, accept)
     for line in decision.lines():
         click.echo(line, err=not decision.allowed)
     if not decision.allowed:

@@ -8,6 +8,7 @@ import datetime as dt
 from typing import Any
 
 from forge.argocd import app_name
+from forge.argocd_config import PER_NODE_MARK
 from forge.fleet import components_of
 from forge.model import ClusterModel
 from forge.rollout import api
@@ -40,6 +41,11 @@ def alert_query(ring: Ring) -> str | None:
 
 def upgrade_query(gauge: str, ring: Ring) -> str:
     return f"max({_over_soak(gauge, ring)}) > 0"
+
+
+class PerNode(str):
+    """A reason that is about some GPU nodes only (the GPU Operator's health check said so): it
+    holds the promotion unless accepted on the record (`forge promote --accept REASON`)."""
 
 
 def _since(stamp: str | None) -> dt.datetime | None:
@@ -75,12 +81,41 @@ def _app_reasons(cluster: str, name: str, status: dict[str, Any], ring: Ring, co
     if health.get("status") != "Healthy":
         out.append(f"{cluster}: Application {name} is {health.get('status') or 'Unknown'}, not Healthy" + _unhealthy(status))
         return out
-    since = _since(health.get("lastTransitionTime"))
-    soaked = since is not None and now - since >= dt.timedelta(minutes=ring.soak_minutes)
-    if ring.soak_minutes and not soaked:
-        held = f"only {int((now - since).total_seconds() // 60)} minutes" if since else "for an unknown time"
-        out.append(f"{cluster}: Application {name} has been Healthy {held}, less than the {ring.soak_minutes}-minute soak of ring {ring.name}")
+    out += _per_node(cluster, name, status)
+    since = deployed_at(status, commit)
+    if since is None:
+        out.append(f"{cluster}: Application {name} has no sync history of the ring's commit {commit[:12]} "
+                   "(status.history): the soak starts when it reports it")
+        return out
+    if ring.soak_minutes and now - since < dt.timedelta(minutes=ring.soak_minutes):
+        out.append(f"{cluster}: Application {name} has run the ring's commit only {int((now - since).total_seconds() // 60)} "
+                   f"minutes, less than the {ring.soak_minutes}-minute soak of ring {ring.name}")
     return out
+
+
+def deployed_at(status: dict[str, Any], commit: str) -> dt.datetime | None:
+    """When the Application first reported `commit`: the deployedAt of the first entry of its
+    status.history with exactly that revision (Argo CD's RevisionHistory: revision, or revisions
+    for several sources). Not status.health.lastTransitionTime: health does not change when a
+    change leaves the cluster as it was (an h200-only driver bump on the canary), so an old
+    Healthy would count as a soak that never ran (argo-cd #29410 is the same bug in RollingSync)."""
+    history = status.get("history") if isinstance(status.get("history"), list) else []
+    for entry in history:
+        if not isinstance(entry, dict):
+            continue
+        revisions = entry.get("revisions") if isinstance(entry.get("revisions"), list) else [entry.get("revision")]
+        if any(isinstance(r, str) and r == commit for r in revisions):
+            return _since(entry.get("deployedAt"))
+    return None
+
+
+def _per_node(cluster: str, name: str, status: dict[str, Any]) -> list[str]:
+    """A resource Healthy only because its trouble is per node (forge.argocd_config PER_NODE_MARK)."""
+    resources = status.get("resources") if isinstance(status.get("resources"), list) else []
+    return [PerNode(f"{cluster}: Application {name}: {r.get('kind')} {r.get('name')} is {str(r['health']['message'])[:300]}"
+                    " (accept it on the record: forge promote --accept REASON)")
+            for r in resources if isinstance(r, dict) and isinstance(r.get("health"), dict)
+            and str(r["health"].get("message") or "").startswith(PER_NODE_MARK)]
 
 
 def _unhealthy(status: dict[str, Any]) -> str:

@@ -22,6 +22,7 @@ class Decision:
     old: str | None
     reasons: list[str] = field(default_factory=list)  # why not; [] = it may move
     source: str = ""
+    accepted: list[str] = field(default_factory=list)  # per-node reasons accepted on the record
 
     @property
     def allowed(self) -> bool:
@@ -33,14 +34,19 @@ class Decision:
                     *(f"  - {r}" for r in self.reasons)]
         if self.old == self.commit:
             return [f"{self.ref} already at {_short(self.commit)} ({self.source})"]
-        return [f"promoted: {self.ref} {_short(self.old)} -> {_short(self.commit)} ({self.source})"]
+        return [f"promoted: {self.ref} {_short(self.old)} -> {_short(self.commit)} ({self.source})",
+                *(f"  accepted on the record ({NOTES_REF}): {r}" for r in self.accepted)]
 
 
 def _short(commit: str | None) -> str:
     return commit[:12] if commit else "(none)"
 
 
-def decide(fleet: Fleet, rings: Rings, ring: str, repo: Repo, now: dt.datetime, to: str | None = None) -> Decision:
+NOTES_REF = "refs/notes/forge/accepted"  # git notes on the promoted commit: who accepted which nodes, why
+
+
+def decide(fleet: Fleet, rings: Rings, ring: str, repo: Repo, now: dt.datetime, to: str | None = None,
+           accept: str | None = None) -> Decision:
     """What promoting `ring` would do, and why not if it may not (reads the APIs, moves nothing)."""
     target = rings.get(ring)
     previous = rings.previous(target.name)
@@ -61,12 +67,19 @@ def decide(fleet: Fleet, rings: Rings, ring: str, repo: Repo, now: dt.datetime, 
     if commit is None:
         raise ForgeError(f"ring {previous.name} has no ref {ring_ref(previous.name)} yet: promote {previous.name} first")
     reasons = gates.ring_reasons(members(fleet, previous.name), previous, commit, now)
-    return Decision(target.name, ref, commit, old, reasons, source=f"what ring {previous.name} runs")
+    accepted = [r for r in reasons if isinstance(r, gates.PerNode)] if accept else []
+    reasons = [r for r in reasons if r not in accepted]
+    return Decision(target.name, ref, commit, old, reasons, source=f"what ring {previous.name} runs", accepted=accepted)
 
 
 def promote(fleet: Fleet, rings: Rings, ring: str, repo: Repo, now: dt.datetime, to: str | None = None,
-            dry_run: bool = False) -> Decision:
-    decision = decide(fleet, rings, ring, repo, now, to)
+            dry_run: bool = False, accept: str | None = None) -> Decision:
+    if accept is not None and not accept.strip():
+        raise ForgeError("--accept: give the reason the nodes are accepted (a ticket, who, why), not an empty one")
+    decision = decide(fleet, rings, ring, repo, now, to, accept)
     if decision.allowed and decision.old != decision.commit and not dry_run:
+        if decision.accepted:
+            note = "\n".join([f"forge promote {ring} at {now.isoformat()}: accepted: {accept}", *decision.accepted])
+            repo.note(NOTES_REF, decision.commit, note)
         repo.move(decision.ref, decision.commit, decision.old)
     return decision

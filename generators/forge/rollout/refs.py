@@ -63,3 +63,10 @@ class Repo:
             self.git("update-ref", self.full(branch), new)
         else:
             self.git("update-ref", "-m", "forge promote", self.full(branch), new, old or ZERO)
+
+    def note(self, ref: str, commit: str, text: str) -> None:
+        """Append `text` to the git note of `commit` under `ref`, and push that ref with a remote:
+        the record of what a promotion accepted stays in git next to the commit."""
+        self.git("notes", f"--ref={ref}", "append", "-m", text, commit)
+        if self.remote:
+            self.git("push", "--quiet", self.remote, f"{ref}:{ref}")
