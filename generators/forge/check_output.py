@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from forge import ghactions
 from forge.generate import build_tree
 from forge.handedits import DISCARD, hand_edits
 from forge.writer import diff_tree, recover_interrupted
@@ -33,12 +34,12 @@ def run_check(root: Path, output: str = "text", fmt: str = "text") -> int:
     for line in problems:
         if fmt == "github":
             path, _, state = line.partition(" (")
-            click.echo(f"::error file={path},title=forge check::out of date ({state}: run `make generate`")
+            click.echo(ghactions.command("error", f"out of date ({state}: run `make generate`", file=path, title="forge check"))
         click.echo(f"out of date: {line}", err=True)
     for line in edits:
         if fmt == "github":
             path, _, message = line.partition(": ")
-            click.echo(f"::error file={path},title=forge check: changed by hand::{message}")
+            click.echo(ghactions.command("error", message, file=path, title="forge check: changed by hand"))
         click.echo(f"changed by hand: {line}", err=True)
     click.echo(f"{len(problems)} generated files differ from the inventory: "
                + (f"{len(edits)} changed by hand: move each change where it belongs, restore the file, then "

@@ -21,10 +21,12 @@ import click
 from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.error import YAMLError
 
+from forge import textguard
 from forge.cli_common import root_option, user_errors
 from forge.errors import ForgeError, InventoryError, Problem
 from forge.fleet import inventory_paths, load_plan_text
 from forge.inventory import formats
+from forge.inventory.loader import parse_yaml
 from forge.lock import repo_lock
 from forge.nodes.command import inventory_file, write_atomically
 from forge.nodes.yamltext import _INDENTS, _yaml
@@ -102,7 +104,11 @@ def migrate(root: Path, clusters: tuple[str, ...] = ()) -> list[Outcome]:
         planned, problems = [], []
         for path, display in _paths(root, clusters):
             try:
-                text = path.read_text(encoding="utf-8")
+                # the inventory's guards first (a regular file in the repository, 4 MiB, UTF-8, then
+                # nesting and aliases by the C parser): ruamel's round trip recursed without end on a
+                # 20,000-deep list and ran for minutes on 10 MB
+                text = textguard.read_text(path, display, root=root, limit=textguard.MAX_INVENTORY_BYTES, what="an inventory")
+                parse_yaml(text, display)
                 new, outcome = migrated_text(text, display)
             except InventoryError as exc:
                 problems += exc.problems

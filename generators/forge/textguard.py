@@ -74,6 +74,21 @@ def read_regular(path: Path, limit: int) -> bytes:
         os.close(fd)
 
 
+_KINDS = ((stat.S_ISLNK, "symbolic link"), (stat.S_ISFIFO, "FIFO"), (stat.S_ISCHR, "character device"),
+          (stat.S_ISBLK, "block device"), (stat.S_ISSOCK, "socket"))
+
+
+def odd_kind(path: Path) -> str | None:
+    """What `path` is when it is neither a regular file nor a folder (its link not followed):
+    "FIFO", "symbolic link", ...; None for a regular file, a folder or nothing. Walks of the
+    generated folders use it so a FIFO is named, never opened (opening one blocks)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    return next((name for test, name in _KINDS if test(mode)), None)
+
+
 def _outside(path: Path, root: Path) -> str | None:
     """Where `path` leads outside `root` once its links are resolved (None: it stays inside)."""
     real = Path(os.path.realpath(path))

@@ -4,6 +4,7 @@ a failure or Ctrl-C leaves the previous tree exactly as it was, and a crash mid-
 (or completed) by the next run."""
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from pathlib import Path
@@ -13,6 +14,7 @@ import click
 from forge.folders import JOURNAL, recover, refuse_symlinks, swap, write_error
 from forge.generate import Tree
 from forge.lock import repo_lock
+from forge.textguard import odd_kind
 
 STAGING = ".forge-staging"
 # What generate's swaps own (forge.paths): overlays/ or one cluster's overlay, a cluster's
@@ -71,12 +73,26 @@ def recover_interrupted(root: Path) -> str | None:
     return outcome
 
 
+def _on_disk(root: Path, tree: Tree) -> dict[str, str | None]:
+    """Every entry under the owned folders but folders: repo path -> what it is when it is not a
+    regular file (a link, a FIFO, a device: forge writes none, and opening a FIFO blocks)."""
+    found = {}
+    for rel in tree.owned:
+        for dirpath, dirnames, filenames in os.walk(root / rel):  # links to folders are listed, not followed
+            for name in filenames + [d for d in dirnames if (Path(dirpath) / d).is_symlink()]:
+                path = Path(dirpath) / name
+                found[path.relative_to(root).as_posix()] = odd_kind(path)
+    return found
+
+
 def diff_tree(root: Path, tree: Tree) -> list[str]:
-    """Files whose content on disk differs from the tree: '<path> (changed|missing|stale)'."""
+    """Files whose content on disk differs from the tree: '<path> (changed|missing|stale|...)'."""
     problems = []
-    on_disk = {p.relative_to(root).as_posix() for rel in tree.owned for p in (root / rel).rglob("*") if p.is_file()}
-    for rel in sorted(on_disk | set(tree.files)):
-        if rel not in tree.files:
+    on_disk = _on_disk(root, tree)
+    for rel in sorted(on_disk.keys() | set(tree.files)):
+        if on_disk.get(rel):
+            problems.append(f"{rel} (not a regular file: a {on_disk[rel]}; forge writes only regular files: delete it)")
+        elif rel not in tree.files:
             problems.append(f"{rel} (stale: the inventory no longer produces it)")
         elif rel not in on_disk:
             problems.append(f"{rel} (missing)")

@@ -96,7 +96,7 @@ def test_validate_names_the_rendered_line_and_the_source(repo_inputs: Path, kust
     assert (f"  at build/rendered/h200/loki.yaml:{latest['line']} (from clusters/h200/overrides/loki/pod.yaml:10)"
             in text.output)
     github = forge(repo_inputs, "validate", "--format", "github")
-    assert ("::error file=clusters/h200/overrides/loki/pod.yaml,line=10,title=forge validate: h200 / loki::"
+    assert ("::error file=clusters/h200/overrides/loki/pod.yaml,line=10,title=forge validate%3A h200 / loki::"
             "Pod/loki/debug / spec.containers[0].image / image 'busybox:latest' uses the 'latest' tag") in github.output
 
 

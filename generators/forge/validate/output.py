@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from forge import ghactions
 from forge.validate.engine import Report
 from forge.validate.failure import Failure
 from forge.validate.locate import Place, locate
@@ -27,16 +28,12 @@ def _entry(failure: Failure, place: Place | None) -> dict:
             "source": place.source if place else None, "source_line": place.source_line if place and place.source else None}
 
 
-def _escape(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
 def _github(failure: Failure, place: Place | None, level: str) -> str:
-    where = ""
+    file = line = None
     if place is not None:  # the file a pull request shows: what forge wrote the object from, else the rendered one
-        where = f" file={place.source or place.file},line={place.source_line if place.source else place.line},"
-    title = f"forge validate: {failure.cluster} / {failure.component}"
-    return f"::{level}{where or ' '}title={_escape(title)}::{_escape(f'{failure.object} / {failure.path or chr(45)} / {failure.reason}')}"
+        file, line = (place.source, place.source_line) if place.source else (place.file, place.line)
+    return ghactions.command(level, f"{failure.object} / {failure.path or '-'} / {failure.reason}", file=file, line=line,
+                             title=f"forge validate: {failure.cluster} / {failure.component}")
 
 
 def summary(report: Report) -> str:
@@ -64,6 +61,6 @@ def show(root: Path, report: Report, output: str, fmt: str) -> None:
             click.echo(_where(place), err=True)
     for item, count in unchecked:
         if fmt == "github":
-            click.echo(f"::warning title=forge validate: unchecked::{_escape(item)} (no upstream data)")
+            click.echo(ghactions.command("warning", f"{item} (no upstream data)", title="forge validate: unchecked"))
         click.echo(f"unchecked (no upstream data): {item}{f' x{count}' if count > 1 else ''}", err=True)
     click.echo(summary(report))
