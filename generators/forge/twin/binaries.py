@@ -75,6 +75,8 @@ def _ldflags(program: GoProgram) -> str:
                                ("gitTreeState", "clean"))}
     elif program.name == "kueue":
         stamps = {"sigs.k8s.io/kueue/pkg/version.GitVersion": program.version}
+    elif program.name == "argocd-box":  # else it reports v99.99.99+unknown
+        stamps = {"github.com/argoproj/argo-cd/v3/common.version": program.version.lstrip("v")}
     else:
         stamps = {}
     return " ".join(["-s", "-w", *(f"-X {k}={v}" for k, v in sorted(stamps.items()))])
