@@ -24,14 +24,16 @@ def link_names(binary: Path, folder: Path) -> dict[str, Path]:
     return links
 
 
-def start_components(links: dict[str, Path], kubeconfig: Path, redis_port: int, logs: Path) -> tuple[list[Process], int]:
+def start_components(links: dict[str, Path], kubeconfig: Path, redis_port: int, logs: Path,
+                     proxy_port: int) -> tuple[list[Process], int]:
     repo, api, m1, m2, m3 = free_ports(5)
     common = ["--redis", f"127.0.0.1:{redis_port}", "--loglevel", "info"]
     out = ["--kubeconfig", str(kubeconfig), "--namespace", NAMESPACE]
     # No GnuPG (the box verifies no commit signatures) and no /app paths of the container image.
     (logs / "tmp").mkdir(parents=True, exist_ok=True)
     env = {"ARGOCD_EXEC_TIMEOUT": "180s", "HOME": str(logs), "PATH": _path(), "ARGOCD_GPG_ENABLED": "false",
-           "TMPDIR": str(logs / "tmp"), "ARGOCD_PLUGINSOCKFILEPATH": str(logs / "tmp")}
+           "TMPDIR": str(logs / "tmp"), "ARGOCD_PLUGINSOCKFILEPATH": str(logs / "tmp"),
+           "HTTPS_PROXY": f"http://127.0.0.1:{proxy_port}", "NO_PROXY": "127.0.0.1,localhost"}
     procs = [start("argocd-repo-server", [str(links["argocd-repo-server"]), "--disable-tls", "--client-ca-path", "",
                                           "--address", "127.0.0.1", "--metrics-address", "127.0.0.1",
                                           "--port", str(repo), "--metrics-port", str(m1), *common], logs, env)]
