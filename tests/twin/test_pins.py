@@ -16,7 +16,7 @@ def _required(go_mod: str) -> dict[str, str]:
 
 def test_every_builder_module_requires_the_pinned_version_of_its_module():
     pins = box_pins(REPO)
-    built = [p for p in pins.programs if p.builder]
+    built = [p for p in pins.programs + pins.optional if p.builder]
     assert {p.name for p in built} >= {"kubernetes", "etcd"}
     for program in built:
         required = _required((REPO / program.builder / "go.mod").read_text(encoding="utf-8"))
@@ -39,3 +39,16 @@ def test_other_programs_keep_the_binary_name_go_gives_them():
     pins = box_pins(REPO)
     assert pins.program("training-operator").binary("cmd/training-operator.v1") == "training-operator.v1"
     assert pins.program("kubernetes").package("cmd/kube-apiserver") == "k8s.io/kubernetes/cmd/kube-apiserver"
+
+
+def test_argocd_is_built_only_on_request_with_the_go_its_module_needs():
+    """Argo CD v3.6 needs Go 1.27: its build alone sets GOTOOLCHAIN, and `forge twin run` never builds it."""
+    pins = box_pins(REPO)
+    argocd = pins.program("argocd-box")
+    assert argocd not in pins.programs and argocd in pins.optional
+    assert argocd.binary("cmd") == "argocd" and argocd.package("cmd") == "github.com/argoproj/argo-cd/v3/cmd"
+    go_line = next(line for line in (REPO / argocd.builder / "go.mod").read_text(encoding="utf-8").splitlines()
+                   if line.startswith("go "))
+    wanted = tuple(int(x) for x in go_line.split()[1].split(".")[:2])
+    have = tuple(int(x) for x in argocd.go_toolchain.removeprefix("go").split(".")[:2])
+    assert have >= wanted > pins.go_min, (argocd.go_toolchain, go_line)

@@ -75,6 +75,8 @@ def _ldflags(program: GoProgram) -> str:
                                ("gitTreeState", "clean"))}
     elif program.name == "kueue":
         stamps = {"sigs.k8s.io/kueue/pkg/version.GitVersion": program.version}
+    elif program.name == "argocd-box":  # else it reports v99.99.99+unknown
+        stamps = {"github.com/argoproj/argo-cd/v3/common.version": program.version.lstrip("v")}
     else:
         stamps = {}
     return " ".join(["-s", "-w", *(f"-X {k}={v}" for k, v in sorted(stamps.items()))])
@@ -91,6 +93,8 @@ class Builder:
         inputs = [program.module, program.version, *program.commands, _ldflags(program), *program.keep]
         if program.output:  # a new input: folders of the programs without one keep their names
             inputs.append(program.output)
+        if program.go_toolchain:  # likewise
+            inputs.append(program.go_toolchain)
         if program.builder:
             inputs += [(self.root / program.builder / f).read_bytes() for f in ("go.mod", "go.sum")]
             inputs += [p.read_bytes() for c in program.commands if program.local(c)
@@ -116,6 +120,8 @@ class Builder:
         work = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=self.cache))
         try:
             env = {**os.environ, "GOFLAGS": "-trimpath", "GOWORK": "off", "CGO_ENABLED": "0"}
+            if program.go_toolchain:  # Go downloads that toolchain through the module proxy
+                env["GOTOOLCHAIN"] = program.go_toolchain
             flags = ["-ldflags", _ldflags(program)]
             if program.builder:
                 out = str(work / program.output) if program.output else str(work) + "/"
@@ -185,7 +191,7 @@ def ensure_program(root: Path, name: str, say: Say | None = None) -> dict[str, P
     builder, program = Builder(root, pins, say or (lambda line: print(line, file=sys.stderr, flush=True))), pins.program(name)
     folder = builder.folder(program)
     if not (folder / _DONE).is_file():
-        if go_version() < pins.go_min:
+        if not program.go_toolchain and go_version() < pins.go_min:
             raise ForgeError(f"Go {'.'.join(map(str, go_version()))} is too old for {name}: it needs Go "
                              f"{pins.go_min[0]}.{pins.go_min[1]} or newer (ci/tools.json twin.go_min)")
         builder._build(program, folder)

@@ -27,6 +27,9 @@ class GoProgram:
     # The binary's name where Go's would not do: etcd's main is its module's root ("." in
     # commands), which `go build` would name `server`.
     output: str | None = None
+    # The Go toolchain the build must use (GOTOOLCHAIN, fetched through the module proxy) where
+    # the program needs a newer Go than go_min: Argo CD v3.6 needs Go 1.27.
+    go_toolchain: str | None = None
 
     def local(self, command: str) -> bool:
         """A main package of ours in the builder module (netpol-verdicts asks cyclonus's library)."""
@@ -44,13 +47,15 @@ class GoProgram:
 class BoxPins:
     go_min: tuple[int, int]
     programs: tuple[GoProgram, ...]
+    # Built only when a step asks for them (ensure_program), never by `forge twin run`: Argo CD.
+    optional: tuple[GoProgram, ...] = ()
 
     @property
     def kubernetes(self) -> GoProgram:
         return self.program("kubernetes")
 
     def program(self, name: str) -> GoProgram:
-        return next(p for p in self.programs if p.name == name)
+        return next(p for p in self.programs + self.optional if p.name == name)
 
     @property
     def kubernetes_minor(self) -> str:
@@ -68,20 +73,23 @@ def _version_from(root: Path, ref: str) -> str:
     return version if version.startswith("v") else f"v{version}"  # Go module versions start with v
 
 
+def _program(root: Path, name: str, entry: dict) -> GoProgram:
+    commands = entry.get("commands")
+    commands = tuple(f"cmd/{c}" for c in commands) if commands else (entry["command"],)
+    version = entry["version"] if "version" in entry else _version_from(root, entry["version_from"])
+    return GoProgram(name, entry["module"], version, commands, entry.get("builder"),
+                     tuple(entry.get("keep") or ()), entry.get("binary"), entry.get("go_toolchain"))
+
+
 def box_pins(root: Path) -> BoxPins:
     path = root / TOOLS_FILE
     try:
         twin = json.loads(path.read_text(encoding="utf-8"))["twin"]
-        programs = []
-        for name in ("kubernetes", "etcd", "kueue", "training-operator", "kwok", "cyclonus"):
-            entry = twin[name]
-            commands = entry.get("commands")
-            commands = tuple(f"cmd/{c}" for c in commands) if commands else (entry["command"],)
-            version = entry["version"] if "version" in entry else _version_from(root, entry["version_from"])
-            programs.append(GoProgram(name, entry["module"], version, commands, entry.get("builder"),
-                                      tuple(entry.get("keep") or ()), entry.get("binary")))
+        programs = tuple(_program(root, name, twin[name]) for name in
+                         ("kubernetes", "etcd", "kueue", "training-operator", "kwok", "cyclonus"))
+        optional = tuple(_program(root, name, twin[name]) for name in ("argocd-box",))
         major, minor = (int(x) for x in str(twin["go_min"]).split("."))
-        return BoxPins((major, minor), tuple(programs))
+        return BoxPins((major, minor), programs, optional)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ForgeError(f"{path}: the box's pins (key `twin`) cannot be read: {exc!r}") from None
 

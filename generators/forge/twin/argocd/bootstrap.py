@@ -1,0 +1,130 @@
+"""The bootstrap as docs/bootstrap.md has a person do it: Argo CD itself (its CRDs and the objects
+its install creates empty: argocd-cm, argocd-secret, argocd-rbac-cm), the bootstrap Secret (box
+values, no real credential), the root Application; then Argo CD does the rest, and the box waits
+until every Application is Synced and Healthy or names the one that is not, in Argo CD's words."""
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from forge.errors import ForgeError
+
+INSTALL = """apiVersion: v1
+kind: Namespace
+metadata: {name: argocd}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: argocd-cm, namespace: argocd, labels: {app.kubernetes.io/part-of: argocd}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: argocd-rbac-cm, namespace: argocd, labels: {app.kubernetes.io/part-of: argocd}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: argocd-secret, namespace: argocd, labels: {app.kubernetes.io/part-of: argocd}}
+stringData: {server.secretkey: box-only-not-a-secret}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: external-secrets}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: external-secrets-aws, namespace: external-secrets}
+stringData: {access-key-id: box-only, secret-access-key: box-only}
+"""
+
+
+def kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> str:
+    done = subprocess.run(["kubectl", "--kubeconfig", str(kubeconfig), *args], input=stdin,
+                          capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        raise ForgeError(f"twin argocd: kubectl {' '.join(args[:2])}: {done.stderr.strip()[-400:]}")
+    return done.stdout
+
+
+def in_cluster_secret(kubeconfig: Path) -> str:
+    """Argo CD out of the cluster has no in-cluster configuration: a cluster Secret for
+    https://kubernetes.default.svc (the destination forge's Applications name) that points at the
+    box's API server with the box's token. Box-only, listed in the box's report."""
+    config = yaml.safe_load(kubeconfig.read_text(encoding="utf-8"))
+    cluster, user = config["clusters"][0]["cluster"], config["users"][0]["user"]
+    ca = base64.b64encode(Path(cluster["certificate-authority"]).read_bytes()).decode()
+    secret = {"apiVersion": "v1", "kind": "Secret",
+              "metadata": {"name": "box-in-cluster", "namespace": "argocd",
+                           "labels": {"argocd.argoproj.io/secret-type": "cluster"}},
+              "stringData": {"name": "in-cluster", "server": "https://kubernetes.default.svc",
+                             "config": json.dumps({"bearerToken": user["token"], "tlsClientConfig": {
+                                 "caData": ca}}),
+                             }}
+    return yaml.safe_dump(secret), cluster["server"]
+
+
+def install(kubeconfig: Path, crds: Path) -> str:
+    """Returns the API server's URL the in-cluster destination is mapped to."""
+    kubectl(kubeconfig, "apply", "--server-side", "-f", str(crds))
+    kubectl(kubeconfig, "apply", "--server-side", "-f", "-", stdin=INSTALL)
+    secret, server = in_cluster_secret(kubeconfig)
+    kubectl(kubeconfig, "apply", "--server-side", "-f", "-", stdin=secret)
+    return server
+
+
+@dataclass
+class Progress:
+    started: float
+    order: list[tuple[float, str]] = field(default_factory=list)  # (seconds from root, Application) as each converged
+    seen: set[str] = field(default_factory=set)
+
+
+def _states(kubeconfig: Path) -> dict[str, dict]:
+    items = json.loads(kubectl(kubeconfig, "-n", "argocd", "get", "applications", "-o", "json"))["items"]
+    return {a["metadata"]["name"]: a.get("status") or {} for a in items}
+
+
+def _converged(status: dict) -> bool:
+    return status.get("sync", {}).get("status") == "Synced" and status.get("health", {}).get("status") == "Healthy"
+
+
+def reason(name: str, status: dict) -> str:
+    """Argo CD's own words for why an Application is not there: its conditions, the last
+    operation's message, the health message, the first unhealthy resource's message."""
+    words = [f"{c.get('type')}: {c.get('message')}" for c in status.get("conditions") or []]
+    op = status.get("operationState") or {}
+    if op.get("message"):
+        words.append(f"operation {op.get('phase')}: {op['message']}")
+    health = status.get("health") or {}
+    for res in status.get("resources") or []:
+        h = res.get("health") or {}
+        if h.get("status") not in (None, "Healthy"):
+            words.append(f"{res.get('kind')}/{res.get('name')} {h.get('status')}: {h.get('message', '')}")
+            break
+    sync = (status.get("sync") or {}).get("status")
+    return f"{name}: sync {sync}, health {health.get('status')}" + ("; " + "; ".join(words) if words else "")
+
+
+def converge(kubeconfig: Path, progress: Progress, timeout: float, say) -> dict[str, dict]:
+    """Poll until every Application (the root and its children) is Synced and Healthy; fail with
+    every Application that is not, each with Argo CD's reason."""
+    deadline = time.monotonic() + timeout
+    while True:
+        states = _states(kubeconfig)
+        for name, status in sorted(states.items()):
+            if name not in progress.seen and _converged(status):
+                progress.seen.add(name)
+                progress.order.append((time.monotonic() - progress.started, name))
+                say(f"twin argocd: {name} Synced and Healthy at {progress.order[-1][0]:.0f}s")
+        if len(states) > 1 and all(_converged(s) for s in states.values()):
+            return states
+        if time.monotonic() > deadline:
+            stuck = [reason(n, s) for n, s in sorted(states.items()) if not _converged(s)]
+            raise ForgeError("twin argocd: not converged after "
+                             f"{timeout:.0f}s:\n  " + "\n  ".join(stuck))
+        time.sleep(3)

@@ -1,0 +1,78 @@
+"""What Argo CD reads in the box, served on 127.0.0.1: the working tree as a Git repository with
+the ring refs forge owns, and Redis, Argo CD's cache.
+
+The served repository is a copy of the working tree (tracked and untracked, not ignored files) with
+one box-only commit on top: every repoURL of forge's own repository in clusters/<cluster>/argocd/
+rewritten to the box's Git server. The rewrites are returned so the box's report lists them."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+from forge.errors import ForgeError
+from forge.twin.processes import Process, free_ports, start, wait_until
+
+RING_REFS = ("forge/ring/canary", "forge/ring/fleet")
+
+
+def _git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=120,
+                          env={"GIT_AUTHOR_NAME": "forge box", "GIT_AUTHOR_EMAIL": "box@forge.invalid",
+                               "GIT_COMMITTER_NAME": "forge box", "GIT_COMMITTER_EMAIL": "box@forge.invalid",
+                               "PATH": "/usr/bin:/bin", "HOME": str(cwd)})
+    if done.returncode != 0:
+        raise ForgeError(f"twin argocd: git {' '.join(args[:2])} failed in {cwd}: {done.stderr.strip()[-300:]}")
+    return done.stdout
+
+
+def served_tree(root: Path, dest: Path, cluster: str, rewrites: dict[str, str]) -> list[str]:
+    """Copy the working tree to dest/forge.git's work tree, rewrite the cluster's repoURLs and commit
+    on every ring ref; returns one line per rewritten file and URL."""
+    work = dest / "forge"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    files = _git(root, "ls-files", "-co", "--exclude-standard", "-z").split("\0")
+    for rel in filter(None, files):
+        source = root / rel
+        if source.is_file() and not source.is_symlink():
+            (work / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, work / rel)
+    changed = []
+    for path in sorted((work / "clusters" / cluster / "argocd").rglob("*.yaml")):
+        text = path.read_text(encoding="utf-8")
+        for old, new in rewrites.items():
+            if old in text:
+                text = text.replace(old, new)
+                changed.append(f"{path.relative_to(work)}: {old} -> {new}")
+        path.write_text(text, encoding="utf-8")
+    _git(work, "init", "-q", "-b", RING_REFS[0])
+    _git(work, "add", "-A")
+    _git(work, "commit", "-q", "-m", "the working tree, repoURLs rewritten for the box")
+    for ref in RING_REFS[1:]:
+        _git(work, "branch", ref)
+    return changed
+
+
+def git_daemon(dest: Path, logs: Path) -> tuple[Process, int]:
+    port = free_ports(1)[0]
+    dest.mkdir(parents=True, exist_ok=True)
+    proc = start("git-daemon", ["git", "daemon", "--export-all", "--reuseaddr", "--listen=127.0.0.1",
+                                f"--port={port}", f"--base-path={dest}"], logs)
+    wait_until(lambda: _answers(port), proc, "serving Git", 30)
+    return proc, port
+
+
+def redis(logs: Path) -> tuple[Process, int]:
+    port = free_ports(1)[0]
+    proc = start("redis", ["redis-server", "--bind", "127.0.0.1", "--port", str(port), "--save", "",
+                           "--appendonly", "no", "--protected-mode", "yes"], logs)
+    wait_until(lambda: _answers(port), proc, "serving Redis", 30)
+    return proc, port
+
+
+def _answers(port: int) -> bool:
+    import socket
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
