@@ -34,7 +34,8 @@ from pathlib import Path
 _SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
 
 
-def _pipe(a: socket.socket, b: socket.socket) -> None:
+def pipe(a: socket.socket, b: socket.socket) -> None:
+    """Copy one side of a TCP relay until it closes, then close both (the jail's and the box's proxies)."""
     try:
         while data := a.recv(65536):
             b.sendall(data)
@@ -50,8 +51,8 @@ def _pipe(a: socket.socket, b: socket.socket) -> None:
 
 def _splice(client: socket.socket, upstream: socket.socket) -> None:
     """Copy both ways until either side closes."""
-    threading.Thread(target=_pipe, args=(upstream, client), daemon=True).start()
-    _pipe(client, upstream)
+    threading.Thread(target=pipe, args=(upstream, client), daemon=True).start()
+    pipe(client, upstream)
 
 
 class _Relay(socketserver.BaseRequestHandler):

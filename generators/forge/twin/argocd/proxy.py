@@ -8,21 +8,9 @@ import socket
 import socketserver
 import threading
 
+from forge.twin.jail import pipe
+
 TARGET = b"kubernetes.default.svc:443"
-
-
-def _pipe(a: socket.socket, b: socket.socket) -> None:
-    try:
-        while data := a.recv(65536):
-            b.sendall(data)
-    except OSError:
-        pass
-    finally:
-        for s in (a, b):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
 
 def serve(api_port: int) -> tuple[socketserver.ThreadingTCPServer, int]:
@@ -40,9 +28,9 @@ def serve(api_port: int) -> tuple[socketserver.ThreadingTCPServer, int]:
                 return
             upstream = socket.create_connection(("127.0.0.1", api_port))
             self.request.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
-            t = threading.Thread(target=_pipe, args=(upstream, self.request), daemon=True)
+            t = threading.Thread(target=pipe, args=(upstream, self.request), daemon=True)
             t.start()
-            _pipe(self.request, upstream)
+            pipe(self.request, upstream)
             t.join()
 
     socketserver.ThreadingTCPServer.daemon_threads = True
