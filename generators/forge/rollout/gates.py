@@ -109,9 +109,15 @@ def deployed_at(status: dict[str, Any], commit: str) -> dt.datetime | None:
     return None
 
 
+def _resources(status: dict[str, Any]) -> list[Any]:
+    """status.resources as a list, whatever an answer holds there (it is read, never trusted)."""
+    resources = status.get("resources")
+    return resources if isinstance(resources, list) else []
+
+
 def _per_node(cluster: str, name: str, status: dict[str, Any]) -> list[str]:
     """A resource Healthy only because its trouble is per node (forge.argocd_config PER_NODE_MARK)."""
-    resources = status.get("resources") if isinstance(status.get("resources"), list) else []
+    resources = _resources(status)
     return [PerNode(f"{cluster}: Application {name}: {r.get('kind')} {r.get('name')} is {str(r['health']['message'])[:300]}"
                     " (accept it on the record: forge promote --accept REASON)")
             for r in resources if isinstance(r, dict) and isinstance(r.get("health"), dict)
@@ -119,7 +125,7 @@ def _per_node(cluster: str, name: str, status: dict[str, Any]) -> list[str]:
 
 
 def _unhealthy(status: dict[str, Any]) -> str:
-    resources = status.get("resources") if isinstance(status.get("resources"), list) else []
+    resources = _resources(status)
     bad = [r for r in resources if isinstance(r, dict) and isinstance(r.get("health"), dict)
            and r["health"].get("status") not in (None, "Healthy")]
     return "".join(f"; {r.get('kind')} {r.get('name')}: {r['health'].get('status')}"
