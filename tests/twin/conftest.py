@@ -13,13 +13,11 @@ import pytest
 from forge.fleet import load_fleet
 from forge.render import render_all
 from forge.twin.binaries import ensure_binaries
-from forge.twin.box import running_box
+from forge.twin.box import box_syncer, running_box
 from forge.twin.kube import connect
 from forge.twin.pins import argocd_crds_dir, box_pins
 from forge.twin.pki import Pki
 from forge.twin.sources import applications
-from forge.twin.controllers import Controllers
-from forge.twin.sync import Syncer
 from tests.helpers import REPO, git_repo_copy
 
 
@@ -58,7 +56,7 @@ class Boxes:
             state = self.stack.enter_context(running_box(self.root, plan, self.upstream, say))
             pki = Pki(self.root / "build" / "twin" / cluster / "pki")
             kube = connect(state.server, pki.token(), pki.ca)
-            syncer = Syncer(kube, Controllers.wiring_for(state.kueue_webhook_port), say, plan.cluster.served)
+            syncer = box_syncer(kube, state, plan, say)
             report = syncer.sync(applications(self.root, plan, self.upstream, argocd_crds_dir(self.root, self.upstream)))
             self.open[cluster] = (plan, kube, state, report)
         return self.open[cluster]

@@ -6,10 +6,8 @@ import functools
 
 import pytest
 
-from forge.twin.flows import ENGINE
-from forge.twin.run import Runner
+from forge.twin.run import box_runner
 from forge.twin.scenario import load_scenarios
-from forge.twin.submit import Propeller
 from forge.twin.tasks import resolve
 from tests.helpers import CLUSTERS, REPO
 from tests.twin.conftest import say
@@ -37,9 +35,7 @@ def test_the_api_server_accepts_every_object_forge_renders(boxes, cluster):
 def test_shipped_scenario(boxes, box_programs, cluster, name):
     plan, kube, _, _ = boxes.get(cluster)
     scenario = resolved(boxes.root, cluster)[name]
-    runner = Runner(kube, plan, Propeller.from_values(boxes.root / "overlays" / cluster / "flyte" / "values.yaml"), say, boxes.root,
-                    engine=box_programs[ENGINE])
-    outcome = runner.run(scenario)
+    outcome = box_runner(boxes.root, kube, plan, say).run(scenario)  # the Runner `forge twin run` and `forge bench` use
     assert outcome.passed, "\n".join(outcome.lines)
 
 

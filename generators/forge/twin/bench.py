@@ -22,16 +22,15 @@ from forge.incremental import generate
 from forge.paths import CLUSTERS_DIR
 from forge.render import render_all
 from forge.twin.binaries import Builder
-from forge.twin.box import running_box, state_folder
-from forge.twin.controllers import Controllers
+from forge.twin.box import box_syncer, running_box, state_folder
 from forge.twin.kube import connect
 from forge.twin.pins import TOOLS_FILE, argocd_crds_dir, box_pins
 from forge.twin.pki import Pki
-from forge.twin.run import Runner
+from forge.twin.run import box_runner
 from forge.twin.scenario import SCENARIOS_FILE, load_scenarios
 from forge.twin.sources import applications
-from forge.twin.submit import Propeller
-from forge.twin.sync import Syncer
+from forge.twin.tasks import resolve
+from forge.workflows.targets import WORKFLOWS_DIR
 
 APPLY_TARGET = 150.0  # objects/s: a real API server takes 250-320 over keep-alive
 WALL_TARGET = 60.0  # seconds per fleet, warm: start, apply, every scenario, stop
@@ -48,36 +47,40 @@ def programs_cached(root: Path) -> bool:
 
 def _copy(root: Path, dest: Path) -> None:
     """What a box needs of the repo: the inputs generate reads, the box's pins and builder
-    modules (they name the cached programs), and the scenarios."""
+    modules (they name the cached programs), the scenarios and the workflows their jobs name."""
     copy_inputs(root, dest)
     shutil.copytree(root / "ci", dest / "ci")
+    if (root / WORKFLOWS_DIR).is_dir():
+        shutil.copytree(root / WORKFLOWS_DIR, dest / WORKFLOWS_DIR, ignore=shutil.ignore_patterns("__pycache__"))
     for scenarios in sorted((root / CLUSTERS_DIR).glob(f"*/{SCENARIOS_FILE}")):
         shutil.copy(scenarios, dest / scenarios.relative_to(root))
 
 
 def bench_fleet(root: Path, cluster: str, upstream: Path) -> float:
-    """One cluster's box, warm: prints its line, returns its wall time."""
+    """One cluster's box, warm, as `forge twin run CLUSTER` runs it: prints its line, returns its
+    wall time."""
     plan = next(p for p in load_fleet(root) if p.name == cluster)
-    scenarios = load_scenarios(root, cluster)
+    scenarios = resolve(root, load_scenarios(root, cluster))
     apps = applications(root, plan, upstream, argocd_crds_dir(root, upstream))
     started = time.monotonic()
     with running_box(root, plan, upstream, _quiet) as state:
         up = time.monotonic() - started
         pki = Pki(state_folder(root, cluster) / "pki")
         kube = connect(state.server, pki.token(), pki.ca)
-        report = Syncer(kube, Controllers.wiring_for(state.kueue_webhook_port), _quiet).sync(apps)
-        runner = Runner(kube, plan, Propeller.from_values(root / "overlays" / cluster / "flyte" / "values.yaml"), _quiet)
+        report = box_syncer(kube, state, plan, _quiet).sync(apps)
+        runner = box_runner(root, kube, plan, _quiet)
         ran = time.monotonic()
-        passed = sum(runner.run(s).passed for s in scenarios)
+        failed = [s.name for s in scenarios if not runner.run(s).passed]
+        passed = len(scenarios) - len(failed)
         ran = time.monotonic() - ran
         kube.close()
         stopping = time.monotonic()
     down = time.monotonic() - stopping
     total = time.monotonic() - started
     click.echo(f"[box {cluster}] up={up:.1f}s apply={report.seconds:.1f}s ({report.applied} objects, "
-               f"{report.rate:.0f} objects/s, {len(report.refused)} refused; ratio to {APPLY_TARGET:.0f}/s: "
-               f"{report.rate / APPLY_TARGET:.2f}) scenarios={ran:.1f}s ({passed} of {len(scenarios)} passed, "
-               f"cleanups included) down={down:.1f}s total={total:.1f}s (ratio to {WALL_TARGET:.0f} s: {total / WALL_TARGET:.2f})")
+               f"{report.rate:.0f} objects/s, {len(report.refused)} refused, {report.already} CRDs held from the start; ratio to {APPLY_TARGET:.0f}/s: "
+               f"{report.rate / APPLY_TARGET:.2f}) scenarios={ran:.1f}s ({passed} of {len(scenarios)} passed"
+               f"{'; failed: ' + ', '.join(failed) if failed else ''}, cleanups included) down={down:.1f}s total={total:.1f}s (ratio to {WALL_TARGET:.0f} s: {total / WALL_TARGET:.2f})")
     return total
 
 

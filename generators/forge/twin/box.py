@@ -54,10 +54,15 @@ class BoxState:
     nfd_findings: list[str] = field(default_factory=list)
     ready: bool = False
     error: str = ""
+    # CRD name -> digest of what `up` applied, for this process's first sync only (never saved:
+    # another process cannot know that nothing changed them since).
+    start_crds: dict[str, str] = field(default_factory=dict)
 
     def save(self, folder: Path) -> None:
         tmp = folder / (STATE_FILE + ".tmp")
-        tmp.write_text(json.dumps(asdict(self), indent=2), encoding="utf-8")
+        data = asdict(self)
+        del data["start_crds"]
+        tmp.write_text(json.dumps(data, indent=2), encoding="utf-8")
         tmp.replace(folder / STATE_FILE)
 
     @classmethod
@@ -66,6 +71,14 @@ class BoxState:
             return cls(**json.loads((folder / STATE_FILE).read_text(encoding="utf-8")))
         except (OSError, ValueError, TypeError):
             return None
+
+
+def box_syncer(kube: Kube, state: "BoxState", plan: ClusterPlan, say: Callable[[str], None]) -> Syncer:
+    """The Syncer every command applies a cluster's output with: the box's Kueue webhook wired in,
+    and only what the cluster serves accepted (`forge bench` times the same apply `forge twin run` does).
+    The first one made after `up` takes the CRDs `up` applied (later ones cannot know them unchanged)."""
+    start, state.start_crds = state.start_crds, {}
+    return Syncer(kube, Controllers.wiring_for(state.kueue_webhook_port), say, plan.cluster.served, start)
 
 
 def state_folder(root: Path, cluster: str) -> Path:
@@ -128,7 +141,8 @@ class Box:
             self._stage(f"training-operator {pins.program('training-operator').version} ready", started)
         procs = self.control.procs + self.controllers.procs
         self.info = BoxState(self.plan.name, self.control.server, str(self.control.kubeconfig), os.getpid(),
-                             {p.name: p.pid for p in procs}, self.controllers.kueue_webhook_port, findings, ready=True)
+                             {p.name: p.pid for p in procs}, self.controllers.kueue_webhook_port, findings, ready=True,
+                             start_crds=dict(syncer.crds_applied))
         self.info.save(self.state)
         kube.close()
         return self.info

@@ -34,7 +34,7 @@ from forge.twin.pki import Pki
 from forge.twin.processes import pid_alive
 from forge.twin.sources import applications
 from forge.twin.supervise import FAILED, READY, log_file
-from forge.twin.sync import Syncer, SyncReport, Wiring
+from forge.twin.sync import Syncer, SyncReport
 
 UP_TIMEOUT = 3600.0  # a cold build of the programs takes minutes; its lines keep coming meanwhile
 SUPERVISOR = "forge.twin.supervise"
@@ -104,10 +104,9 @@ def _box(root: Path, plan: ClusterPlan, upstream: Path | None) -> Iterator[tuple
 
 
 def _syncer(kube: Kube, state: BoxState, plan: ClusterPlan) -> Syncer:
-    from forge.twin.controllers import Controllers
+    from forge.twin.box import box_syncer
 
-    wiring: Wiring = Controllers.wiring_for(state.kueue_webhook_port)
-    return Syncer(kube, wiring, say, plan.cluster.served)
+    return box_syncer(kube, state, plan, say)
 
 
 def _render(root: Path) -> None:
@@ -123,6 +122,8 @@ def _print_sync(report: SyncReport, state: BoxState) -> bool:
         click.echo(f"set aside: {aside}")
     for refusal in report.refused:
         click.echo(f"refused: {refusal}")
+    if report.already:
+        click.echo(f"{report.already} CRDs were applied, identical, when the box started (not sent again)")
     click.echo(f"applied {report.applied} objects in {report.seconds:.1f}s ({report.rate:.0f}/s); "
                f"{len(report.refused) + len(state.nfd_findings)} refused, {len(report.set_aside)} set aside")
     return not report.refused and not state.nfd_findings
@@ -203,11 +204,8 @@ def apply(root: Path, cluster: str, upstream: Path | None, no_render: bool) -> N
 def run(root: Path, cluster: str, scenarios: tuple[str, ...], upstream: Path | None, no_render: bool) -> None:
     """Apply, then run CLUSTER's scenarios (clusters/CLUSTER/scenarios.yaml): all, or those named."""
     upstream = _need_upstream(upstream)
-    from forge.twin.binaries import ensure_program
-    from forge.twin.flows import ENGINE, ENGINE_PROGRAM
-    from forge.twin.run import Runner
+    from forge.twin.run import box_runner
     from forge.twin.scenario import load_scenarios
-    from forge.twin.submit import Propeller
     from forge.twin.tasks import resolve
 
     plan = _plan(root, cluster)
@@ -219,9 +217,7 @@ def run(root: Path, cluster: str, scenarios: tuple[str, ...], upstream: Path | N
     with _box(root, plan, upstream) as (kube, state):
         if not _print_sync(_syncer(kube, state, plan).sync(apps), state):
             sys.exit(EXIT_FOUND)
-        runner = Runner(kube, plan, Propeller.from_values(root / "overlays" / cluster / "flyte" / "values.yaml"), say, root,
-                        engine=ensure_program(root, ENGINE_PROGRAM, say)[ENGINE],
-                        logs=state_folder(root, cluster) / "logs")
+        runner = box_runner(root, kube, plan, say)
         for scenario in chosen:
             outcome = runner.run(scenario)
             verdict = "passed" if outcome.passed else "FAILED"

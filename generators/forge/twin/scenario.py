@@ -69,7 +69,7 @@ class Job(_Strict):
 class Expect(_Strict):
     job: Name | None = None  # None: the step as a whole (infrastructure_untouched)
     admitted: Union[Literal["all"], Annotated[int, Field(ge=0)], None] = None
-    pending: bool | None = None  # every copy stays unadmitted for the whole wait
+    pending: bool | None = None  # every copy stays unadmitted all along (forge.twin.run.HOLD_SECONDS)
     pending_reason: str | None = None  # ...with this text in its QuotaReserved condition
     preempted: Annotated[int, Field(ge=1)] | None = None  # at least this many copies pre-empted
     distinct_nodes: Count | None = None  # its pods bound to this many distinct nodes
@@ -77,8 +77,8 @@ class Expect(_Strict):
     on_nodes_labelled: dict[str, str] = {}  # every pod on a node with these labels
     not_on_nodes_labelled: dict[str, str] = {}  # no pod on a node with these labels
     infrastructure_untouched: bool | None = None  # no pod outside the project namespaces evicted or gone
-    # Never pre-empted for the whole wait: no copy by Kueue, none of its bound pods evicted or deleted
-    # (the kube-scheduler's pre-emption included). The step waits its whole `within`.
+    # Never pre-empted all along: no copy by Kueue, none of its bound pods evicted or deleted (the
+    # kube-scheduler's pre-emption included), held HOLD_SECONDS past the step's other expectations.
     never_preempted: bool | None = None
     bound: Annotated[int, Field(ge=1)] | None = None  # at least this many of its pods bound to nodes
     not_on_nodes_down: bool | None = None  # no pod of it on a node that is not Ready

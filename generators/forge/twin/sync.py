@@ -20,6 +20,8 @@ Kueue instead (forge.twin.controllers), so their chart copies are set aside as r
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -96,6 +98,9 @@ class SyncReport:
     refused: list[Refusal] = field(default_factory=list)
     set_aside: list[SetAside] = field(default_factory=list)
     seconds: float = 0.0
+    # CRDs the box applied, identical, when it started (Kueue's and the training operators', which
+    # its controllers need first): a real sync applies each once, so the box does not again.
+    already: int = 0
 
     @property
     def rate(self) -> float:
@@ -205,9 +210,12 @@ class Syncer:
     """Applies Applications; `wiring` decides, per object, whether the box replaces it (returns a
     reason) and may rewrite it for the box (CRD conversion webhooks)."""
 
-    def __init__(self, kube: Kube, wiring: "Wiring", say: Callable[[str], None], served: Served | None = None) -> None:
+    def __init__(self, kube: Kube, wiring: "Wiring", say: Callable[[str], None], served: Served | None = None,
+                 crds_applied: dict[str, str] | None = None) -> None:
         self.kube, self.wiring, self.say = kube, wiring, say
         self.served = served  # what the cluster serves: an object of another built-in API is refused at once
+        # CRD name -> digest of what this box holds, as applied by this process: the same is not sent again
+        self.crds_applied: dict[str, str] = dict(crds_applied or {})
         # (group, kind) -> the CRD applied in this sync that serves it, until seen Established
         self._crds: dict[tuple[str, str], str] = {}
         self._crd_locks: dict[str, threading.Lock] = {}
@@ -243,7 +251,9 @@ class Syncer:
             obj, why = self.wiring.for_box(item.obj)
             if why:
                 report.set_aside.append(SetAside(app, item, why))
-            if obj is not None:
+            if obj is not None and self._held(obj):
+                report.already += 1
+            elif obj is not None:
                 todo.append((app, item, obj))
         self._record_all(report, todo, list(pool.map(lambda x: self._apply(x[2]), todo)), later)
 
@@ -260,10 +270,15 @@ class Syncer:
             else:
                 report.refused.append(Refusal(app, item, error.status, error.reason, _explain(error)))
 
+    def _held(self, obj: dict[str, Any]) -> bool:
+        """A CRD this box holds exactly as given (applied by this process)."""
+        return obj.get("kind") == "CustomResourceDefinition" and self.crds_applied.get(obj["metadata"]["name"]) == _digest(obj)
+
     def _applied_crd(self, crd: dict[str, Any]) -> None:
         spec = crd.get("spec") or {}
         with self._guard:
             self._crds[(str(spec.get("group")), str((spec.get("names") or {}).get("kind")))] = crd["metadata"]["name"]
+            self.crds_applied[crd["metadata"]["name"]] = _digest(crd)
 
     def _apply(self, obj: dict[str, Any]) -> ApiError | None:
         crd = self._crds.get(_served_kind(obj))
@@ -302,6 +317,10 @@ class Syncer:
                 time.sleep(0.05)
             with self._guard:
                 self._crds = {k: v for k, v in self._crds.items() if v != name}
+
+
+def _digest(obj: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
 
 
 def _missing_kind(exc: ApiError) -> bool:
