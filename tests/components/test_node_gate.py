@@ -61,6 +61,14 @@ def test_the_gate_may_only_patch_the_gpu_nodes_and_manage_jobs_in_its_namespace(
     assert pod["nodeSelector"] == cluster.system_node_selector
 
 
+def test_the_gate_holds_the_doca_driver_where_the_network_operator_runs_one():
+    """h200's ConnectX-7 NICs take the Network Operator's DOCA driver (k8s-operator-libs under the
+    driver name `ofed`); a100 has no DOCA driver, so its gate holds the GPU driver alone."""
+    assert json.loads(_doc("configmap-forge-node-gate.yaml")["data"]["config.json"])["drivers"] == ["gpu", "ofed"]
+    a100 = yaml.safe_load((REPO / "overlays/a100/gpu-operator/configmap-forge-node-gate.yaml").read_text())
+    assert json.loads(a100["data"]["config.json"])["drivers"] == ["gpu"]
+
+
 def test_no_gate_where_no_node_is_tested():
     assert not (REPO / "overlays/h200-burst/gpu-operator/deployment-forge-node-gate.yaml").exists()
 
