@@ -49,6 +49,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Callable
 
+SCRIPT = "node_gate.py"  # its key in the gate's ConfigMap (forge.components.node_gate)
 IN_CLUSTER = "https://kubernetes.default.svc"
 SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 STATE_FORMAT = "nvidia.com/{driver}-driver-upgrade-state"  # k8s-operator-libs UpgradeStateLabelKeyFmt

@@ -120,7 +120,7 @@ def _deployment(cluster: ClusterModel, namespace: str) -> dict[str, Any]:
 def manifests(cluster: ClusterModel, namespace: str, settings: NodeTests, network_namespace: str) -> list[dict[str, Any]]:
     if not enabled(cluster):
         return []
-    data = {"node_gate.py": Path(node_gate.__file__).read_text(encoding="utf-8"),
+    data = {node_gate.SCRIPT: Path(node_gate.__file__).read_text(encoding="utf-8"),
             "config.json": json.dumps(config(cluster, namespace, settings, network_namespace), indent=1, sort_keys=True) + "\n"}
     return [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": NAME, "namespace": namespace}, "data": data},
             allreduce.script(namespace), *_rbac(cluster, namespace), _deployment(cluster, namespace)]
