@@ -22,8 +22,11 @@ DOCA driver, in requestor mode through the Maintenance Operator's NodeMaintenanc
   held out of service whatever the library does with the cordon.
 * A node in an upgrade state of any driver (cordon-required ... uncordon-required, the requestor's
   node-maintenance-required and post-maintenance-required) is tainted and its old test Jobs deleted
-  (a new round); one still in upgrade-required runs no test (its driver is about to change). One that went NotReady for longer than `--repair-seconds` (powered
-  off for a repair) is tainted too. A new node registers tainted (forge's join files).
+  (a new round); one still in upgrade-required runs no test (its driver is about to change). One
+  that went NotReady for longer than `--repair-seconds` (powered off for a repair) is tainted too,
+  and so is one that booted again (its kubelet's `bootID` is not the one the gate last saw: a
+  firmware flash, a kernel, a repair; a node seen for the first time is taken as tested on its
+  boot). A new node registers tainted (forge's join files).
 * A tainted node whose driver is in place (upgrade-done, or no state yet) runs its tests one after
   the other (each takes every GPU): the gate creates the next test's objects when the previous
   Job completed. All passed: the taint goes (a JSON patch of the taints alone, guarded by the
@@ -60,6 +63,7 @@ REQUIRED, DONE, FAILED = "upgrade-required", "upgrade-done", "upgrade-failed"
 RELEASE_REQUEST = "forge.exa.ai/release-reason"  # an operator's: release this node against its failed test
 RELEASED = "forge.exa.ai/released"  # the gate's record of it
 ROUND = "forge.exa.ai/test-round"  # the gate's: "started" while a round runs, "passed" or "failed:<tests>"
+BOOT = "forge.exa.ai/tested-boot"  # the gate's: the boot (the kubelet's bootID) it last saw the node on
 
 Call = Callable[[str, str, Any, str], "dict[str, Any] | None"]  # method, path, body, content type
 
@@ -186,6 +190,8 @@ class Gate:
         name = node["metadata"]["name"]
         tested = bool(self.config["tests"].get(name))
         down = not_ready_since(node)
+        if tested and not down and self.rebooted(node):
+            self.new_round(node)  # a firmware flash, a kernel or a repair: tested again
         if tested and (in_upgrade(node, self.drivers) or (down and self.age(down) > self.config["repair_seconds"])):
             self.new_round(node)
             return "upgrading"
@@ -206,6 +212,15 @@ class Gate:
         if result.startswith("failed"):
             return self.failed(node, result)
         return "testing"
+
+    def rebooted(self, node: dict[str, Any]) -> bool:
+        """Whether the node booted again since the gate last saw it (the new boot is noted)."""
+        boot = ((node.get("status") or {}).get("nodeInfo") or {}).get("bootID") or ""
+        seen = annotations(node).get(BOOT)
+        if not boot or seen == boot:
+            return False
+        self.merge_node(node, {"annotations": {BOOT: boot}})
+        return seen is not None  # first seen: taken as tested on this boot (a new node is tainted anyway)
 
     def failed(self, node: dict[str, Any], result: str) -> str:
         name, reason = node["metadata"]["name"], annotations(node).get(RELEASE_REQUEST)

@@ -23,8 +23,9 @@ def test_the_script_s_labels_are_forge_s():
     assert node_gate.SKIP_LABEL == day_two.SKIP_LABEL.format(driver="gpu")
     assert (node_gate.REQUIRED, node_gate.DONE, node_gate.FAILED) == (
         day_two.UPGRADE_STATES[0], day_two.UPGRADE_DONE, day_two.UPGRADE_FAILED)
-    assert (node_gate.RELEASE_REQUEST, node_gate.RELEASED, node_gate.ROUND) == (
-        day_two.RELEASE_REQUEST_ANNOTATION, day_two.RELEASED_ANNOTATION, day_two.TEST_ROUND_ANNOTATION)
+    assert (node_gate.RELEASE_REQUEST, node_gate.RELEASED, node_gate.ROUND, node_gate.BOOT) == (
+        day_two.RELEASE_REQUEST_ANNOTATION, day_two.RELEASED_ANNOTATION, day_two.TEST_ROUND_ANNOTATION,
+        day_two.TESTED_BOOT_ANNOTATION)
 
 
 def test_the_gate_ships_the_script_and_every_tested_node_s_tests_in_order():
