@@ -93,6 +93,13 @@ def test_one_driver_at_a_time_on_a_node_that_needs_both():
     _labels(api, "n1")[GPU_STATE] = "drain-required"
     gate.step()
     assert _labels(api, "n1")[OFED_SKIP] == "true" and _labels(api, "n2")[GPU_SKIP] == "true"
+    _labels(api, "n1")[GPU_STATE] = g.DONE  # the GPU driver is in: the DOCA driver's turn, on the same node
+    gate.step()
+    assert OFED_SKIP not in _labels(api, "n1") and _labels(api, "n1")[GPU_SKIP] == "true"
+    assert api.created == [] and _labels(api, "n2")[GPU_SKIP] == _labels(api, "n2")[OFED_SKIP] == "true"
+    _labels(api, "n1")[OFED_STATE] = g.DONE  # both drivers in: one round of tests for both
+    gate.step()
+    assert api.created == ["forge-node-test-dcgm-n1"] and _labels(api, "n2")[GPU_SKIP] == "true"
 
 
 def test_an_opened_node_runs_no_test_before_its_upgrade_begins():
