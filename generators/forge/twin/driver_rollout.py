@@ -35,7 +35,7 @@ from typing import Any, Callable
 
 from forge import node_gate
 from forge.day_two import (RELEASE_REQUEST_ANNOTATION, RELEASED_ANNOTATION, SKIP_LABEL, TEST_ROUND_ANNOTATION,
-                           UPGRADE_DONE, UPGRADE_STATE_LABEL, WORKLOAD_LABEL)
+                           UPGRADE_DONE, UPGRADE_DRIVERS, UPGRADE_STATE_LABEL, WORKLOAD_LABEL)
 from forge.fleet import ClusterPlan
 from forge.twin.controlplane import FAIL_LABEL
 from forge.twin.kube import ApiError, Kube
@@ -300,7 +300,9 @@ class Play:
         for name in self.nodes:
             node = self.kube.get("v1", "Node", name)
             taints = [t for t in node["spec"].get("taints") or [] if t.get("key") != taint]
-            merge(self.kube, name, {"metadata": {"labels": {self.standin.state_label: None, self.standin.skip_label: None},
+            # every driver's labels: the gate holds the skip label of each driver it gates, not only this one's
+            labels = {f.format(driver=d): None for d in UPGRADE_DRIVERS for f in (UPGRADE_STATE_LABEL, SKIP_LABEL)}
+            merge(self.kube, name, {"metadata": {"labels": labels,
                                                  "annotations": {TEST_ROUND_ANNOTATION: None, RELEASED_ANNOTATION: None,
                                                                  RELEASE_REQUEST_ANNOTATION: None}},
                                     "spec": {"unschedulable": None, "taints": taints or None}})
