@@ -93,3 +93,4 @@ TESTS = ("dcgm", "nvlink", "nccl")
 RELEASE_REQUEST_ANNOTATION = "forge.exa.ai/release-reason"
 RELEASED_ANNOTATION = "forge.exa.ai/released"
 TEST_ROUND_ANNOTATION = "forge.exa.ai/test-round"
+TESTED_BOOT_ANNOTATION = "forge.exa.ai/tested-boot"  # the kubelet's bootID the gate last saw: a new one is tested again

@@ -1,24 +1,32 @@
-"""The node gate: the GPU driver rollout advances one node at a time, and only on passed tests.
+"""The node gate: a driver rollout (GPU or DOCA) advances one node at a time, and only on passed tests.
 
 Standard library only: forge.components.node_gate ships this file whole in a ConfigMap, with the
 cluster's config (JSON: the GPU nodes in rollout order, each node's test objects in the order they
-run, the taint, the pace), and runs it as a Deployment whose service account may get and patch
+run, the taint, the pace, the drivers it gates), and runs it as a Deployment whose service account may get and patch
 exactly the cluster's GPU nodes and create, read and delete the test Jobs and Services in one
 namespace. It reads the API server as that service account, or `--api URL` with `--token-file`
 and `--ca-file` (the box), or without credentials (a `kubectl proxy` on 127.0.0.1).
 
-What the GPU Operator's upgrade library (NVIDIA/k8s-operator-libs pkg/upgrade, GPU Operator
-v26.7.0) allows and what the gate does with it, every pass (`--interval` seconds):
+What the upgrade library (NVIDIA/k8s-operator-libs pkg/upgrade) allows and what the gate does with
+it, every pass (`--interval` seconds). Two operators run that library on a GPU node, each under its
+own driver name: the GPU Operator (v26.7.0, `gpu`) and the Network Operator (v26.4.1, `ofed`: the
+DOCA driver, in requestor mode through the Maintenance Operator's NodeMaintenance):
 
-* The library moves a node from upgrade-required to cordon-required only without the label
-  `nvidia.com/gpu-driver-upgrade.skip=true` (ProcessUpgradeRequiredNodes), and counts only cordoned
-  or NotReady nodes as unavailable. So the gate holds the label on every GPU node but the next
-  one(s): at most `max_parallel` nodes are opened, in progress or under test at once, and none
-  while a node's test failed (the rollout stops). A node is opened with the untested taint put on
-  first, so it leaves the upgrade held out of service whatever the library does with the cordon.
-* A node in an upgrade state (cordon-required ... uncordon-required) is tainted and its old test
-  Jobs deleted (a new round). One that went NotReady for longer than `--repair-seconds` (powered
-  off for a repair) is tainted too. A new node registers tainted (forge's join files).
+* The library moves a node on from upgrade-required only without the label
+  `nvidia.com/<driver>-driver-upgrade.skip=true` (ProcessUpgradeRequiredNodes, in both the in-place
+  and the requestor mode), and counts only cordoned or NotReady nodes as unavailable. So the gate
+  holds the label of every driver in `drivers` on every GPU node but the next one(s): at most
+  `max_parallel` nodes are opened, in progress or under test at once, for one driver each (the GPU
+  and the DOCA driver never reload on one node together), and none while a node's test failed (the
+  rollout stops). A node is opened with the untested taint put on first, so it leaves the upgrade
+  held out of service whatever the library does with the cordon.
+* A node in an upgrade state of any driver (cordon-required ... uncordon-required, the requestor's
+  node-maintenance-required and post-maintenance-required) is tainted and its old test Jobs deleted
+  (a new round); one still in upgrade-required runs no test (its driver is about to change). One
+  that went NotReady for longer than `--repair-seconds` (powered off for a repair) is tainted too,
+  and so is one that booted again (its kubelet's `bootID` is not the one the gate last saw: a
+  firmware flash, a kernel, a repair; a node seen for the first time is taken as tested on its
+  boot). A new node registers tainted (forge's join files).
 * A tainted node whose driver is in place (upgrade-done, or no state yet) runs its tests one after
   the other (each takes every GPU): the gate creates the next test's objects when the previous
   Job completed. All passed: the taint goes (a JSON patch of the taints alone, guarded by the
@@ -44,21 +52,35 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Callable
 
+SCRIPT = "node_gate.py"  # its key in the gate's ConfigMap (forge.components.node_gate)
 IN_CLUSTER = "https://kubernetes.default.svc"
 SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
-STATE_LABEL = "nvidia.com/gpu-driver-upgrade-state"
-SKIP_LABEL = "nvidia.com/gpu-driver-upgrade.skip"
+STATE_FORMAT = "nvidia.com/{driver}-driver-upgrade-state"  # k8s-operator-libs UpgradeStateLabelKeyFmt
+SKIP_FORMAT = "nvidia.com/{driver}-driver-upgrade.skip"  # UpgradeSkipNodeLabelKeyFmt
+DRIVERS = ("gpu",)  # a config without `drivers`: the GPU Operator's alone
+STATE_LABEL, SKIP_LABEL = STATE_FORMAT.format(driver="gpu"), SKIP_FORMAT.format(driver="gpu")
 REQUIRED, DONE, FAILED = "upgrade-required", "upgrade-done", "upgrade-failed"
 RELEASE_REQUEST = "forge.exa.ai/release-reason"  # an operator's: release this node against its failed test
 RELEASED = "forge.exa.ai/released"  # the gate's record of it
 ROUND = "forge.exa.ai/test-round"  # the gate's: "started" while a round runs, "passed" or "failed:<tests>"
+BOOT = "forge.exa.ai/tested-boot"  # the gate's: the boot (the kubelet's bootID) it last saw the node on
 
 Call = Callable[[str, str, Any, str], "dict[str, Any] | None"]  # method, path, body, content type
 
 
-def in_upgrade(node: dict[str, Any]) -> bool:
-    """Between cordon-required and uncordon-required: the library is taking the driver out."""
-    return labels(node).get(STATE_LABEL, "") not in ("", REQUIRED, DONE, FAILED)
+def in_upgrade(node: dict[str, Any], drivers: tuple[str, ...] = DRIVERS) -> bool:
+    """Between cordon-required and uncordon-required for some driver: the library is taking it out."""
+    return any(labels(node).get(STATE_FORMAT.format(driver=d), "") not in ("", REQUIRED, DONE, FAILED) for d in drivers)
+
+
+def required(node: dict[str, Any], drivers: tuple[str, ...] = DRIVERS) -> list[str]:
+    """The drivers waiting in upgrade-required on this node, in the config's order."""
+    return [d for d in drivers if labels(node).get(STATE_FORMAT.format(driver=d)) == REQUIRED]
+
+
+def opened_for(node: dict[str, Any], drivers: tuple[str, ...] = DRIVERS) -> str | None:
+    """The driver the node waits in upgrade-required for without its skip label: let through."""
+    return next((d for d in required(node, drivers) if labels(node).get(SKIP_FORMAT.format(driver=d)) != "true"), None)
 
 
 def labels(node: dict[str, Any]) -> dict[str, str]:
@@ -91,6 +113,7 @@ class Gate:
                  now: Callable[[], float] = time.time) -> None:
         self.config, self.call, self.say, self.now = config, call, say, now
         self.ns, self.taint = config["namespace"], config["taint"]
+        self.drivers = tuple(config.get("drivers") or DRIVERS)
         self.stopped = ""  # what was last said about a stopped rollout: said once
 
     # ---- API ------------------------------------------------------------------------------------
@@ -162,17 +185,22 @@ class Gate:
         return "passed"
 
     def tend(self, node: dict[str, Any]) -> str:
-        """A node's place: idle, upgrading, testing, failed (its test failed, not released)."""
+        """A node's place: idle, upgrading, waiting (tainted, its upgrade not begun), testing, failed
+        (its test failed, not released)."""
         name = node["metadata"]["name"]
         tested = bool(self.config["tests"].get(name))
         down = not_ready_since(node)
-        if tested and (in_upgrade(node) or (down and self.age(down) > self.config["repair_seconds"])):
+        if tested and not down and self.rebooted(node):
+            self.new_round(node)  # a firmware flash, a kernel or a repair: tested again
+        if tested and (in_upgrade(node, self.drivers) or (down and self.age(down) > self.config["repair_seconds"])):
             self.new_round(node)
             return "upgrading"
-        if in_upgrade(node):
+        if in_upgrade(node, self.drivers):
             return "upgrading"
         if not (tested and tainted(node, self.taint)) or down:
             return "idle"
+        if required(node, self.drivers) and not str(annotations(node).get(ROUND, "")).startswith("failed"):
+            return "waiting"  # its turn comes in step(); a test now would be evicted by the upgrade's drain
         if annotations(node).get(ROUND) not in ("started",) and not str(annotations(node).get(ROUND, "")).startswith("failed"):
             self.new_round(node)  # a new node, registered tainted: its first round
         result = self.run_tests(node)
@@ -184,6 +212,15 @@ class Gate:
         if result.startswith("failed"):
             return self.failed(node, result)
         return "testing"
+
+    def rebooted(self, node: dict[str, Any]) -> bool:
+        """Whether the node booted again since the gate last saw it (the new boot is noted)."""
+        boot = ((node.get("status") or {}).get("nodeInfo") or {}).get("bootID") or ""
+        seen = annotations(node).get(BOOT)
+        if not boot or seen == boot:
+            return False
+        self.merge_node(node, {"annotations": {BOOT: boot}})
+        return seen is not None  # first seen: taken as tested on this boot (a new node is tainted anyway)
 
     def failed(self, node: dict[str, Any], result: str) -> str:
         name, reason = node["metadata"]["name"], annotations(node).get(RELEASE_REQUEST)
@@ -219,26 +256,30 @@ class Gate:
         is out and no test failed, every other node held."""
         nodes = {n: self.node(n) for n in self.config["nodes"]}
         places = {n: self.tend(node) for n, node in nodes.items() if node is not None}
-        opened = [n for n, node in nodes.items() if node is not None and labels(node).get(STATE_LABEL) == REQUIRED
-                  and labels(node).get(SKIP_LABEL) != "true"]
+        opened = [n for n, node in nodes.items() if node is not None and opened_for(node, self.drivers)]
         busy = sum(1 for p in places.values() if p in ("upgrading", "testing")) + len(opened)
         stop = [n for n, p in places.items() if p == "failed"]
         slots = 0 if stop else max(0, self.config["max_parallel"] - busy)
         for name, node in nodes.items():
             if node is None:
                 continue
-            waiting = labels(node).get(STATE_LABEL) == REQUIRED and self.in_racks(name)
+            waiting = required(node, self.drivers) if self.in_racks(name) else []
             if name in opened:
                 continue
             if waiting and slots > 0:
                 slots -= 1
                 if self.config["tests"].get(name):
                     self.new_round(node)
-                self.merge_node(node, {"labels": {SKIP_LABEL: None}})
-                self.say(f"{name}: next in the driver rollout")
+                # one driver at a time: the other's skip label stays until this one is done and tested
+                self.merge_node(node, {"labels": {SKIP_FORMAT.format(driver=d): None if d == waiting[0] else "true"
+                                                  for d in self.drivers}})
+                self.say(f"{name}: next in the {waiting[0]} driver rollout")
                 places[name] = "opened"
-            elif labels(node).get(SKIP_LABEL) != "true":
-                self.merge_node(node, {"labels": {SKIP_LABEL: "true"}})
+            else:
+                held = {SKIP_FORMAT.format(driver=d): "true" for d in self.drivers
+                        if labels(node).get(SKIP_FORMAT.format(driver=d)) != "true"}
+                if held:
+                    self.merge_node(node, {"labels": held})
         said = f"rollout stopped: {', '.join(stop)} failed a test (release on the record with {RELEASE_REQUEST})" if stop else ""
         if said and said != self.stopped:
             self.say(said)
@@ -284,7 +325,7 @@ def probe(alive: str | None, max_age: float) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="hold the GPU driver rollout to one node at a time, on passed tests")
+    parser = argparse.ArgumentParser(description="hold the GPU and DOCA driver rollouts to one node at a time, on passed tests")
     parser.add_argument("config", help="the gate's JSON config (forge.components.node_gate)")
     parser.add_argument("--api", help="API server URL (default: in-cluster, as the pod's service account)")
     parser.add_argument("--token-file", help="with --api: a bearer token file")

@@ -23,8 +23,9 @@ def test_the_script_s_labels_are_forge_s():
     assert node_gate.SKIP_LABEL == day_two.SKIP_LABEL.format(driver="gpu")
     assert (node_gate.REQUIRED, node_gate.DONE, node_gate.FAILED) == (
         day_two.UPGRADE_STATES[0], day_two.UPGRADE_DONE, day_two.UPGRADE_FAILED)
-    assert (node_gate.RELEASE_REQUEST, node_gate.RELEASED, node_gate.ROUND) == (
-        day_two.RELEASE_REQUEST_ANNOTATION, day_two.RELEASED_ANNOTATION, day_two.TEST_ROUND_ANNOTATION)
+    assert (node_gate.RELEASE_REQUEST, node_gate.RELEASED, node_gate.ROUND, node_gate.BOOT) == (
+        day_two.RELEASE_REQUEST_ANNOTATION, day_two.RELEASED_ANNOTATION, day_two.TEST_ROUND_ANNOTATION,
+        day_two.TESTED_BOOT_ANNOTATION)
 
 
 def test_the_gate_ships_the_script_and_every_tested_node_s_tests_in_order():
@@ -59,6 +60,14 @@ def test_the_gate_may_only_patch_the_gpu_nodes_and_manage_jobs_in_its_namespace(
     assert pod["serviceAccountName"] == "forge-node-gate" and pod["priorityClassName"] == "system-cluster-critical"
     assert pod["containers"][0]["image"].startswith("docker.io/library/python:")
     assert pod["nodeSelector"] == cluster.system_node_selector
+
+
+def test_the_gate_holds_the_doca_driver_where_the_network_operator_runs_one():
+    """h200's ConnectX-7 NICs take the Network Operator's DOCA driver (k8s-operator-libs under the
+    driver name `ofed`); a100 has no DOCA driver, so its gate holds the GPU driver alone."""
+    assert json.loads(_doc("configmap-forge-node-gate.yaml")["data"]["config.json"])["drivers"] == ["gpu", "ofed"]
+    a100 = yaml.safe_load((REPO / "overlays/a100/gpu-operator/configmap-forge-node-gate.yaml").read_text())
+    assert json.loads(a100["data"]["config.json"])["drivers"] == ["gpu"]
 
 
 def test_no_gate_where_no_node_is_tested():

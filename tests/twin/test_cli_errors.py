@@ -119,3 +119,20 @@ def test_a_rollout_step_names_a_node_and_a_known_test(tmp_path):
     from tests.helpers import REPO
     [gated] = load_scenarios(REPO, "h200", ("driver-rollout-gated",))
     assert gated.steps[1].rollout is not None and gated.steps[1].rollout.fail_node == "h200-gpu-03"
+
+
+def test_a_rollout_step_names_a_driver_the_upgrade_library_knows(tmp_path):
+    """`driver` is k8s-operator-libs' driver name: gpu (the GPU Operator) or ofed (the Network
+    Operator's DOCA driver); anything else is refused with its line."""
+    from forge.datafile import DataFileError
+    from forge.twin.scenario import ScenarioFile, load_scenarios
+    import forge.datafile as datafile
+    import pytest
+    from tests.helpers import REPO
+    path = tmp_path / "scenarios.yaml"
+    path.write_text("scenarios:\n  - name: r\n    steps:\n      - rollout: {fail_node: n3, driver: nic}\n")
+    with pytest.raises(DataFileError) as err:
+        datafile.load(path, ScenarioFile, "scenarios.yaml")
+    assert "scenarios.yaml:4: scenarios[0].steps[0].rollout.driver" in str(err.value.problems[0])
+    [doca] = load_scenarios(REPO, "h200", ("doca-rollout-gated",))
+    assert doca.steps[1].rollout is not None and doca.steps[1].rollout.driver == "ofed"

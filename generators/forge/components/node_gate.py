@@ -1,12 +1,12 @@
-"""The node gate (forge.node_gate): the GPU driver rollout advances one node at a time, and only
-once the previous node passed its tests; a node entering a driver change, a repair or first
+"""The node gate (forge.node_gate): the GPU driver rollout, and the DOCA driver's where the Network
+Operator runs one, advances one node at a time, and only once the previous node passed its tests; a node entering a driver change, a repair or first
 joining is held out of service by the untested taint until its tests pass. Synced with the GPU
 Operator's Application, on clusters whose GPU nodes are tested before they serve:
 
 * ConfigMap `forge-node-gate`: the script, and `config.json`: the GPU nodes in rollout order
   (rack by rack, as the inventory lists them), each tested node's test objects in the order they
   run (forge.components.node_tests.node_test_objects: the same objects as the node-test files),
-  the taint, the pace (`max_parallel`), the maintenance racks;
+  the taint, the pace (`max_parallel`), the maintenance racks, the drivers it gates (`gpu`, `ofed`);
 * ConfigMap `forge-node-test-nccl`: the all-reduce script the NVLink and NCCL Jobs mount;
 * a Deployment of one replica on the system nodes (system-cluster-critical), and least privilege:
   a ClusterRole that may only get and patch the cluster's GPU nodes, by name (the skip label, the
@@ -14,8 +14,8 @@ Operator's Application, on clusters whose GPU nodes are tested before they serve
   Events in this namespace, nothing else. RBAC cannot narrow `create` by name, so the Jobs it may
   create are bounded by the namespace (its Pod Security level) and by its ConfigMap, synced from Git.
 
-The gate writes `nvidia.com/gpu-driver-upgrade.skip` itself on the GPU nodes (every node but the
-next); NFD's maintenance-mode skip labels (forge.components.driver_upgrades.skip_labels) say the
+The gate writes `nvidia.com/gpu-driver-upgrade.skip` (and `nvidia.com/ofed-driver-upgrade.skip`)
+itself on the GPU nodes (every node but the next); NFD's maintenance-mode skip labels (forge.components.driver_upgrades.skip_labels) say the
 same on the racks outside maintenance, and the gate opens only nodes inside them.
 """
 from __future__ import annotations
@@ -28,7 +28,7 @@ from forge import node_gate, versions
 from forge.components.node_tests import NodeTests, node_test_objects
 from forge.components.node_tests import allreduce
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL
-from forge.day_two import gpu_upgrade_settings
+from forge.day_two import UPGRADE_DRIVERS, gpu_upgrade_settings
 from forge.model import UNTESTED_TAINT_KEY, ClusterModel
 
 NAME = "forge-node-gate"
@@ -45,10 +45,17 @@ def enabled(cluster: ClusterModel) -> bool:
     return not cluster.cloud and any(n.tested_before_service for n in cluster.gpu_nodes)
 
 
+def gated_drivers(cluster: ClusterModel) -> list[str]:
+    """The upgrade controllers whose rollouts the gate holds: the GPU Operator's, and the Network
+    Operator's DOCA driver where it runs one (k8s-operator-libs under the driver name `ofed`)."""
+    return [d for d in UPGRADE_DRIVERS if d == "gpu" or cluster.ofed_driver]
+
+
 def config(cluster: ClusterModel, namespace: str, settings: NodeTests, network_namespace: str) -> dict[str, Any]:
     upgrade = gpu_upgrade_settings(cluster)
     return {
         "namespace": namespace, "taint": UNTESTED_TAINT_KEY, "max_parallel": upgrade.max_parallel,
+        "drivers": gated_drivers(cluster),
         "repair_seconds": REPAIR_SECONDS,
         "racks": list(upgrade.maintenance.racks) if upgrade.maintenance else [],
         "rack_of": {n.name: n.rack for n in cluster.gpu_nodes},
@@ -113,7 +120,7 @@ def _deployment(cluster: ClusterModel, namespace: str) -> dict[str, Any]:
 def manifests(cluster: ClusterModel, namespace: str, settings: NodeTests, network_namespace: str) -> list[dict[str, Any]]:
     if not enabled(cluster):
         return []
-    data = {"node_gate.py": Path(node_gate.__file__).read_text(encoding="utf-8"),
+    data = {node_gate.SCRIPT: Path(node_gate.__file__).read_text(encoding="utf-8"),
             "config.json": json.dumps(config(cluster, namespace, settings, network_namespace), indent=1, sort_keys=True) + "\n"}
     return [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": NAME, "namespace": namespace}, "data": data},
             allreduce.script(namespace), *_rbac(cluster, namespace), _deployment(cluster, namespace)]

@@ -85,10 +85,11 @@ class Expect(_Strict):
 
 
 class Rollout(_Strict):
-    """A GPU driver bump, played with forge's node gate (forge.twin.driver_rollout): every GPU node
-    goes to upgrade-required; the rollout must advance one node at a time on passed tests, stop at
+    """A driver bump (the GPU Operator's, or the Network Operator's DOCA driver: `driver: ofed`),
+    played with forge's node gate (forge.twin.driver_rollout): every GPU node goes to upgrade-required; the rollout must advance one node at a time on passed tests, stop at
     `fail_node` (its `fail_test` fails), and, with `release`, move on once it is released on the record."""
     fail_node: Name
+    driver: Literal["gpu", "ofed"] = "gpu"  # k8s-operator-libs' driver name: nvidia.com/<driver>-driver-upgrade-state
     fail_test: Literal["dcgm", "nvlink", "nccl"] = "dcgm"
     passes: Annotated[int, Field(ge=1, le=50)] = 2  # nodes that must pass before fail_node is reached
     hold: Annotated[int, Field(ge=1, le=600)] = 15  # seconds no node may start after the failure
