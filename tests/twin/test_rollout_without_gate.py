@@ -14,10 +14,8 @@ import re
 import pytest
 
 from forge import node_gate
-from forge.twin.flows import ENGINE
-from forge.twin.run import Runner
+from forge.twin.run import box_runner
 from forge.twin.sources import applications
-from forge.twin.submit import Propeller
 from tests.twin.conftest import say
 from tests.twin.test_scenarios import resolved
 
@@ -34,9 +32,7 @@ def _gate_objects(boxes) -> list[dict]:
 
 def _play(boxes, box_programs):
     plan, kube, _, _ = boxes.get("h200")
-    runner = Runner(kube, plan, Propeller.from_values(boxes.root / "overlays" / "h200" / "flyte" / "values.yaml"), say,
-                    boxes.root, engine=box_programs[ENGINE])
-    return runner.run(resolved(boxes.root, "h200")[SCENARIO])
+    return box_runner(boxes.root, kube, plan, say).run(resolved(boxes.root, "h200")[SCENARIO])
 
 
 def _pruned(kube, objects: list[dict]) -> None:
