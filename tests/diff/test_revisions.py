@@ -100,6 +100,8 @@ def test_first_mellanox_nic_brings_the_network_operator_and_its_driver(repo, kus
     assert changes_of(report, "a100") == [
         ("argocd", "added", "AppProject argocd/forge-a100-network-operator (argoproj.io)"),
         ("argocd", "added", "Application argocd/a100-network-operator (argoproj.io)"),
+        # the node gate now holds the DOCA driver's rollout too (its config lists the driver `ofed`)
+        ("gpu-operator", "changed", "ConfigMap gpu-operator/forge-node-gate"),
         ("network-operator", "added", "Helm values of network-operator"),
         # the Maintenance Operator's limits: DOCA/OFED upgrades share the GPU driver upgrades' knob
         ("network-operator", "added", "MaintenanceOperatorConfig nvidia-network-operator/default (maintenance.nvidia.com)"),
@@ -109,6 +111,7 @@ def test_first_mellanox_nic_brings_the_network_operator_and_its_driver(repo, kus
         ("network-operator", "added", "NetworkPolicy nvidia-network-operator/default-deny-ingress (networking.k8s.io)"),
         ("network-operator", "added", "NicClusterPolicy nic-cluster-policy (mellanox.com)"),
     ]
+    assert fields_of(report, "a100", "ConfigMap gpu-operator/forge-node-gate") == [('data["config.json"] > drivers[1]', MISSING, "ofed")]
     # The new Application comes with its own AppProject, as wide as what it renders; no other changes.
     project = next(c.new for c in report.changes if str(c.ident) == "AppProject argocd/forge-a100-network-operator (argoproj.io)")["spec"]
     assert {(k["group"], k["kind"]) for k in project["clusterResourceWhitelist"]} >= {

@@ -3,6 +3,7 @@ traceback, and no box is started (no box needed)."""
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from tests.helpers import forge, git_repo_copy, line_of
 
@@ -26,15 +27,19 @@ def test_a_bad_scenario_file_is_named_by_file_line_and_field(repo, upstream, old
     _refused(repo, upstream, old, new, 0, field, message)
 
 
-# The busy fleet's step fields (forge.twin.steps), in scenario busy-pretrain (the 7th) and busy-node-test (the 9th).
+# The busy fleet's step fields (forge.twin.steps), in scenarios busy-pretrain and busy-node-test; the index in
+# the message is looked up by name, so a scenario added before them does not break the test.
 @pytest.mark.parametrize("old, new, scenario, field, message", [
-    ("      - finish: [reranker, sweep]", "      - finish: [reranker, sweeps]", 6, "steps[1].finish[1]", "no job 'sweeps' runs before this step (have: embed, reranker, sweep)"),
-    ("node_test: {name: nccl, peer_runs: reranker}", "node_test: {name: nccl, peer_runs: rerank}", 8, "steps[1].node_test",
+    ("      - finish: [reranker, sweep]", "      - finish: [reranker, sweeps]", "busy-pretrain", "steps[1].finish[1]",
+     "no job 'sweeps' runs before this step (have: embed, reranker, sweep)"),
+    ("node_test: {name: nccl, peer_runs: reranker}", "node_test: {name: nccl, peer_runs: rerank}", "busy-node-test", "steps[1].node_test",
      "no job 'rerank' is submitted by this step or an earlier one"),
-    ("node_test: {name: nccl, peer_runs: reranker}", "node_test: {name: nccl, peer: reranker}", 8, "steps[1].node_test.peer", "unknown key"),
+    ("node_test: {name: nccl, peer_runs: reranker}", "node_test: {name: nccl, peer: reranker}", "busy-node-test", "steps[1].node_test.peer",
+     "unknown key"),
 ])
 def test_a_bad_busy_step_is_named_by_file_line_and_field(repo, upstream, old, new, scenario, field, message):
-    _refused(repo, upstream, old, new, scenario, field, message)
+    names = [s["name"] for s in yaml.safe_load((repo / "clusters/h200/scenarios.yaml").read_text())["scenarios"]]
+    _refused(repo, upstream, old, new, names.index(scenario), field, message)
 
 
 def _refused(repo, upstream, old, new, scenario, field, message):
