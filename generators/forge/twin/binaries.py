@@ -134,10 +134,24 @@ class Builder:
             if program.keep:
                 self._keep(program, work, env)
             (work / _DONE).write_text(f"{go_version_line()}\n{' '.join(cmd)}\n", encoding="utf-8")
-            shutil.rmtree(folder, ignore_errors=True)
-            work.rename(folder)
+            self._settle(work, folder)
         finally:
             shutil.rmtree(work, ignore_errors=True)
+
+    @staticmethod
+    def _settle(work: Path, folder: Path) -> None:
+        """Move a finished build into place. Two forge runs on one machine (two boxes started at
+        once) may build the same program together: the first to finish wins, the other's copy is
+        dropped (the same inputs give the same program)."""
+        if (folder / _DONE).is_file():
+            return
+        shutil.rmtree(folder, ignore_errors=True)
+        try:
+            work.rename(folder)
+        except OSError as e:
+            if not (folder / _DONE).is_file():
+                raise ForgeError(f"twin build: cannot move the build into {folder}: {e.strerror}; remove that "
+                                 f"folder and run again") from None
 
     def _keep(self, program: GoProgram, work: Path, env: dict[str, str]) -> None:
         """Copy the module's data folders the box reads at run time next to the binary, so a
