@@ -143,6 +143,9 @@ PROBES = {
     "system-namespace": lambda _: "\n".join(problems(edit(edit(edit(
         H200, "{name: research,", "{name: kube,"), "      research: {flavor", "      kube: {flavor"),
         "{name: development, share_percent: 10}", "{name: system, share_percent: 10}"))),
+    "reserved-namespace": lambda _: "\n".join(problems(edit(edit(edit(
+        H200, "{name: research,", "{name: ingress,"), "      research: {flavor", "      ingress: {flavor"),
+        "{name: staging, share_percent: 10}", "{name: nginx, share_percent: 10}"))),
     "wildcard": lambda _: inventory("repo_url: https://github.com/exa-labs/forge.git", 'repo_url: "https://*"'),
     "default-project": lambda _: inventory("project: forge-h200", "project: default"),
     "shared-project": lambda root: (root / "clusters/a100/inventory.yaml").write_text(

@@ -33,6 +33,7 @@ SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 Get = Callable[[str], "dict[str, Any] | None"]
 VPC_CNI, VPC_CNI_AGENT = "aws-node", "aws-eks-nodeagent"  # the EKS VPC CNI's DaemonSet and its network policy agent
+VPC_CNI_NAMESPACE = "kube-system"  # where the vpc-cni add-on runs it
 
 
 def missing(spec: dict[str, Any], get: Get) -> list[str]:
@@ -99,9 +100,9 @@ def eks_vpc_cni(ready: list[dict[str, Any]]) -> list[str]:
     --enable-network-policy=true (the add-on's configuration `enableNetworkPolicy: "true"`, which
     also turns on EKS's network policy controller)."""
     node = next((d for d in ready if (d.get("metadata") or {}).get("name") == VPC_CNI
-                 and (d.get("metadata") or {}).get("namespace") == "kube-system"), None)
+                 and (d.get("metadata") or {}).get("namespace") == VPC_CNI_NAMESPACE), None)
     if node is None:
-        return [f"missing prerequisite: the EKS VPC CNI (no ready DaemonSet {VPC_CNI} in kube-system) or another CNI "
+        return [f"missing prerequisite: the EKS VPC CNI (no ready DaemonSet {VPC_CNI} in {VPC_CNI_NAMESPACE}) or another CNI "
                 "that enforces NetworkPolicy: install the vpc-cni add-on before the first sync"]
     containers = ((((node.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers")) or []
     agent = next((c for c in containers if c.get("name") == VPC_CNI_AGENT), None)

@@ -165,6 +165,10 @@ class NoSettings(BaseModel):
 class Component:
     name: ClassVar[str]  # folder under overlays/<cluster>/ and base/, Application suffix
     namespace: ClassVar[str]
+    # Namespaces beyond its own that its chart or manifests put objects into, whatever the inventory
+    # says (kube-system, for a Role a chart binds there): AppProject destinations, and reserved so no
+    # Flyte project-domain namespace is one (forge.fleet.scope).
+    other_namespaces: ClassVar[tuple[str, ...]] = ()
     sync_wave: ClassVar[int]
     chart: ClassVar[str | None] = None  # key in charts/versions.yaml
     release_name: ClassVar[str | None] = None  # defaults to the component name
@@ -228,8 +232,14 @@ class Component:
 
     def namespaces(self, cluster: ClusterModel) -> tuple[str, ...]:
         """Every namespace the component's Application deploys into (for the AppProject): its own,
-        plus any its manifests name explicitly (Flyte's project namespaces)."""
-        return (self.namespace,)
+        `other_namespaces`, plus any its manifests name from the inventory (Flyte's project namespaces)."""
+        return (self.namespace, *self.other_namespaces)
+
+    def settings_namespaces(self, settings: Any) -> dict[str, str]:
+        """Namespaces its typed settings name that it (or its operator) writes into, each with the
+        setting that names it (the Network Operator's network_namespace): reserved as the
+        component's (forge.fleet.scope), so no Flyte project-domain namespace is one."""
+        return {}
 
     def owned_namespaces(self, cluster: ClusterModel) -> tuple[str, ...]:
         """The namespaces whose Namespace object forge ships for this component (base/<name>/,

@@ -155,9 +155,17 @@ class ExternalSecrets(Component):
         return [custom_resource(cluster_secret_store(self.settings(cluster), consumer_namespaces(cluster, components)))]
 
     def bootstrap_secret(self, cluster: ClusterModel) -> tuple[str, str] | None:
-        """(namespace, name) of the one Secret created by hand, or None when the store needs none."""
-        store = self.settings(cluster).store
-        return (NAMESPACE, store.credentials_secret) if isinstance(store, AwsStore) else None
+        """(namespace, name) of the one Secret created by hand (a prerequisite, forge.argocd_prereqs),
+        or None when the store needs none."""
+        return bootstrap_secret_of(self.settings(cluster))
+
+    def settings_namespaces(self, settings: ExternalSecretsSettings) -> dict[str, str]:
+        boot = bootstrap_secret_of(settings)
+        return {boot[0]: "store.credentials_secret, the bootstrap Secret"} if boot else {}
+
+
+def bootstrap_secret_of(s: ExternalSecretsSettings) -> tuple[str, str] | None:
+    return (NAMESPACE, s.store.credentials_secret) if isinstance(s.store, AwsStore) else None
 
 
 def consumer_namespaces(cluster: ClusterModel, components: Sequence[Component]) -> list[str]:

@@ -159,7 +159,7 @@ class JupyterHub(Component):
         return s.projects or [p.name for p in cluster.component_settings[Flyte.name].projects]
 
     def namespaces(self, cluster: ClusterModel) -> tuple[str, ...]:
-        return (self.namespace, *(namespace_for(p, DOMAIN) for p in self.projects(cluster)))
+        return (*super().namespaces(cluster), *(namespace_for(p, DOMAIN) for p in self.projects(cluster)))
 
     def secrets(self, cluster: ClusterModel) -> list[SecretUse]:
         s: Settings = self.settings(cluster)

@@ -62,6 +62,7 @@ def node_role(cluster: ClusterModel) -> str:
 class Karpenter(Component):
     name = "karpenter"
     namespace = "karpenter"
+    other_namespaces = ("kube-system",)  # the chart's `karpenter-dns` Role and RoleBinding (it reads kube-dns)
     sync_wave = WAVE_NETWORK  # node pools before the operators whose pods need the nodes
     chart = "karpenter"
     server_side_apply = True  # the NodePool and EC2NodeClass CRDs are large
@@ -86,10 +87,6 @@ class Karpenter(Component):
 
     def enabled(self, cluster: ClusterModel) -> bool:
         return any(p.karpenter for p in cluster.pools)
-
-    def namespaces(self, cluster: ClusterModel) -> tuple[str, ...]:
-        # The chart's `karpenter-dns` Role and RoleBinding live in kube-system (it reads kube-dns).
-        return (self.namespace, "kube-system")
 
     def ingress(self, cluster: ClusterModel) -> tuple[network.Allow, ...]:
         return (network.scrape([METRICS_PORT]),)

@@ -109,6 +109,7 @@ def manager_config(settings: KueueSettings, pods_ready_minutes: int) -> dict[str
 class Kueue(Component):
     name = "kueue"
     namespace = NAMESPACE
+    other_namespaces = ("kube-system",)  # the chart binds the visibility API's reader role there
     # After the training-operator and KubeRay (their CRDs are there when Kueue sets up those
     # integrations) and before Flyte (its LocalQueues need Kueue's CRDs, its jobs Kueue's webhooks).
     sync_wave = WAVE_KUEUE
@@ -154,10 +155,6 @@ class Kueue(Component):
 
     def enabled(self, cluster: ClusterModel) -> bool:
         return self.name in cluster.component_settings
-
-    def namespaces(self, cluster: ClusterModel) -> tuple[str, ...]:
-        # The chart binds the visibility API's reader role in kube-system.
-        return (self.namespace, "kube-system")
 
     def check(self, loaded, settings: KueueSettings, given) -> Iterator:
         return check_kueue(loaded, settings, given)

@@ -130,6 +130,9 @@ class PrometheusCrds(Component):
 class Prometheus(Component):
     name = "prometheus"
     namespace = NAMESPACE
+    # The chart puts the Services that expose the control plane's metrics (scheduler, controller
+    # manager, etcd, kube-proxy, CoreDNS) in kube-system, next to the pods they select.
+    other_namespaces = ("kube-system",)
     sync_wave = WAVE_OBSERVABILITY
     # The admission webhook's patch Jobs, node-exporter's DaemonSet, Grafana, the Alertmanager config
     # Secret, and the operator's custom resources.
@@ -162,11 +165,6 @@ class Prometheus(Component):
         {"group": "admissionregistration.k8s.io", "kind": kind, "name": ADMISSION_WEBHOOKS,
          "jqPathExpressions": [".webhooks[]?.clientConfig.caBundle", ".webhooks[]?.failurePolicy"]}
         for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"))
-
-    def namespaces(self, cluster: ClusterModel) -> tuple[str, ...]:
-        # The chart puts the Services that expose the control plane's metrics (scheduler, controller
-        # manager, etcd, kube-proxy, CoreDNS) in kube-system, next to the pods they select.
-        return (self.namespace, "kube-system")
 
     def owned_namespaces(self, cluster: ClusterModel) -> tuple[str, ...]:
         return (self.namespace,)  # kube-system holds Services the chart adds, not ours to isolate

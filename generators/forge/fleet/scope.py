@@ -5,23 +5,50 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from pydantic import ValidationError
+
+from forge import prereq_check
 from forge.components import Component
 from forge.components.flyte.plan import namespace_for
 from forge.errors import Problem
 from forge.inventory.loader import LoadedInventory
 
 BOOTSTRAP_SUFFIX = "-bootstrap"  # forge.argocd.bootstrap_project_name
-# Kubernetes' own namespaces and prefix, and Argo CD's default project's namespace.
+# Kubernetes' own namespaces and prefix.
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 SYSTEM_PREFIXES = ("kube-", "openshift-")
+INGRESS = "the ingress controller's (cluster.ingress_namespace)"
 
 
-def reserved_namespaces(loaded: LoadedInventory, known: Mapping[str, Component]) -> dict[str, str]:
-    """Namespace -> whose it is: Kubernetes', Argo CD's, and every component's own."""
+def reserved_namespaces(loaded: LoadedInventory, given: Mapping[str, Any], known: Mapping[str, Component]) -> dict[str, str]:
+    """Namespace -> whose it is, from where each is kept: Kubernetes', Argo CD's and the ingress
+    controller's (the inventory's fields), the prerequisites' (forge.prereq_check), and every
+    namespace a component deploys into (its own and `other_namespaces`, whether it runs here or
+    not) or names through its settings (`given`: the typed settings of the inventory's blocks;
+    a component without one, its defaults).
+    The first owner names a namespace two share."""
+    cluster = loaded.inventory.cluster
     reserved = {ns: "Kubernetes'" for ns in SYSTEM_NAMESPACES}
-    reserved[loaded.inventory.cluster.argocd.namespace] = "Argo CD's"
-    reserved.update({c.namespace: f"component {c.name}'s" for c in known.values() if getattr(c, "namespace", None)})
+    reserved.setdefault(cluster.argocd.namespace, "Argo CD's")
+    reserved.setdefault(cluster.ingress_namespace, INGRESS)  # the prerequisite IngressClass's controller
+    reserved.setdefault(prereq_check.VPC_CNI_NAMESPACE, "the EKS VPC CNI's (a prerequisite)")
+    for c in known.values():
+        for ns in (c.namespace, *c.other_namespaces):
+            reserved.setdefault(ns, f"component {c.name}'s")
+    for c in known.values():
+        settings = given[c.name] if c.name in given else _defaults(c)
+        if settings is not None:
+            for ns, setting in c.settings_namespaces(settings).items():
+                reserved.setdefault(ns, f"component {c.name}'s ({setting})")
     return reserved
+
+
+def _defaults(c: Component) -> Any:
+    """The settings a component without a block runs on (forge.fleet), None when it needs a block."""
+    try:
+        return c.Settings.model_validate({})
+    except ValidationError:
+        return None
 
 
 def flyte_namespaces(loaded: LoadedInventory, given: Mapping[str, Any], known: Mapping[str, Component]) -> list[Problem]:
@@ -30,7 +57,7 @@ def flyte_namespaces(loaded: LoadedInventory, given: Mapping[str, Any], known: M
     flyte = given.get("flyte")
     if flyte is None:
         return []
-    reserved = reserved_namespaces(loaded, known)
+    reserved = reserved_namespaces(loaded, given, known)
     problems = []
     for i, project in enumerate(flyte.projects):
         for domain in flyte.domains:
@@ -41,7 +68,8 @@ def flyte_namespaces(loaded: LoadedInventory, given: Mapping[str, Any], known: M
                     ("components", "flyte", "projects", i, "name"),
                     f"project '{project.name}' with domain '{domain.name}' makes the namespace '{ns}', which is {owner}: "
                     f"forge would write a quota and policies into it and add it to the AppProject; rename the project "
-                    f"(project-domain namespaces may not be {', '.join(SYSTEM_NAMESPACES)}, kube-* or a component's own)"))
+                    f"(project-domain namespaces may not be Kubernetes' ({', '.join(SYSTEM_NAMESPACES)}, kube-*), "
+                    "Argo CD's, the ingress controller's, a prerequisite's or one a component uses)"))
     return problems
 
 

@@ -113,7 +113,7 @@ class Flyte(Component):
         return self.name in cluster.component_settings
 
     def namespaces(self, cluster: ClusterModel) -> tuple[str, ...]:
-        return (self.namespace, *self.facts(cluster).namespaces)
+        return (*super().namespaces(cluster), *self.facts(cluster).namespaces)
 
     def owned_namespaces(self, cluster: ClusterModel) -> tuple[str, ...]:
         return self.namespaces(cluster)  # Flyte's own and the project-domain namespaces it writes

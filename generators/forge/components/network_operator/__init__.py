@@ -124,6 +124,10 @@ class NetworkOperator(Component):
         # default); the driver, device plugin and CNI pods run on the host network.
         return (network.scrape([METRICS_PORT]),)
 
+    def settings_namespaces(self, settings: Settings) -> dict[str, str]:
+        # The operator writes the rails' NetworkAttachmentDefinitions there; GPU pods name them.
+        return {settings.network_namespace: "network_namespace"}
+
     def derive_facts(self, cluster: ClusterModel) -> NetworkOperatorFacts:
         return derive_facts(cluster)
 
