@@ -158,6 +158,10 @@ class Prometheus(Component):
     declared_values |= {"prometheusOperator.priorityClassName", "prometheusOperator.admissionWebhooks.deployment.priorityClassName",
                         "grafana.priorityClassName",
                         "kube-state-metrics.priorityClassName", "prometheus-node-exporter.priorityClassName"}
+    # Grafana's Ingress class is documented only as `# ingressClassName: nginx` (both values.yaml);
+    # `grafana.ini` is rendered section by section into grafana.ini, whatever the sections: its
+    # default lists five, and documents `server.root_url` and the `auth.*` sections in comments.
+    declared_values |= {"grafana.ingress.ingressClassName", "grafana.grafana.ini.server.root_url", "grafana.grafana.ini.auth"}
     Settings = Settings
     # Set from the inventory on every cluster, whatever it equals (control_plane: the chart's defaults
     # are on for kubeadm-exposed).
@@ -240,7 +244,8 @@ class Prometheus(Component):
             yield loaded.problem(("components", self.name, "replicas"),
                                  f"{settings.replicas} replicas of Prometheus and Alertmanager need as many nodes with role "
                                  f"'system' (one each); the inventory has {len(system)}: lower replicas or add system nodes")
-        if settings.grafana is not None:
+        # Grafana's defaults come from Flyte's block; one that is not valid reports its own problems.
+        if settings.grafana is not None and not ("flyte" in given and given["flyte"] is None):
             yield from grafana_access.problems(settings.grafana, given.get("flyte"), loaded.problem, at + ("grafana",))
 
     def values(self, cluster: ClusterModel) -> dict[str, Any]:
