@@ -127,7 +127,7 @@ def test_prometheus_admits_only_grafana_and_itself_and_grafana_the_ingress_contr
 
 def test_grafana_settings_that_contradict_the_inventory_are_refused_at_their_line():
     base = inventory_text("a100")
-    text = edit(base, "      host: grafana.a100.exa.internal\n", "      host: grafana.example.org\n")
+    text = edit(base, "    grafana:\n      login:\n", "    grafana:\n      host: grafana.example.org\n      login:\n")
     [problem] = problems_of("a100", text)
     assert (problem.line, problem.path) == (line_of(text, "host: grafana.example.org"), "components.prometheus.grafana.host")
     assert "components.flyte.grafana_url" in problem.message
