@@ -11,7 +11,7 @@ import yaml
 
 from forge.components.prometheus import GRAFANA_DEPLOYMENT, Prometheus
 from forge.model import ClusterModel
-from tests.helpers import CLUSTERS, edit, generated, generated_dir, inventory_text, line_of, model, problems_of, rendered
+from tests.helpers import CLUSTERS, REPO, edit, generated, generated_dir, inventory_text, line_of, model, problems_of, rendered
 from tests.observability.test_hydrated import kps_render, problems
 
 SOURCE_RANGE = "nginx.ingress.kubernetes.io/whitelist-source-range"
@@ -138,3 +138,32 @@ def test_grafana_settings_that_contradict_the_inventory_are_refused_at_their_lin
     text = edit(base, "        admin_groups: [gpu-platform-admins]", "        admin_groups: [\"x') || true || ('\"]")
     [problem] = problems_of("a100", text)
     assert problem.path == "components.prometheus.grafana.login.admin_groups[0]"
+
+
+@pytest.fixture(scope="module")
+def engine():
+    from forge.twin.binaries import ensure_program
+    from forge.twin.flows import ENGINE, ENGINE_PROGRAM
+    from tests.twin.conftest import say
+    return ensure_program(REPO, ENGINE_PROGRAM, say)[ENGINE]
+
+
+@pytest.mark.parametrize("cluster", CLUSTERS)
+def test_the_networkpolicy_engine_lets_only_grafana_reach_prometheus(cluster, engine):
+    """The generated policies of every namespace, judged by the box's engine (cyclonus's matcher)."""
+    from forge.twin.flows import Peer, traffic, verdicts
+    from forge.twin.peers import INGRESS_PODS
+    from forge.twin.peers import PROMETHEUS_PODS as PROMETHEUS
+    policies = [p for c in sorted((REPO / "overlays" / cluster).iterdir()) if c.is_dir()
+                for p in generated_dir(f"overlays/{cluster}/{c.name}", "networkpolicy-")]
+    ingress_ns = model(cluster).settings.ingress_namespace
+    grafana, prometheus = Peer("grafana", "monitoring", GRAFANA_PODS), Peer("prometheus", "monitoring", PROMETHEUS)
+    alertmanager = Peer("alertmanager", "monitoring", {"app.kubernetes.io/name": "alertmanager"})
+    controller, task = Peer("ingress", ingress_ns, INGRESS_PODS), Peer("task", "training-production", {})
+    flows = [(controller, grafana, 3000, True), (controller, prometheus, 9090, False), (grafana, prometheus, 9090, True),
+             (prometheus, prometheus, 9090, True), (prometheus, prometheus, 8080, True), (alertmanager, prometheus, 9090, False),
+             (prometheus, alertmanager, 9093, True), (task, prometheus, 9090, False), (task, grafana, 3000, False)]
+    namespaces = {ns: {"kubernetes.io/metadata.name": ns} for ns in ("monitoring", ingress_ns, "training-production")}
+    answers = verdicts(engine, policies, [traffic(s, d, port, "TCP", namespaces) for s, d, port, _ in flows])
+    assert [(s.name, d.name, port, a["allowed"]) for (s, d, port, _), a in zip(flows, answers)] == [
+        (s.name, d.name, port, want) for s, d, port, want in flows]
