@@ -15,9 +15,8 @@ Prometheus selects ServiceMonitors, PodMonitors, PrometheusRules, Probes and Scr
 every namespace and release (`*SelectorNilUsesHelmValues: false`), labels everything it sends
 with `cluster=<name>`, and gets its retention, volume and memory from forge.observability.sizing.
 Grafana's admin credentials come only from an existing Secret; its data sources are the
-chart's Prometheus and forge's Loki. With `grafana` set, Grafana has an Ingress (TLS, source
-ranges) and an OIDC login (forge.components.grafana_access). Prometheus never has an Ingress, and
-its pods admit only Grafana and each other (`isolated_pods`): nothing else reads it directly. Alertmanager's configuration (receivers hold credentials)
+chart's Prometheus and forge's Loki; its Ingress and OIDC login: forge.components.grafana_access.
+Prometheus has no Ingress; its pods admit only Grafana and each other (`isolated_pods`). Alertmanager's configuration (receivers hold credentials)
 also comes only from an existing Secret: the chart renders no config Secret of its own.
 `expected_in_hydrated` checks all of this on what the real chart renders (`forge validate --hydrated`).
 """
@@ -184,10 +183,8 @@ class Prometheus(Component):
         return (self.namespace,)  # kube-system holds Services the chart adds, not ours to isolate
 
     def ingress(self, cluster: ClusterModel) -> tuple[network.Allow, ...]:
-        # Alertmanager, Grafana and kube-state-metrics are reached from inside monitoring;
-        # node-exporter runs on the host network. Prometheus, left out of allow-same-namespace
-        # (isolated_pods), only from Grafana (queries) and its own replicas (self-scrape, with the
-        # config reloader's metrics); people reach Grafana through the ingress controller.
+        # Alertmanager, Grafana, kube-state-metrics: from inside monitoring (node-exporter is on the
+        # host network). Prometheus (isolated_pods): from Grafana and its replicas (self-scrape) only.
         out = [network.webhook([WEBHOOK_PORT]),  # only the operator listens on it
                network.Allow("prometheus-from-grafana", (PROMETHEUS_PORT,), from_namespaces=(NAMESPACE,),
                              from_pods=GRAFANA_PODS, to_pods=network.PROMETHEUS_PODS),
