@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-SecretKindName = Literal["s3", "flyte-db", "grafana-admin", "alertmanager", "alertmanager-keys", "tls", "oidc", "flyte-oidc", "kubeconfig"]
+SecretKindName = Literal["s3", "flyte-db", "grafana-admin", "alertmanager", "alertmanager-keys", "tls", "oidc", "flyte-oidc", "grafana-oidc", "kubeconfig"]
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,8 @@ SECRET_KINDS: dict[str, SecretKind] = {
     # console's client secret, under the names the flyte-binary chart mounts them.
     "flyte-oidc": SecretKind(properties=("client_secret", "oidc_client_secret"), data=_same("client_secret", "oidc_client_secret"),
                              why="Flyte's OIDC client secrets"),
+    # Grafana's OIDC client (forge.components.grafana_access), read as GF_AUTH_GENERIC_OAUTH_CLIENT_SECRET.
+    "grafana-oidc": SecretKind(properties=("client_secret",), data=_same("client_secret"), why="Grafana's OIDC client secret"),
     # MultiKueue's worker cluster (forge.components.multikueue): a kubeconfig of its multikueue
     # ServiceAccount, under the key Kueue reads.
     "kubeconfig": SecretKind(properties=("kubeconfig",), data=_same("kubeconfig"),

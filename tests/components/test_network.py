@@ -97,6 +97,9 @@ class Fake:
     def ingress(self, cluster):
         return self._allows
 
+    def isolated_pods(self, cluster):
+        return None
+
 
 def test_a_peer_that_is_off_gets_no_rule_and_a_foreign_namespace_is_refused():
     m = model("a100")

@@ -49,6 +49,9 @@ def test_every_secret_a_consumer_reads_is_an_externalsecret_with_its_keys(cluste
         ("flyte", "flyte-client-secrets"): (["client_secret", "oidc_client_secret"], f"forge/{cluster}/flyte-oidc"),
         ("monitoring", "grafana-admin"): (["admin-user", "admin-password"], f"forge/{cluster}/grafana-admin"),
         ("monitoring", "alertmanager-config"): (["alertmanager.yaml"], f"forge/{cluster}/alertmanager"),
+        # Grafana's Ingress certificate and OIDC client secret (forge.components.grafana_access)
+        ("monitoring", "grafana-tls"): (["tls.crt", "tls.key"], f"forge/{cluster}/grafana-tls"),
+        ("monitoring", "grafana-oidc"): (["client_secret"], f"forge/{cluster}/grafana-oidc"),
     }
     if cluster == "h200":  # developer pods (forge.components.jupyterhub): the OIDC client secret
         expected[("jupyterhub", "jupyterhub-oidc")] = (["OAUTH_CLIENT_SECRET"], "forge/h200/oidc")

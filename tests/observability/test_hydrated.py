@@ -72,12 +72,24 @@ def kps_render(values: dict[str, Any]) -> list[dict[str, Any]]:
     env = [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}] + [
         {"name": name, "valueFrom": {"secretKeyRef": {"name": admin["existingSecret"], "key": admin[key]}}}
         for name, key in (("GF_SECURITY_ADMIN_USER", "userKey"), ("GF_SECURITY_ADMIN_PASSWORD", "passwordKey"))]
+    # The subchart's envValueFrom: one env entry per key, its value as valueFrom (templates/_pod.tpl).
+    env += [{"name": name, "valueFrom": ref} for name, ref in values["grafana"].get("envValueFrom", {}).items()]
     datasources = {"apiVersion": 1, "datasources": [
         {"name": "Prometheus", "type": "prometheus", "uid": "prometheus",
          "url": "http://prometheus-kube-prometheus-prometheus.monitoring:9090/"},
         *values["grafana"]["additionalDataSources"]]}
     node_exporter = values["prometheus-node-exporter"]["prometheus"]["monitor"]
+    ing = values["grafana"].get("ingress", {})
+    # The grafana subchart's templates/ingress.yaml (read from the template, not recorded from a
+    # hydrate): annotations as given, ingressClassName when set, tls as given, one rule per host.
+    ingress = [{"kind": "Ingress", "metadata": {"name": GRAFANA_DEPLOYMENT, "annotations": ing.get("annotations", {})},
+                "spec": {**({"ingressClassName": ing["ingressClassName"]} if ing.get("ingressClassName") else {}),
+                         "tls": ing.get("tls", []),
+                         "rules": [{"host": h, "http": {"paths": [{"path": ing.get("path", "/"), "pathType": "Prefix", "backend": {
+                             "service": {"name": GRAFANA_DEPLOYMENT, "port": {"number": 80}}}}]}} for h in ing.get("hosts", [])]}}
+               ] if ing.get("enabled") else []
     return [
+        *ingress,
         {"kind": "Prometheus", "metadata": {"name": PROMETHEUS_CR}, "spec": prom},
         {"kind": "Alertmanager", "metadata": {"name": ALERTMANAGER_CR},
          "spec": {"nodeSelector": am["nodeSelector"], **{k: am[k] for k in ("configSecret", "priorityClassName", "storage", "replicas") if k in am}}},

@@ -21,7 +21,9 @@ def point_at(root: Path, url: str) -> None:
     for cluster in ("a100", "h200"):
         path = root / "clusters" / cluster / "inventory.yaml"
         text = edit(path.read_text(), f"https://argocd.{cluster}.exa.internal", f"{url}/{cluster}/argocd")
-        path.write_text(edit(text, f"https://prometheus.{cluster}.exa.internal", f"{url}/{cluster}/prometheus"))
+        # Prometheus as the inventory reaches it: through Grafana's data-source proxy (docs/rollout.md).
+        proxy = f"https://grafana.{cluster}.exa.internal/api/datasources/proxy/uid/prometheus"
+        path.write_text(edit(text, proxy, f"{url}/{cluster}/prometheus"))
 
 
 @pytest.fixture(scope="module")

@@ -252,6 +252,11 @@ class Component:
         Prometheus on its metrics ports, the API server on its webhook ports."""
         return ()
 
+    def isolated_pods(self, cluster: ClusterModel) -> Mapping[str, str] | None:
+        """Pods (one label) that `allow-same-namespace` leaves out: only the component's Allows
+        that name them reach them, even from their own namespace (Prometheus: forge.components.prometheus)."""
+        return None
+
     def remote_base(self, cluster: ClusterModel) -> RemoteBase | None:
         """Upstream kustomize manifests deployed in place of a chart (chart stays None)."""
         return None

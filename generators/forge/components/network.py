@@ -5,7 +5,9 @@ namespaces included) gets:
 - `default-deny-ingress`: every pod, no ingress rule, so nothing reaches a pod unless a policy
   below lets it;
 - `allow-same-namespace`: pods of the namespace reach each other (Alluxio workers and proxies ->
-  masters, Prometheus -> Alertmanager, Loki's targets, the ranks of a multi-node job);
+  masters, Prometheus -> Alertmanager, Loki's targets, the ranks of a multi-node job), but for
+  the pods the component isolates (`Component.isolated_pods`, one label: Prometheus, which has no
+  authentication), which only their own Allows reach;
 - one policy per `Allow` the component declares (`Component.ingress`), each with its real peers
   and ports: Prometheus scraping from the monitoring namespace to the metrics ports, the
   components that use a service, webhook ports for the API server. An Allow may also open pods
@@ -47,6 +49,8 @@ class Owner(Protocol):
     def owned_namespaces(self, cluster: ClusterModel) -> tuple[str, ...]: ...
 
     def ingress(self, cluster: ClusterModel) -> "tuple[Allow, ...]": ...
+
+    def isolated_pods(self, cluster: ClusterModel) -> Mapping[str, str] | None: ...
 
 MONITORING = "monitoring"  # the prometheus component's namespace (forge.components.prometheus)
 PROMETHEUS_PODS = {"app.kubernetes.io/name": "prometheus"}  # the operator's label on Prometheus pods
@@ -109,9 +113,16 @@ def policies(component: Owner, cluster: ClusterModel, components: Iterable[Owner
         return []
     owners = {c.name: c.owned_namespaces(cluster) for c in components}
     out: list[dict[str, Any]] = []
+    isolated = component.isolated_pods(cluster)
     for ns in owned:
         out.append(_policy(DEFAULT_DENY, ns, None, None))
-        out.append(_policy(SAME_NAMESPACE, ns, None, [{"from": [{"podSelector": {}}]}]))
+        same = _policy(SAME_NAMESPACE, ns, None, [{"from": [{"podSelector": {}}]}])
+        if isolated:
+            if len(isolated) != 1:
+                raise ValueError(f"{component.name}: isolated_pods must be one label, not {dict(isolated)}")
+            [(key, value)] = isolated.items()
+            same["spec"]["podSelector"] = {"matchExpressions": [{"key": key, "operator": "NotIn", "values": [value]}]}
+        out.append(same)
     deployed = set(owned) | set(component.namespaces(cluster))
     for allow in component.ingress(cluster):
         sources = _sources(allow, owners)

@@ -15,7 +15,8 @@ Prometheus selects ServiceMonitors, PodMonitors, PrometheusRules, Probes and Scr
 every namespace and release (`*SelectorNilUsesHelmValues: false`), labels everything it sends
 with `cluster=<name>`, and gets its retention, volume and memory from forge.observability.sizing.
 Grafana's admin credentials come only from an existing Secret; its data sources are the
-chart's Prometheus and forge's Loki. Alertmanager's configuration (receivers hold credentials)
+chart's Prometheus and forge's Loki; its Ingress and OIDC login: forge.components.grafana_access.
+Prometheus has no Ingress; its pods admit only Grafana and each other (`isolated_pods`). Alertmanager's configuration (receivers hold credentials)
 also comes only from an existing Secret: the chart renders no config Secret of its own.
 `expected_in_hydrated` checks all of this on what the real chart renders (`forge validate --hydrated`).
 """
@@ -27,7 +28,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from forge.components import alluxio, external_secrets, flyte, network
-from forge.components import local_storage
+from forge.components import grafana_access, local_storage
+from forge.components.grafana_access import GrafanaAccess
 from forge.components.local_storage import DataPath, chosen_class, conflict
 from forge.components.base import (RBAC_NAMESPACED, WORKLOAD_KINDS, kinds, WAVE_MONITORING_CRDS, WAVE_OBSERVABILITY, Component, Expected, custom_resource,
                                    storage_class_problem)
@@ -51,6 +53,9 @@ CHART = "kube-prometheus-stack"
 PROMETHEUS_CR = "prometheus-kube-prometheus-prometheus"
 ALERTMANAGER_CR = "prometheus-kube-prometheus-alertmanager"
 GRAFANA_DEPLOYMENT = "prometheus-grafana"
+GRAFANA_PODS = {"app.kubernetes.io/name": "grafana", "app.kubernetes.io/instance": "prometheus"}  # the subchart's pod labels
+PROMETHEUS_PORT = 9090  # Prometheus' web port (queries, its own metrics)
+RELOADER_PORT = 8080  # the operator's config-reloader sidecar: its metrics, scraped by the chart's self-monitor
 GRAFANA_DATASOURCES = "prometheus-kube-prometheus-grafana-datasource"
 NODE_EXPORTER_MONITOR = "prometheus-prometheus-node-exporter"
 # The chart names its admission webhook configurations and their certificate Secret alike.
@@ -106,6 +111,8 @@ class Settings(BaseModel):
     # the configuration itself is generated (forge.observability.alerting).
     alertmanager_config_secret: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)] = "alertmanager-config"
     alerting: AlertingSettings | None = None
+    # Grafana for browsers: Ingress and OIDC login (forge.components.grafana_access); none: reached by port-forward only.
+    grafana: GrafanaAccess | None = None
 
 
 class PrometheusCrds(Component):
@@ -153,6 +160,10 @@ class Prometheus(Component):
     declared_values |= {"prometheusOperator.priorityClassName", "prometheusOperator.admissionWebhooks.deployment.priorityClassName",
                         "grafana.priorityClassName",
                         "kube-state-metrics.priorityClassName", "prometheus-node-exporter.priorityClassName"}
+    # Grafana's Ingress class is documented only as `# ingressClassName: nginx` (both values.yaml);
+    # `grafana.ini` is rendered section by section into grafana.ini, whatever the sections: its
+    # default lists five, and documents `server.root_url` and the `auth.*` sections in comments.
+    declared_values |= {"grafana.ingress.ingressClassName", "grafana.grafana.ini.server.root_url", "grafana.grafana.ini.auth"}
     Settings = Settings
     # Set from the inventory on every cluster, whatever it equals (control_plane: the chart's defaults
     # are on for kubeadm-exposed).
@@ -170,9 +181,20 @@ class Prometheus(Component):
         return (self.namespace,)  # kube-system holds Services the chart adds, not ours to isolate
 
     def ingress(self, cluster: ClusterModel) -> tuple[network.Allow, ...]:
-        # Everything else in monitoring is reached from inside it (Prometheus, Alertmanager,
-        # Grafana, kube-state-metrics); node-exporter runs on the host network.
-        return (network.webhook([WEBHOOK_PORT]),)  # only the operator listens on it
+        # Alertmanager, Grafana, kube-state-metrics: from inside monitoring (node-exporter is on the
+        # host network). Prometheus (isolated_pods): from Grafana and its replicas (self-scrape) only.
+        out = [network.webhook([WEBHOOK_PORT]),  # only the operator listens on it
+               network.Allow("prometheus-from-grafana", (PROMETHEUS_PORT,), from_namespaces=(NAMESPACE,),
+                             from_pods=GRAFANA_PODS, to_pods=network.PROMETHEUS_PODS),
+               network.Allow("prometheus-self-scrape", (PROMETHEUS_PORT, RELOADER_PORT), from_namespaces=(NAMESPACE,),
+                             from_pods=network.PROMETHEUS_PODS, to_pods=network.PROMETHEUS_PODS)]
+        if self.settings(cluster).grafana is not None:
+            out.append(network.Allow("grafana-from-ingress", (grafana_access.PORT,),
+                                     from_namespaces=(cluster.settings.ingress_namespace,), to_pods=GRAFANA_PODS))
+        return tuple(out)
+
+    def isolated_pods(self, cluster: ClusterModel) -> dict[str, str]:
+        return dict(network.PROMETHEUS_PODS)
 
     def secrets(self, cluster: ClusterModel) -> list[SecretUse]:
         s: Settings = self.settings(cluster)
@@ -181,10 +203,12 @@ class Prometheus(Component):
             config = yaml.safe_dump(alertmanager_config(s.alerting, rule_groups(cluster)), sort_keys=False, width=1000)
             alertmanager = SecretUse("alertmanager-keys", s.alertmanager_config_secret, (self.namespace,), role="alertmanager",
                                      data=(("alertmanager.yaml", config),))
-        return [SecretUse("grafana-admin", s.grafana_admin_secret, (self.namespace,)), alertmanager]
+        return [SecretUse("grafana-admin", s.grafana_admin_secret, (self.namespace,)), alertmanager,
+                *grafana_access.secret_uses(s.grafana, self.namespace)]
 
     def produced_secrets(self, cluster: ClusterModel) -> dict[str, str]:
-        return {ADMISSION_SECRET: "the chart's admission-create Job writes the operator webhook's certificate at install"}
+        return {ADMISSION_SECRET: "the chart's admission-create Job writes the operator webhook's certificate at install",
+                **grafana_access.produced_by_issuer(self.settings(cluster).grafana)}
 
     def _plan(self, cluster: ClusterModel) -> tuple[Settings, PrometheusSize, dict[str, Any]]:
         """The settings, the size, and the volume claim of Prometheus' storage."""
@@ -215,6 +239,9 @@ class Prometheus(Component):
             yield loaded.problem(("components", self.name, "replicas"),
                                  f"{settings.replicas} replicas of Prometheus and Alertmanager need as many nodes with role "
                                  f"'system' (one each); the inventory has {len(system)}: lower replicas or add system nodes")
+        # Grafana's defaults come from Flyte's block; one that is not valid reports its own problems.
+        if settings.grafana is not None and not ("flyte" in given and given["flyte"] is None):
+            yield from grafana_access.problems(settings.grafana, given.get("flyte"), loaded.problem, at + ("grafana",))
 
     def values(self, cluster: ClusterModel) -> dict[str, Any]:
         s, size, claim = self._plan(cluster)
@@ -255,7 +282,7 @@ class Prometheus(Component):
                 # Silences and the notification log survive a restart (the chart keeps them in an emptyDir).
                 "storage": {"volumeClaimTemplate": {"spec": self._alertmanager_claim(cluster, s)}},
             }},
-            "grafana": self._grafana(s, system),
+            "grafana": self._grafana(s, system, cluster.component_settings.get("flyte")),
             # The driver upgrade state of each node (and the node-test labels) on kube_node_labels,
             # for the node-lifecycle alerts (forge.observability.lifecycle) and to keep the GPU
             # alerts quiet on a node being upgraded (forge.observability.platform_rules).
@@ -268,7 +295,7 @@ class Prometheus(Component):
         })
 
     @staticmethod
-    def _grafana(s: Settings, system: dict[str, Any]) -> dict[str, Any]:
+    def _grafana(s: Settings, system: dict[str, Any], flyte: Any) -> dict[str, Any]:
         return {
             "enabled": True,
             **system,
@@ -281,6 +308,8 @@ class Prometheus(Component):
                 "name": "Loki", "uid": "loki", "type": "loki", "access": "proxy", "url": LOKI_URL,
                 "editable": False, "jsonData": {"maxLines": 5000},
             }],
+            # Ingress, login and the OIDC client secret (forge.components.grafana_access); never a Prometheus Ingress.
+            **(grafana_access.chart_values(s.grafana, flyte) if s.grafana else {}),
         }
 
     def expected_in_hydrated(self, cluster: ClusterModel) -> list[Expected]:
@@ -316,6 +345,7 @@ class Prometheus(Component):
                                 {"name": env, "valueFrom": {"secretKeyRef": {"name": s.grafana_admin_secret, "key": key}}}))
         out.append(Expected("ConfigMap", GRAFANA_DATASOURCES,
                             ("data", "datasource.yaml", "datasources", "name=Loki", "url"), LOKI_URL))
+        out += grafana_access.expected(s.grafana, cluster.component_settings.get("flyte"), GRAFANA_DEPLOYMENT)
         out.append(Expected("ServiceMonitor", NODE_EXPORTER_MONITOR, "spec.endpoints.0.relabelings", [m.NODE_RELABELING]))
         return out
 
