@@ -1,6 +1,13 @@
 """Argo CD's components out of the cluster, against the box's API server: one binary
 (ci/tools.json twin.argocd-box) started under each component's name, which is how it chooses
-what to be. TLS is off between them (loopback only); the API server listens on 127.0.0.1 only."""
+what to be. TLS is off between them (loopback only); the API server listens on 127.0.0.1 only.
+
+Out of the cluster, Argo CD's destination `https://kubernetes.default.svc` (the one forge's
+Applications name) would load the in-cluster configuration (KUBERNETES_SERVICE_HOST/PORT and a pod's
+service-account token), and any cluster Secret for that URL too. ARGOCD_FAKE_IN_CLUSTER=true makes
+Argo CD build that destination's configuration from KUBECONFIG instead (v3.6.2:
+pkg/apis/application/v1alpha1/cluster_constants.go, read in types.go Cluster.RawRestConfig, the
+fake in-cluster config of Argo CD's own local development): the box's kubeconfig. Box-only."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -24,8 +31,7 @@ def link_names(binary: Path, folder: Path) -> dict[str, Path]:
     return links
 
 
-def start_components(links: dict[str, Path], kubeconfig: Path, redis_port: int, logs: Path,
-                     proxy_port: int) -> tuple[list[Process], int]:
+def start_components(links: dict[str, Path], kubeconfig: Path, redis_port: int, logs: Path) -> tuple[list[Process], int]:
     repo, api, m1, m2, m3 = free_ports(5)
     common = ["--redis", f"127.0.0.1:{redis_port}", "--loglevel", "info"]
     out = ["--kubeconfig", str(kubeconfig), "--namespace", NAMESPACE]
@@ -33,7 +39,7 @@ def start_components(links: dict[str, Path], kubeconfig: Path, redis_port: int, 
     (logs / "tmp").mkdir(parents=True, exist_ok=True)
     env = {"ARGOCD_EXEC_TIMEOUT": "180s", "HOME": str(logs), "PATH": _path(), "ARGOCD_GPG_ENABLED": "false",
            "TMPDIR": str(logs / "tmp"), "ARGOCD_PLUGINSOCKFILEPATH": str(logs / "tmp"),
-           "HTTPS_PROXY": f"http://127.0.0.1:{proxy_port}", "NO_PROXY": "127.0.0.1,localhost"}
+           **in_cluster_env(kubeconfig)}
     procs = [start("argocd-repo-server", [str(links["argocd-repo-server"]), "--disable-tls", "--client-ca-path", "",
                                           "--address", "127.0.0.1", "--metrics-address", "127.0.0.1",
                                           "--port", str(repo), "--metrics-port", str(m1), *common], logs, env)]
@@ -47,6 +53,11 @@ def start_components(links: dict[str, Path], kubeconfig: Path, redis_port: int, 
                                          "--metrics-port", str(m3), "--repo-server", f"127.0.0.1:{repo}",
                                          "--repo-server-plaintext"], logs, env))
     return procs, api
+
+
+def in_cluster_env(kubeconfig: Path) -> dict[str, str]:
+    """`https://kubernetes.default.svc` is the box's API server, as the box's kubeconfig names it."""
+    return {"ARGOCD_FAKE_IN_CLUSTER": "true", "KUBECONFIG": str(kubeconfig)}
 
 
 def _path() -> str:

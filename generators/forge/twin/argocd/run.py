@@ -9,7 +9,7 @@ import yaml
 
 from forge.argocd import BY_HAND
 from forge.paths import ARGOCD_DIR, CLUSTERS_DIR
-from forge.twin.argocd import bootstrap, components, proxy, served
+from forge.twin.argocd import bootstrap, components, served
 from forge.twin.binaries import ensure_program
 from forge.twin.pins import argocd_crds_dir
 from forge.twin.processes import Process, stop_all
@@ -33,12 +33,11 @@ def run(root: Path, cluster: str, kubeconfig: Path, upstream: Path, work: Path, 
         rewrites = {repo_url: f"git://127.0.0.1:{git_port}/forge"}
         for line in served.served_tree(root, work / "git", cluster, rewrites):
             say(f"twin argocd: box-only rewrite: {line}")
-        server = bootstrap.install(kubeconfig, argocd_crds_dir(root, upstream))
-        tunnel, proxy_port = proxy.serve(int(server.rpartition(":")[2]))
-        say(f"twin argocd: box-only: https://kubernetes.default.svc is {server} (cluster Secret box-in-cluster, "
-            f"CONNECT proxy :{proxy_port})")
+        bootstrap.install(kubeconfig, argocd_crds_dir(root, upstream))
+        say(f"twin argocd: box-only: https://kubernetes.default.svc is the box's API server "
+            f"(ARGOCD_FAKE_IN_CLUSTER=true, KUBECONFIG={kubeconfig})")
         started_procs, api = components.start_components(components.link_names(binary, work / "bin"), kubeconfig,
-                                                         redis_port, work / "logs", proxy_port)
+                                                         redis_port, work / "logs")
         procs += started_procs
         say(f"twin argocd: Redis :{redis_port}, Git :{git_port}, Argo CD API :{api} (127.0.0.1)")
         # What docs/bootstrap.md (step 3) has a person apply, in its order: the root's AppProject, then the root.
