@@ -10,6 +10,7 @@ pkg/apis/application/v1alpha1/cluster_constants.go, read in types.go Cluster.Raw
 fake in-cluster config of Argo CD's own local development): the box's kubeconfig. Box-only."""
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from forge.twin.processes import Process, free_ports, start, wait_until
@@ -17,16 +18,27 @@ from forge.twin.argocd.served import _answers
 
 NAMESPACE = "argocd"
 COMPONENTS = ("argocd-repo-server", "argocd-application-controller", "argocd-server")
+# The scripts of the module's hack/ (ci/tools.json keep) the image installs in /usr/local/bin and the
+# repo server runs by name: v3.6.2 runs git-verify-wrapper.sh on every manifest generation, GnuPG
+# off or not (reposerver/repository/repository.go), and fails the generation with "permission denied"
+# without it.
+SCRIPTS = ("git-verify-wrapper.sh",)
 
 
 def link_names(binary: Path, folder: Path) -> dict[str, Path]:
+    """`folder` (first on the components' PATH): links to the binary under each component's name,
+    and the module's scripts, copied executable (Go's module cache keeps no mode bits)."""
     folder.mkdir(parents=True, exist_ok=True)
     links = {}
-    for name in (*COMPONENTS, "argocd-applicationset-controller"):
+    for name in (*COMPONENTS, "argocd-applicationset-controller", *SCRIPTS):
         link = folder / name
         if link.is_symlink() or link.exists():
             link.unlink()
-        link.symlink_to(binary)
+        if name in SCRIPTS:
+            shutil.copyfile(binary.parent / "data" / "hack" / name, link)
+            link.chmod(0o755)
+        else:
+            link.symlink_to(binary)
         links[name] = link
     return links
 
@@ -37,7 +49,8 @@ def start_components(links: dict[str, Path], kubeconfig: Path, redis_port: int, 
     out = ["--kubeconfig", str(kubeconfig), "--namespace", NAMESPACE]
     # No GnuPG (the box verifies no commit signatures) and no /app paths of the container image.
     (logs / "tmp").mkdir(parents=True, exist_ok=True)
-    env = {"ARGOCD_EXEC_TIMEOUT": "180s", "HOME": str(logs), "PATH": _path(), "ARGOCD_GPG_ENABLED": "false",
+    path = f"{links['argocd-repo-server'].parent}:{_path()}"
+    env = {"ARGOCD_EXEC_TIMEOUT": "180s", "HOME": str(logs), "PATH": path, "ARGOCD_GPG_ENABLED": "false",
            "TMPDIR": str(logs / "tmp"), "ARGOCD_PLUGINSOCKFILEPATH": str(logs / "tmp"),
            **in_cluster_env(kubeconfig)}
     procs = [start("argocd-repo-server", [str(links["argocd-repo-server"]), "--disable-tls", "--client-ca-path", "",
