@@ -2,8 +2,8 @@
 component, the root Application (app of apps) and one child Application per component, in
 sync-wave order (forge.argocd_order).
 
-By hand, once: the bootstrap Secret and `kubectl apply -f clusters/<cluster>/argocd/root-application.yaml`
-(docs/bootstrap.md). The root Application syncs clusters/<cluster>/argocd/ whole, itself included:
+By hand, once: the bootstrap Secret, then `kubectl apply -f` each of BY_HAND in order
+(docs/bootstrap.md, step 3: the root's AppProject, then the root Application). The root Application syncs clusters/<cluster>/argocd/ whole, itself included:
 its PreSync check (forge.argocd_prereqs), Argo CD's configuration (forge.argocd_config), the
 AppProjects (forge.argocd_projects), then the child Applications wave by wave.
 
@@ -30,6 +30,10 @@ from forge.components.base import Component, RemoteBase, extra_values_file
 from forge.model import ClusterModel
 from forge.paths import APPS_DIR, ARGOCD_DIR, CLUSTERS_DIR, OVERLAYS_DIR
 
+# The files of clusters/<cluster>/argocd/ a person applies by hand, in this order (docs/bootstrap.md,
+# step 3): Argo CD refuses an Application whose AppProject does not exist, so the root's project
+# goes first; the root then syncs both, like every other file of the folder.
+BY_HAND = ("appproject-bootstrap.yaml", "root-application.yaml")
 PART_OF_FORGE = {"app.kubernetes.io/part-of": "forge"}  # set on the top folder's own objects (forge.generate)
 # The root Application's kinds: namespaced in Argo CD's namespace, and the check's RBAC.
 BOOTSTRAP_NAMESPACED = (("argoproj.io", "Application"), ("argoproj.io", "AppProject"), ("", "ConfigMap"),
@@ -48,9 +52,9 @@ def app_name(cluster: ClusterModel, component: str) -> str:
 
 def bootstrap_objects(cluster: ClusterModel, components: list[Component], pins: dict[str, ChartPin]) -> dict[str, dict[str, Any]]:
     """File name (inside clusters/<cluster>/argocd/) -> object."""
-    files = {"appproject-bootstrap.yaml": bootstrap_project(cluster),
-             "root-application.yaml": root_application(cluster)}
-    files["appproject-bootstrap.yaml"]["spec"] |= sync_windows_field(cluster, "root")
+    project_file, root_file = BY_HAND
+    files = {project_file: bootstrap_project(cluster), root_file: root_application(cluster)}
+    files[project_file]["spec"] |= sync_windows_field(cluster, "root")
     for component in components:
         project = component_project(cluster, component, components, pins.get(component.chart or ""))
         project["spec"] |= sync_windows_field(cluster, component.name)

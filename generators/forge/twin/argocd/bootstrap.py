@@ -1,17 +1,15 @@
 """The bootstrap as docs/bootstrap.md has a person do it: Argo CD itself (its CRDs and the objects
 its install creates empty: argocd-cm, argocd-secret, argocd-rbac-cm), the bootstrap Secret (box
-values, no real credential), the root Application; then Argo CD does the rest, and the box waits
-until every Application is Synced and Healthy or names the one that is not, in Argo CD's words."""
+values, no real credential), the root's AppProject and the root Application (forge.argocd.BY_HAND);
+then Argo CD does the rest, and the box waits until every Application is Synced and Healthy or
+names the one that is not, in Argo CD's words."""
 from __future__ import annotations
 
-import base64
 import json
 import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import yaml
 
 from forge.errors import ForgeError
 
@@ -51,30 +49,11 @@ def kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> str:
     return done.stdout
 
 
-def in_cluster_secret(kubeconfig: Path) -> str:
-    """Argo CD out of the cluster has no in-cluster configuration: a cluster Secret for
-    https://kubernetes.default.svc (the destination forge's Applications name) that points at the
-    box's API server with the box's token. Box-only, listed in the box's report."""
-    config = yaml.safe_load(kubeconfig.read_text(encoding="utf-8"))
-    cluster, user = config["clusters"][0]["cluster"], config["users"][0]["user"]
-    ca = base64.b64encode(Path(cluster["certificate-authority"]).read_bytes()).decode()
-    secret = {"apiVersion": "v1", "kind": "Secret",
-              "metadata": {"name": "box-in-cluster", "namespace": "argocd",
-                           "labels": {"argocd.argoproj.io/secret-type": "cluster"}},
-              "stringData": {"name": "in-cluster", "server": "https://kubernetes.default.svc",
-                             "config": json.dumps({"bearerToken": user["token"], "tlsClientConfig": {
-                                 "caData": ca}}),
-                             }}
-    return yaml.safe_dump(secret), cluster["server"]
-
-
-def install(kubeconfig: Path, crds: Path) -> str:
-    """Returns the API server's URL the in-cluster destination is mapped to."""
+def install(kubeconfig: Path, crds: Path) -> None:
+    """Argo CD's CRDs and what its install creates; no cluster Secret: the in-cluster destination
+    comes from the box's kubeconfig (forge.twin.argocd.components.in_cluster_env)."""
     kubectl(kubeconfig, "apply", "--server-side", "-f", str(crds))
     kubectl(kubeconfig, "apply", "--server-side", "-f", "-", stdin=INSTALL)
-    secret, server = in_cluster_secret(kubeconfig)
-    kubectl(kubeconfig, "apply", "--server-side", "-f", "-", stdin=secret)
-    return server
 
 
 @dataclass

@@ -7,14 +7,16 @@ from typing import Callable
 
 import yaml
 
-from forge.twin.argocd import bootstrap, components, proxy, served
+from forge.argocd import BY_HAND
+from forge.paths import ARGOCD_DIR, CLUSTERS_DIR
+from forge.twin.argocd import bootstrap, components, served
 from forge.twin.binaries import ensure_program
 from forge.twin.pins import argocd_crds_dir
 from forge.twin.processes import Process, stop_all
 
 
 def root_application(root: Path, cluster: str) -> Path:
-    return root / "clusters" / cluster / "argocd" / "root-application.yaml"
+    return root / CLUSTERS_DIR / cluster / ARGOCD_DIR / BY_HAND[-1]
 
 
 def run(root: Path, cluster: str, kubeconfig: Path, upstream: Path, work: Path, timeout: float,
@@ -31,24 +33,19 @@ def run(root: Path, cluster: str, kubeconfig: Path, upstream: Path, work: Path, 
         rewrites = {repo_url: f"git://127.0.0.1:{git_port}/forge"}
         for line in served.served_tree(root, work / "git", cluster, rewrites):
             say(f"twin argocd: box-only rewrite: {line}")
-        server = bootstrap.install(kubeconfig, argocd_crds_dir(root, upstream))
-        tunnel, proxy_port = proxy.serve(int(server.rpartition(":")[2]))
-        say(f"twin argocd: box-only: https://kubernetes.default.svc is {server} (cluster Secret box-in-cluster, "
-            f"CONNECT proxy :{proxy_port})")
+        bootstrap.install(kubeconfig, argocd_crds_dir(root, upstream))
+        say(f"twin argocd: box-only: https://kubernetes.default.svc is the box's API server "
+            f"(ARGOCD_FAKE_IN_CLUSTER=true, KUBECONFIG={kubeconfig})")
         started_procs, api = components.start_components(components.link_names(binary, work / "bin"), kubeconfig,
-                                                         redis_port, work / "logs", proxy_port)
+                                                         redis_port, work / "logs")
         procs += started_procs
         say(f"twin argocd: Redis :{redis_port}, Git :{git_port}, Argo CD API :{api} (127.0.0.1)")
-        root_app = (work / "git" / "forge" / root_application(root, cluster).relative_to(root))
+        # What docs/bootstrap.md (step 3) has a person apply, in its order: the root's AppProject, then the root.
+        folder = work / "git" / "forge" / root_application(root, cluster).parent.relative_to(root)
         progress = bootstrap.Progress(time.monotonic())
-        # Argo CD refuses an Application whose AppProject does not exist ("InvalidSpecError:
-        # Application referencing project forge-<c>-bootstrap which does not exist"), and the root's
-        # project is one the root itself syncs: docs/bootstrap.md's two steps never start. The box
-        # applies that project first and says so (a finding of the real Argo CD, for the bootstrap).
-        project = root_app.parent / "appproject-bootstrap.yaml"
-        say(f"twin argocd: bootstrap deviation: {project.name} applied before the root (its project)")
-        bootstrap.kubectl(kubeconfig, "apply", "--server-side", "-f", str(project))
-        bootstrap.kubectl(kubeconfig, "apply", "--server-side", "-f", str(root_app))
+        for name in BY_HAND:
+            bootstrap.kubectl(kubeconfig, "apply", "--server-side", "-f", str(folder / name))
+            say(f"twin argocd: applied {name} (by hand, docs/bootstrap.md)")
         say(f"twin argocd: root Application applied; waiting for every Application to be Synced and Healthy")
         bootstrap.converge(kubeconfig, progress, timeout, say)
         say(f"twin argocd: converged {time.monotonic() - progress.started:.0f}s after the root Application; order: "

@@ -57,7 +57,10 @@ def served_tree(root: Path, dest: Path, cluster: str, rewrites: dict[str, str]) 
 def git_daemon(dest: Path, logs: Path) -> tuple[Process, int]:
     port = free_ports(1)[0]
     dest.mkdir(parents=True, exist_ok=True)
-    proc = start("git-daemon", ["git", "daemon", "--export-all", "--reuseaddr", "--listen=127.0.0.1",
+    # git-daemon itself, not `git daemon`: that one runs the daemon as its child, which outlives the
+    # SIGTERM stop_all sends the process it started (found left serving after a run).
+    daemon = Path(_git(dest, "--exec-path").strip()) / "git-daemon"
+    proc = start("git-daemon", [str(daemon), "--export-all", "--reuseaddr", "--listen=127.0.0.1",
                                 f"--port={port}", f"--base-path={dest}"], logs)
     wait_until(lambda: _answers(port), proc, "serving Git", 30)
     return proc, port
