@@ -76,10 +76,39 @@ end
 return hs
 """
 
-# Argo CD's documented health check for Applications (argocd-cm, "Argo CD App health").
+# The health of a child Application, which the root waits on wave by wave. Argo CD's documented
+# check ("Argo CD App health") passes the child's own health through, but a child that cannot render
+# (a chart that cannot be pulled: ComparisonError) has no resources and reports Healthy, so the
+# root went on to every later wave at once (seen in the box with the real Argo CD v3.6.2: alloy's
+# PodMonitors, wave 50, before prometheus-crds, wave -5). So a child is Progressing, holding the
+# later waves, while it cannot render or its spec is refused, and until a sync of it has succeeded
+# once; a child that drifts OutOfSync after a successful sync is judged by its health, so one
+# field a controller rewrites does not hold every later root sync. Progressing, not Degraded: a
+# Degraded child fails the root's sync operation, and the root would retry it only by backoff.
 APPLICATION_HEALTH = """\
 local hs = {status = "Progressing", message = ""}
-if obj.status ~= nil and obj.status.health ~= nil then
+if obj.status == nil then
+  return hs
+end
+if obj.status.conditions ~= nil then
+  for _, c in ipairs(obj.status.conditions) do
+    if c.type == "ComparisonError" or c.type == "InvalidSpecError" then
+      hs.message = c.type .. ": " .. (c.message or "")
+      return hs
+    end
+  end
+end
+local synced = obj.status.sync ~= nil and obj.status.sync.status == "Synced"
+local op = obj.status.operationState
+local succeeded = op ~= nil and op.phase == "Succeeded"
+if not synced and not succeeded then
+  hs.message = "not yet synced"
+  if op ~= nil and op.message ~= nil then
+    hs.message = "sync " .. (op.phase or "") .. ": " .. op.message
+  end
+  return hs
+end
+if obj.status.health ~= nil then
   hs.status = obj.status.health.status
   if obj.status.health.message ~= nil then
     hs.message = obj.status.health.message

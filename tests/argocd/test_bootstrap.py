@@ -170,11 +170,34 @@ def test_operator_policies_are_progressing_until_ready(kind):
     assert status == "Degraded" and "driver pods failing on node gpu-1" in message
 
 
-def test_application_health_is_the_childs_own():
-    key = "resource.customizations.health.argoproj.io_Application"
-    assert health(key, {"status": {}})[0] == "Progressing"
-    assert health(key, {"status": {"health": {"status": "Healthy"}}}) == ("Healthy", "")
-    assert health(key, {"status": {"health": {"status": "Degraded", "message": "x"}}}) == ("Degraded", "x")
+APP = "resource.customizations.health.argoproj.io_Application"
+SYNCED = {"sync": {"status": "Synced"}, "operationState": {"phase": "Succeeded"}}
+
+
+def test_application_health_is_the_childs_own_once_synced():
+    assert health(APP, {"status": {}})[0] == "Progressing"
+    assert health(APP, {"status": {**SYNCED, "health": {"status": "Healthy"}}}) == ("Healthy", "")
+    assert health(APP, {"status": {**SYNCED, "health": {"status": "Degraded", "message": "x"}}}) == ("Degraded", "x")
+    # drift after a successful sync (a field a controller rewrites) is judged by health, not held
+    drifted = {"sync": {"status": "OutOfSync"}, "operationState": {"phase": "Succeeded"}, "health": {"status": "Healthy"}}
+    assert health(APP, {"status": drifted}) == ("Healthy", "")
+
+
+def test_a_child_that_cannot_render_or_has_not_synced_holds_the_later_waves():
+    # What the real Argo CD v3.6.2 reported in the box for a chart it could not pull: Healthy (no
+    # resources), sync Unknown, a ComparisonError; the documented check let the root run every wave.
+    unrendered = {"health": {"status": "Healthy"}, "sync": {"status": "Unknown"}, "conditions": [
+        {"type": "ComparisonError", "message": "Failed to load target state: failed to generate manifest"}]}
+    assert health(APP, {"status": unrendered}) == (
+        "Progressing", "ComparisonError: Failed to load target state: failed to generate manifest")
+    # created by the root, its first sync not yet run: no resources, so Healthy by its own account
+    assert health(APP, {"status": {"health": {"status": "Healthy"}, "sync": {"status": "OutOfSync"}}}) == (
+        "Progressing", "not yet synced")
+    # a failed sync, retrying (alloy's PodMonitor before the CRD's wave)
+    failing = {"health": {"status": "Healthy"}, "sync": {"status": "OutOfSync"}, "operationState": {
+        "phase": "Running", "message": 'resource mapping not found: no matches for kind "PodMonitor"'}}
+    assert health(APP, {"status": failing}) == (
+        "Progressing", 'sync Running: resource mapping not found: no matches for kind "PodMonitor"')
 
 
 # --- item 8: the PreSync check ---------------------------------------------------------------
