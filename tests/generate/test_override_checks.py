@@ -97,3 +97,18 @@ def test_a_stale_or_unreviewed_exception_is_refused(repo_inputs: Path, text: str
     assert forge(repo_inputs, "generate").exit_code == 0
     put(repo_inputs, EXCEPTIONS, text)
     refused(repo_inputs, message)
+
+
+def test_a_manifest_outside_the_component_s_appproject_fails_validate_at_its_line(repo_inputs: Path, kustomize):
+    """The AppProject fence is forge validate's (forge.validate.fences), on the rendered objects an
+    override's manifests are part of: it names the override's file and line. No exception applies:
+    Argo CD would refuse the sync whatever the file says."""
+    put(repo_inputs, "clusters/h200/overrides/loki/runbook.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: loki-runbook\n  namespace: kube-system\ndata:\n  a: b\n")
+    assert forge(repo_inputs, "generate").exit_code == 0
+    assert forge(repo_inputs, "render", "--cluster", "h200").exit_code == 0
+    result = forge(repo_inputs, "validate", "--cluster", "h200")
+    assert result.exit_code == 1, result.output
+    assert ("FAIL h200 / loki / ConfigMap/kube-system/loki-runbook / metadata.namespace / namespace 'kube-system' is not "
+            "a destination of AppProject forge-h200-loki") in result.output
+    assert "(from clusters/h200/overrides/loki/runbook.yaml:5)" in result.output
