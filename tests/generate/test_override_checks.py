@@ -112,3 +112,15 @@ def test_a_manifest_outside_the_component_s_appproject_fails_validate_at_its_lin
     assert ("FAIL h200 / loki / ConfigMap/kube-system/loki-runbook / metadata.namespace / namespace 'kube-system' is not "
             "a destination of AppProject forge-h200-loki") in result.output
     assert "(from clusters/h200/overrides/loki/runbook.yaml:5)" in result.output
+
+
+def test_an_exception_lets_a_credential_finding_through_at_its_path_only(repo_inputs: Path):
+    """A false positive of the scan (a chart's key that holds no secret): excepted by its path."""
+    rel = "clusters/h200/overrides/loki/values.yaml"
+    put(repo_inputs, rel, "minio:\n  rootPassword: not-a-secret-see-chart-docs\n")
+    put(repo_inputs, EXCEPTIONS, "exceptions:\n  - {component: loki, path: minio.rootPassword, reason: the chart's "
+        "placeholder, reviewed_by: bob}\n")
+    result = forge(repo_inputs, "generate")
+    assert result.exit_code == 0, result.output
+    put(repo_inputs, rel, "minio:\n  rootPassword: not-a-secret-see-chart-docs\n  rootUser: x\n  secretKey: abc\n")
+    refused(repo_inputs, f"{rel}:4: minio.secretKey: looks like a literal credential")
