@@ -44,6 +44,18 @@ def test_an_override_turning_the_login_off_is_refused(repo_inputs: Path, text: s
 
 
 @pytest.mark.parametrize(("text", "message"), [
+    ("hub:\n  config:\n    JupyterHub:\n      authenticator_class: dummy\n",
+     "clusters/h200/overrides/jupyterhub/values.yaml:4: hub.config.JupyterHub.authenticator_class: a hub's login"),
+    ("hub:\n  config:\n    Authenticator:\n      allow_all: true\n",
+     "clusters/h200/overrides/jupyterhub/values.yaml:4: hub.config.Authenticator.allow_all: a hub's login"),
+])
+def test_an_override_opening_a_hub_to_everyone_is_refused(repo_inputs: Path, text: str, message: str):
+    assert forge(repo_inputs, "generate").exit_code == 0
+    put(repo_inputs, "clusters/h200/overrides/jupyterhub/values.yaml", text)
+    refused(repo_inputs, message)
+
+
+@pytest.mark.parametrize(("text", "message"), [
     # Short, and under a camelCase key: the inventory's scan (12 characters, snake_case) let it by.
     ("loki:\n  storage:\n    s3:\n      secretAccessKey: hunter2\n",
      "clusters/h200/overrides/loki/values.yaml:4: loki.storage.s3.secretAccessKey: looks like a literal credential "
