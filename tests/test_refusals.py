@@ -112,6 +112,13 @@ def override_file(root: Path) -> str:
     return generate(root)
 
 
+def override_write(root: Path, files: dict[str, str]) -> str:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    return generate(root)
+
+
 def chart_member(root: Path) -> str:
     from tests.upstream.test_hostile_charts import CASES
 
@@ -165,6 +172,12 @@ PROBES = {
     "upstream-data": upstream_data,
     "data-file": data_file,
     "override-file": override_file,
+    "override-guard": lambda root: override_write(root, {
+        "clusters/h200/overrides/flyte/values.yaml": "configuration:\n  auth:\n    enabled: false\n"}),
+    "stale-exception": lambda root: override_write(root, {
+        "clusters/h200/overrides/loki/values.yaml": "loki: {limits_config: {retention_period: 336h}}\n",
+        "clusters/h200/overrides/exceptions.yaml": ("exceptions:\n  - {component: loki, path: loki.limits_config, "
+                                                    "reason: r, reviewed_by: bob}\n")}),
     "chart-member": chart_member,
     "promote-answer": promote_answer,
 }

@@ -157,6 +157,10 @@ def validate(root: Path, upstream: Path | None, hydrated: bool, components: tupl
     progress = Progress("validate")
     report, validated = validate_incremental(root, upstream or None, jobs=jobs, progress=progress, only=only)
     progress.finish(f"{validated} validated, {progress.total - validated} unchanged")
+    from forge.validate.run import override_exceptions
+
+    report.warnings += override_exceptions(root, only)  # every run: not part of the cached result
+    report.sort()
     show(root, report, output, fmt)
     if report.failures:
         sys.exit(EXIT_FOUND)

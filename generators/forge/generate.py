@@ -55,6 +55,7 @@ def cluster_files(root: Path, tree: Tree, cluster: ClusterModel, components: lis
     found = overrides.load(root, cluster.name, {c.name: c.name in enabled for c in COMPONENTS})
     for component in components:
         _component_files(root, tree, cluster, component, components, found.get(component.name))
+    overrides.check_stale(found)
     _bootstrap_files(tree, cluster, components, pins)
     prefixes = tuple(f"{folder}/" for folder in cluster_folders(cluster.name))
     mine = {rel: text for rel, text in tree.files.items() if rel.startswith(prefixes)}
@@ -88,7 +89,9 @@ def _component_files(root: Path, tree: Tree, cluster: ClusterModel, component: C
         if values is None:
             raise ForgeError(f"{hand.folder}/{overrides.VALUES_FILE}: {component.name} installs no Helm chart: "
                              f"allowed in {hand.folder}/: manifests (*.yaml) and patches (patches/*.yaml)")
-        values = overrides.merge(values, hand.values)
+        merged = overrides.merge(values, hand.values)
+        overrides.check_merged(hand, values, merged, component.guarded_values(cluster))
+        values = merged
         notes_extra.append(f"Values from {hand.folder}/{overrides.VALUES_FILE} are merged last (forge.overrides).")
     if values is not None:
         text = emit.yaml_file(generator, cluster.source, [values])

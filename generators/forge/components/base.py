@@ -15,6 +15,7 @@ What a component gives the pipeline:
   has them (validation reads them from there);
 - `expected_in_hydrated(cluster)`: fields the objects its chart renders must carry (checked on
   the hydrated output, e.g. the GPU Operator's ClusterPolicy has the driver version we asked for);
+- `guarded_values(cluster)`: values paths a per-cluster override may not change (Flyte's login);
 - class attributes that the Argo CD bootstrap and validation read: namespace, sync wave, chart
   key in charts/versions.yaml, cluster-scoped kinds its chart creates (for the AppProject), and
   values keys the chart reads but documents only in comments (so the values check knows them).
@@ -319,6 +320,12 @@ class Component:
         """Fields the objects the chart renders from our values must have (`forge validate
         --hydrated` checks them): catches a value the chart dropped or moved on the way."""
         return []
+
+    def guarded_values(self, cluster: ClusterModel) -> dict[str, str]:
+        """Dotted paths of our Helm values that a per-cluster override may not change, with why
+        (forge.overrides.check_merged, after merging: a path absent here stays absent). For what
+        the inventory guarantees, such as a login, which an override must not turn off."""
+        return {}
 
     @property
     def release(self) -> str:

@@ -192,6 +192,14 @@ class JupyterHub(Component):
     def manifests(self, cluster: ClusterModel) -> list[dict[str, Any]]:
         return [obj for p in self.projects(cluster) for obj in spawner_rbac(p)]
 
+    def guarded_values(self, cluster: ClusterModel) -> dict[str, str]:
+        # The login, and that only the project's group gets in (a hub hands out its S3 key and GPU quota).
+        why = "a hub's login through components.jupyterhub.oidc, for the project's group only, is the inventory's"
+        return dict.fromkeys((f"hub.config.{key}" for key in (
+            "JupyterHub.authenticator_class", "Authenticator.allow_all", "GenericOAuthenticator.allow_all",
+            "GenericOAuthenticator.allowed_groups", "GenericOAuthenticator.claim_groups_key", "GenericOAuthenticator.client_id",
+            "GenericOAuthenticator.authorize_url", "GenericOAuthenticator.token_url", "GenericOAuthenticator.userdata_url")), why)
+
     def expected_in_hydrated(self, cluster: ClusterModel) -> list[Expected]:
         first = self.projects(cluster)[0]
         return [Expected("Deployment", f"{hub_name(first)}-hub", ("spec", "template", "spec", "nodeSelector"), cluster.system_node_selector)]

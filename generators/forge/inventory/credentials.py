@@ -60,9 +60,29 @@ _SECRET_KEY_NAME = re.compile(r"(^|[_.-])(password|passwd|passphrase|secret|secr
 _SECRET_VALUE = re.compile(r"^(?![a-z0-9.-]+$)\S{12,}$")
 
 
-def find_credentials(data: Any) -> list[tuple[tuple, str]]:
-    """(path, what it looks like) of every credential in the parsed inventory."""
-    return list(_walk(data, ()))
+# Helm values name their credentials in camelCase (adminPassword, secretKey, secretAccessKey):
+# under such a key any literal is a credential, short or not (`adminPassword: admin`). The names
+# of Secrets and of their keys (existingSecretKey, passwordSecretName) are not.
+_HELM_SECRET_KEY = re.compile(r"(^|[_.-]|(?<=[a-z0-9]))([Pp]assword|[Pp]asswd|[Pp]assphrase|[Ss]ecret[Kk]ey|[Aa]ccess[Kk]ey|"
+                              r"[Ss]ecret[Aa]ccess[Kk]ey|[Aa]pi[Kk]ey|[Tt]oken|[Pp]rivate[Kk]ey|[Cc]lient[Ss]ecret)$")
+_NOT_LITERAL = ("{{", "${", "$(")  # a Helm template, an environment reference: no credential in git
+
+
+def find_credentials(data: Any, helm: bool = False) -> list[tuple[tuple, str]]:
+    """(path, what it looks like) of every credential in the parsed inventory. helm: Helm values
+    (an override's values.yaml), where a literal under a credential's key name is one too."""
+    found = list(_walk(data, ()))
+    return found + [f for f in _helm_literals(data, ()) if f[0] not in {p for p, _ in found}] if helm else found
+
+
+def _helm_literals(value: Any, path: tuple) -> Iterator[tuple[tuple, str]]:
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        if isinstance(item, (dict, list)):
+            yield from _helm_literals(item, path + (key,))
+        elif (isinstance(key, str) and isinstance(item, str) and item.strip() and not key.lower().startswith("existing")
+              and _HELM_SECRET_KEY.search(key) and not any(m in item for m in _NOT_LITERAL)):
+            yield path + (key,), f"a literal credential under the key '{key}'"
 
 
 def find_in_text(text: str) -> list[tuple[int, str]]:

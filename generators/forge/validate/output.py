@@ -59,6 +59,10 @@ def show(root: Path, report: Report, output: str, fmt: str) -> None:
         click.echo(f"FAIL {failure.line()}", err=True)
         if place is not None:
             click.echo(_where(place), err=True)
+    for warning in report.warnings:
+        if fmt == "github":
+            click.echo(_github(warning, None, "warning"))
+        click.echo(f"warning: {warning.line()}", err=True)
     for item, count in unchecked:
         if fmt == "github":
             click.echo(ghactions.command("warning", f"{item} (no upstream data)", title="forge validate: unchecked"))

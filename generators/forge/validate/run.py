@@ -20,7 +20,7 @@ from forge.emit import labels_for
 from forge.errors import ForgeError
 from forge.fleet import load_fleet
 from forge.model import ClusterModel
-from forge.paths import OVERLAYS_DIR, RENDERED_DIR
+from forge.paths import CLUSTERS_DIR, OVERLAYS_DIR, RENDERED_DIR
 from forge.argocd import app_name, bootstrap_project_name
 from forge.argocd_projects import project_name
 from forge.validate import fences, isolation
@@ -145,6 +145,21 @@ def _validate_values_file(root: Path, cluster: ClusterModel, component: Componen
         report.unchecked.append(f"{cluster.name} / {component.name} / {rel.as_posix()} (values against chart {pin.chart} {pin.version})")
     report.failures += [Failure(cluster.name, component.name, rel.as_posix(), path, reason) for path, reason in problems]
     return values
+
+
+def override_exceptions(root: Path, only: tuple[str, ...] = ()) -> list[Failure]:
+    """Every reviewed exception of clusters/<c>/overrides/exceptions.yaml (forge.overrides), as a
+    warning: reported on every run, never cached away (generate refused any stale one)."""
+    from forge.overrides import EXCEPTIONS_FILE, OVERRIDES_DIR, read_exceptions
+
+    out = []
+    for path in sorted((root / CLUSTERS_DIR).glob(f"*/{OVERRIDES_DIR}/{EXCEPTIONS_FILE}")):
+        cluster = path.parent.parent.name
+        if only and cluster not in only:
+            continue
+        out += [Failure(cluster, e.component, f"{CLUSTERS_DIR}/{cluster}/{OVERRIDES_DIR}/{e.component}/{e.file}", e.path, e.note())
+                for e in read_exceptions(root, cluster)]
+    return out
 
 
 def validate_repo(root: Path, upstream: Path | None = None, rendered: Path | None = None) -> Report:

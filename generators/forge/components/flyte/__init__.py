@@ -192,6 +192,9 @@ class Flyte(Component):
     def derive_facts(self, cluster: ClusterModel) -> FlyteFacts:
         return plan.derive_facts(cluster, self.settings(cluster))
 
+    def guarded_values(self, cluster: ClusterModel) -> dict[str, str]:
+        return auth.guarded(self.settings(cluster).auth)
+
     def values(self, cluster: ClusterModel) -> dict[str, Any]:
         s: FlyteSettings = self.settings(cluster)
         s3 = cluster.settings.s3

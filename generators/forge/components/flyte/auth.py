@@ -107,6 +107,22 @@ def produced(auth: FlyteAuth | None) -> dict[str, str]:
 IGNORE_DIFFERENCES = ({"group": "", "kind": "Secret", "name": ADMIN_AUTH_SECRET, "jsonPointers": ["/data"]},)
 
 
+WHY_GUARDED = "Flyte's login (components.flyte.auth) is on wherever the inventory asks for it"
+
+
+def guarded(auth: FlyteAuth | None) -> dict[str, str]:
+    """The values an override may not change while the inventory asks for a login
+    (forge.overrides.check_merged): the chart's switch and identity provider, Flyte's own
+    `server.security.useAuth` (absent: the chart's auth file sets it) and the authorization server."""
+    if auth is None:
+        return {}
+    paths = ("configuration.auth.enabled", "configuration.auth.enableAuthServer", "configuration.auth.oidc.baseUrl",
+             "configuration.auth.oidc.clientId", "configuration.auth.clientSecretsExternalSecretRef",
+             "configuration.inline.server.security.useAuth", "configuration.inline.auth.appAuth.authServerType",
+             "configuration.inline.auth.appAuth.externalAuthServer.baseUrl")
+    return dict.fromkeys(paths, WHY_GUARDED)
+
+
 def expected(auth: FlyteAuth | None, host: str | None = None) -> list[Expected]:
     """What the chart must render: Flyte's auth file with our issuer and clients, and the
     Deployment mounting our Secret."""
