@@ -14,7 +14,6 @@ Box-only rewrites, each said as it is made:
 - NodePools point to a KWOKNodeClass of the same name instead of their EC2NodeClass (the provider
   serves only KWOKNodeClass, and nodeClassRef's group and kind are immutable: each NodePool is
   deleted and created again);
-- each KWOKNodeClass is set Ready by the box (nothing in the kwok provider does);
 - `consolidateAfter` is CONSOLIDATE_AFTER, so that an empty node goes in seconds, not 10-30 min;
 - the nodes the box made for the pools (forge.twin.nodes, one per node a pool may have) are
   deleted: Karpenter makes the pools' nodes from here on. The system pool's stay.
@@ -44,7 +43,7 @@ from forge.model import ClusterModel
 from forge.twin.binaries import ensure_program
 from forge.twin.controlplane import kubeconfig_text
 from forge.twin.jail import TcpToUnix, UnixToTcp
-from forge.twin.kube import ApiError, Kube
+from forge.twin.kube import Kube
 from forge.twin.pki import Pki
 from forge.twin.processes import Process, free_ports, start, stop_all, wait_until
 from forge.twin.sources import Application
@@ -155,16 +154,10 @@ def prepare(kube: Kube, app: Application, crds: Path, say: Say) -> list[str]:
     kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}, manager="forge-twin")
     pools = [i.obj for i in app.items if i.obj.get("kind") == "NodePool"]
     for name in sorted({p["spec"]["template"]["spec"]["nodeClassRef"]["name"] for p in pools}):
-        node_class = {"apiVersion": f"{KWOK_GROUP}/{KWOK_VERSION}", "kind": KWOK_KIND, "metadata": {"name": name}}
-        kube.apply({**node_class, "spec": {}}, manager="forge-twin")
-        # Nothing in the kwok provider sets its node classes Ready (the EC2NodeClass controller does,
-        # once subnets, security groups, the AMI and the instance profile resolve): the box does,
-        # else Karpenter leaves the NodePools not Ready and makes nothing.
-        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        kube.apply({**node_class, "status": {"conditions": [
-            {"type": "Ready", "status": "True", "reason": "Ready", "lastTransitionTime": now,
-             "message": "set by the box (forge.twin.karpenter): no EC2NodeClass is resolved here"}]}},
-            manager="forge-twin", subresource="status")
+        # Ready as soon as created: the CRD defaults its status to a Ready condition (on AWS the
+        # EC2NodeClass controller sets Ready once subnets, security groups, AMI and role resolve).
+        kube.apply({"apiVersion": f"{KWOK_GROUP}/{KWOK_VERSION}", "kind": KWOK_KIND, "metadata": {"name": name},
+                    "spec": {}}, manager="forge-twin")
     for obj in pools:
         name = obj["metadata"]["name"]
         kube.delete("karpenter.sh/v1", "NodePool", name)  # nodeClassRef's group and kind are immutable
