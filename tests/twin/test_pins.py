@@ -52,3 +52,17 @@ def test_argocd_is_built_only_on_request_with_the_go_its_module_needs():
     wanted = tuple(int(x) for x in go_line.split()[1].split(".")[:2])
     have = tuple(int(x) for x in argocd.go_toolchain.removeprefix("go").split(".")[:2])
     assert have >= wanted > pins.go_min, (argocd.go_toolchain, go_line)
+
+
+def test_the_box_runs_the_karpenter_forge_deploys_only_on_request():
+    """twin.karpenter-box is the Karpenter charts/versions.yaml deploys (image and chart), with the
+    kwok cloud provider's main package, and `forge twin run` never builds it."""
+    import yaml
+
+    pins = box_pins(REPO)
+    karpenter = pins.program("karpenter-box")
+    assert karpenter not in pins.programs and karpenter in pins.optional
+    assert karpenter.package("kwok") == "sigs.k8s.io/karpenter/kwok" and karpenter.binary("kwok") == "kwok"
+    versions = yaml.safe_load((REPO / "charts" / "versions.yaml").read_text(encoding="utf-8"))
+    deployed = {versions["images"]["karpenter"]["tag"], versions["charts"]["karpenter"]["version"]}
+    assert deployed == {karpenter.version.lstrip("v")}, (deployed, karpenter.version)

@@ -77,6 +77,8 @@ def _ldflags(program: GoProgram) -> str:
         stamps = {"sigs.k8s.io/kueue/pkg/version.GitVersion": program.version}
     elif program.name == "argocd-box":  # else it reports v99.99.99+unknown
         stamps = {"github.com/argoproj/argo-cd/v3/common.version": program.version.lstrip("v")}
+    elif program.name == "karpenter-box":  # else it logs version "unspecified"
+        stamps = {"sigs.k8s.io/karpenter/pkg/operator.Version": program.version}
     else:
         stamps = {}
     return " ".join(["-s", "-w", *(f"-X {k}={v}" for k, v in sorted(stamps.items()))])

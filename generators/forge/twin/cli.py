@@ -4,6 +4,8 @@
     forge twin apply CLUSTER       sync every Application into it as Argo CD would; list refusals
     forge twin run CLUSTER [S...]  apply, then run the cluster's scenarios (all, or those named)
     forge twin upgrade CLUSTER --base REF   apply REF's output, then the working tree's over it
+    forge twin karpenter CLUSTER   start Karpenter (kwok provider) in the box that is up: a pending
+                                   pod of a pool makes a node, and the node goes with the pod
     forge twin down [CLUSTER]      stop a box (all of them without CLUSTER)
     forge twin status              the boxes that are up
 
@@ -253,6 +255,41 @@ def upgrade(root: Path, cluster: str, ref: str, upstream: Path | None) -> None:
     click.echo(f"upgrade from {ref} ({result.base[:12]}): {len(result.refused)} refused")
     if result.refused:
         sys.exit(EXIT_FOUND)
+
+
+@twin.command()
+@root_option
+@click.argument("cluster")
+@click.option("--pool", default="h200-spot", show_default=True, help="The NodePool a pending pod is made for.")
+@upstream_option
+@no_render_option
+@user_errors
+def karpenter(root: Path, cluster: str, pool: str, upstream: Path | None, no_render: bool) -> None:
+    """Run the real Karpenter (its kwok provider) against CLUSTER's box that is up (`forge twin up`):
+    a pod that only POOL takes makes a NodeClaim and a Ready node, removed after the pod is deleted."""
+    from forge.twin import karpenter as kp
+
+    upstream = _need_upstream(upstream)
+    plan = _plan(root, cluster)
+    state = _live_state(root, cluster)
+    if state is None:
+        raise ForgeError(f"no box of {cluster} is up: `forge twin up {cluster}` first")
+    if not no_render:
+        _render(root)
+    apps = applications(root, plan, upstream, None)
+    obj = kp.rendered_pool(apps, pool)
+    gpus = next((p.instance.gpu_count for p in plan.cluster.pools if p.name == pool), 0)
+    pki = Pki(state_folder(root, cluster) / "pki")
+    kube = connect(state.server, pki.token(), pki.ca)
+    running = kp.start_karpenter(root, plan, kube, state_folder(root, cluster), int(state.server.rpartition(":")[2]),
+                                 apps, say)
+    try:
+        made = kp.burst(kube, obj, gpus, say)
+    finally:
+        running.close()
+        kube.close()
+    click.echo(f"karpenter {cluster}/{pool}: node made {made.made_seconds:.1f}s after the pod, "
+               f"removed {made.removed_seconds:.1f}s after it was deleted")
 
 
 @twin.command()

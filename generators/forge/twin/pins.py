@@ -87,7 +87,7 @@ def box_pins(root: Path) -> BoxPins:
         twin = json.loads(path.read_text(encoding="utf-8"))["twin"]
         programs = tuple(_program(root, name, twin[name]) for name in
                          ("kubernetes", "etcd", "kueue", "training-operator", "kwok", "cyclonus"))
-        optional = tuple(_program(root, name, twin[name]) for name in ("argocd-box",))
+        optional = tuple(_program(root, name, twin[name]) for name in ("argocd-box", "karpenter-box"))
         major, minor = (int(x) for x in str(twin["go_min"]).split("."))
         return BoxPins((major, minor), programs, optional)
     except (OSError, ValueError, KeyError, TypeError) as exc:

@@ -1,0 +1,323 @@
+"""Karpenter in the box: the real Karpenter core (ci/tools.json twin.karpenter-box) with its kwok
+cloud provider makes and removes a cloud cluster's nodes from forge's rendered NodePools.
+
+The provider launches no instance: a NodeClaim becomes a Node object annotated
+`kwok.x-k8s.io/node: fake`, which the box's kwok takes and keeps Ready (forge.twin.controlplane),
+and deleting the NodeClaim deletes the Node. What it offers is a list of instance types, written
+here from forge's hardware catalogue (generators/forge/catalogue/hardware.yaml) into the box's
+folder: for each instance type a Karpenter pool of the cluster uses, its CPUs, memory, pods,
+GPUs and EFA interfaces, and an offering per capacity type those pools ask for (spot, on-demand;
+`reserved` is not offered: the provider knows no capacity reservations), in one zone of the
+cluster's region, at the catalogue's on-demand price (0 where it has none: spot prices, p5e).
+
+Box-only rewrites, each said as it is made:
+- NodePools point to a KWOKNodeClass of the same name instead of their EC2NodeClass (the provider
+  serves only KWOKNodeClass, and nodeClassRef's group and kind are immutable: each NodePool is
+  deleted and created again);
+- `consolidateAfter` is CONSOLIDATE_AFTER, so that an empty node goes in seconds, not 10-30 min;
+- the nodes the box made for the pools (forge.twin.nodes, one per node a pool may have) are
+  deleted: Karpenter makes the pools' nodes from here on. The system pool's stay.
+
+Karpenter binds its health and metrics servers to every interface (":8081"): it runs in the
+box's jail (forge.twin.jail), its own network namespace, and reaches the API server through a
+Unix socket.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+from forge.errors import ForgeError
+from forge.fleet import ClusterPlan
+from forge.model import ClusterModel
+from forge.twin.binaries import ensure_program
+from forge.twin.controlplane import kubeconfig_text
+from forge.twin.jail import TcpToUnix, UnixToTcp
+from forge.twin.kube import Kube
+from forge.twin.pki import Pki
+from forge.twin.processes import Process, free_ports, start, stop_all, wait_until
+from forge.twin.sources import Application
+
+Say = Callable[[str], None]
+PROGRAM = "karpenter-box"
+BINARY = "kwok"  # Go names the binary after its package, sigs.k8s.io/karpenter/kwok
+KWOK_GROUP, KWOK_VERSION, KWOK_KIND = "karpenter.kwok.sh", "v1alpha1", "KWOKNodeClass"
+CONSOLIDATE_AFTER = "5s"  # box only: forge's pools say 10m (cpu) and 30m (gpu)
+NAMESPACE = "karpenter"  # forge.components.karpenter's, the chart's SYSTEM_NAMESPACE
+HEALTH_PORT = 8081  # inside the jail (Karpenter's default)
+READY_TIMEOUT = 120.0
+EXTENDED = {"gpu_count": "nvidia.com/gpu", "efa_interfaces": "vpc.amazonaws.com/efa"}
+DEFAULT_PODS = 110  # the kwok provider's own default, where the catalogue has no max_pods
+
+
+def zone(cluster: ClusterModel) -> str:
+    """The one zone the box offers: the region's first (on AWS the EC2NodeClass's subnets decide)."""
+    return f"{cluster.cloud.region}a"
+
+
+def instance_types(cluster: ClusterModel) -> list[dict[str, Any]]:
+    """The kwok provider's instance types (its INSTANCE_TYPES_FILE_PATH format) for the instance
+    types of the cluster's Karpenter pools, from the hardware catalogue; sorted, so the file is
+    the same for the same inventory."""
+    asked: dict[str, tuple[Any, set[str]]] = {}
+    for pool in cluster.pools:
+        if pool.karpenter:
+            asked.setdefault(pool.instance.key, (pool.instance, set()))[1].add(pool.capacity_type)
+    out = []
+    for key, (inst, capacity_types) in sorted(asked.items()):
+        resources = {"cpu": str(inst.cpu_threads), "memory": f"{inst.memory_gib}Gi",
+                     "pods": str(inst.max_pods or DEFAULT_PODS)}
+        resources |= {name: str(getattr(inst, attr)) for attr, name in EXTENDED.items() if getattr(inst, attr)}
+        offerings = [{"Price": (inst.on_demand_usd_per_hour or 0.0) if ct == "on-demand" else 0.0,
+                      "Available": True,
+                      "Requirements": [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": [ct]},
+                                       {"key": "topology.kubernetes.io/zone", "operator": "In", "values": [zone(cluster)]}]}
+                     for ct in sorted(capacity_types - {"reserved"})]
+        if offerings:
+            out.append({"name": key, "offerings": offerings, "architecture": "amd64",
+                        "operatingSystems": ["linux"], "resources": resources})
+    return out
+
+
+def write_instance_types(cluster: ClusterModel, folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "instance-types.json"
+    path.write_text(json.dumps(instance_types(cluster), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return path
+
+
+def box_node_pool(obj: dict[str, Any]) -> dict[str, Any]:
+    """A rendered NodePool as the box applies it (the module's docstring)."""
+    pool = copy.deepcopy(obj)
+    pool["metadata"] = {"name": obj["metadata"]["name"], "labels": (obj["metadata"].get("labels") or {})}
+    ref = pool["spec"]["template"]["spec"]["nodeClassRef"]
+    pool["spec"]["template"]["spec"]["nodeClassRef"] = {"group": KWOK_GROUP, "kind": KWOK_KIND, "name": ref["name"]}
+    pool["spec"].setdefault("disruption", {})["consolidateAfter"] = CONSOLIDATE_AFTER
+    return pool
+
+
+def _established(kube: Kube, api_version: str, kind: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while kube.resource(api_version, kind) is None:
+        if time.monotonic() > deadline:
+            raise ForgeError(f"twin karpenter: the API server does not serve {kind} ({api_version}) "
+                             f"{timeout:.0f}s after its CRD was applied")
+        time.sleep(0.3)
+
+
+@dataclass
+class Karpenter:
+    """Karpenter running against a box that is up; `close` stops it (and its relays)."""
+
+    procs: list[Process] = field(default_factory=list)
+    relays: list[TcpToUnix | UnixToTcp] = field(default_factory=list)
+    pools: list[str] = field(default_factory=list)
+    removed_nodes: int = 0
+
+    def close(self) -> None:
+        stop_all(self.procs)
+        for relay in self.relays:
+            relay.shutdown()
+            relay.server_close()
+            if isinstance(relay, UnixToTcp):
+                Path(relay.server_address).unlink(missing_ok=True)  # type: ignore[arg-type]
+        self.procs, self.relays = [], []
+
+
+def _karpenter_app(apps: list[Application]) -> Application:
+    found = [a for a in apps if a.component == "karpenter"]
+    if not found:
+        raise ForgeError("twin karpenter: the cluster has no karpenter component (a cloud cluster's): nothing to run")
+    return found[0]
+
+
+def prepare(kube: Kube, app: Application, crds: Path, say: Say) -> list[str]:
+    """Karpenter's CRDs and the KWOKNodeClass CRD, a KWOKNodeClass per EC2NodeClass, and the
+    box's NodePools; returns the NodePools' names."""
+    for item in app.items:
+        if item.obj.get("kind") == "CustomResourceDefinition":
+            kube.apply(item.obj, manager="forge-twin")
+    for path in sorted(crds.glob("*.yaml")):
+        kube.apply(yaml.safe_load(path.read_text(encoding="utf-8")), manager="forge-twin")
+    _established(kube, f"{KWOK_GROUP}/{KWOK_VERSION}", KWOK_KIND)
+    _established(kube, "karpenter.sh/v1", "NodePool")
+    kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}, manager="forge-twin")
+    pools = [i.obj for i in app.items if i.obj.get("kind") == "NodePool"]
+    for name in sorted({p["spec"]["template"]["spec"]["nodeClassRef"]["name"] for p in pools}):
+        # Ready as soon as created: the CRD defaults its status to a Ready condition (on AWS the
+        # EC2NodeClass controller sets Ready once subnets, security groups, AMI and role resolve).
+        kube.apply({"apiVersion": f"{KWOK_GROUP}/{KWOK_VERSION}", "kind": KWOK_KIND, "metadata": {"name": name},
+                    "spec": {}}, manager="forge-twin")
+    for obj in pools:
+        name = obj["metadata"]["name"]
+        kube.delete("karpenter.sh/v1", "NodePool", name)  # nodeClassRef's group and kind are immutable
+        deadline = time.monotonic() + 60
+        while kube.get("karpenter.sh/v1", "NodePool", name) is not None:
+            if time.monotonic() > deadline:
+                raise ForgeError(f"twin karpenter: NodePool {name} was not deleted after 60s")
+            time.sleep(0.2)
+        pool = box_node_pool(obj)
+        kube.create({"apiVersion": "karpenter.sh/v1", "kind": "NodePool", **pool})
+        before = obj["spec"].get("disruption", {}).get("consolidateAfter")
+        say(f"twin karpenter: box-only: NodePool {name}: nodeClassRef EC2NodeClass -> {KWOK_KIND} {name}; "
+            f"consolidateAfter {before} -> {CONSOLIDATE_AFTER}")
+    return sorted(p["metadata"]["name"] for p in pools)
+
+
+def hand_over_nodes(kube: Kube, pools: list[str], say: Say) -> int:
+    """Delete the nodes the box made for Karpenter's pools (forge.twin.nodes): Karpenter makes them now."""
+    made = [n for n in kube.list("v1", "Node", selector=f"karpenter.sh/nodepool in ({','.join(pools)})")
+            if not (n["spec"].get("providerID") or "").startswith("kwok://")]
+    for node in made:
+        kube.delete("v1", "Node", node["metadata"]["name"])
+    say(f"twin karpenter: box-only: {len(made)} node(s) the box made for pools {', '.join(pools)} deleted: "
+        "Karpenter makes those pools' nodes")
+    return len(made)
+
+
+def start_karpenter(root: Path, plan: ClusterPlan, kube: Kube, state: Path, server_port: int,
+                    upstream_apps: list[Application], say: Say) -> Karpenter:
+    """Build (once) and start Karpenter against the cluster's box that is up (state: its folder)."""
+    started = time.monotonic()
+    binary = ensure_program(root, PROGRAM, say)[BINARY]
+    say(f"twin karpenter: Karpenter ready to start ({time.monotonic() - started:.1f}s)")
+    work = state / "karpenter"
+    types = write_instance_types(plan.cluster, work)
+    running = Karpenter()
+    try:
+        running.pools = prepare(kube, _karpenter_app(upstream_apps), binary.parent / "data" / "kwok" / "apis" / "crds", say)
+        running.removed_nodes = hand_over_nodes(kube, running.pools, say)
+        unshare = shutil.which("unshare")
+        if unshare is None:
+            raise ForgeError("twin karpenter: Karpenter listens on every interface and runs in its own network "
+                             "namespace: it needs `unshare` (util-linux): install it")
+        pki = Pki(state / "pki")
+        api_sock, health_sock = _socket(work, "api"), _socket(work, "health")
+        (health_port,) = free_ports(1)
+        running.relays = [UnixToTcp(api_sock, server_port), TcpToUnix(health_port, health_sock)]
+        for relay in running.relays:
+            relay.serve_in_background()
+        kubeconfig = work / "kubeconfig"
+        kubeconfig.write_text(kubeconfig_text(f"https://127.0.0.1:{server_port}", pki), encoding="utf-8")
+        env = {**os.environ, "KUBECONFIG": str(kubeconfig), "SYSTEM_NAMESPACE": NAMESPACE,
+               "KUBERNETES_MIN_VERSION": "1.19.0-0", "DISABLE_LEADER_ELECTION": "true",
+               "INSTANCE_TYPES_FILE_PATH": str(types), "HEALTH_PROBE_PORT": str(HEALTH_PORT),
+               "LOG_LEVEL": "debug"}
+        cmd = [unshare, "--net", "--mount", "--", sys.executable, "-m", "forge.twin.jail",
+               "--reach", f"{api_sock}:{server_port}", "--expose", f"{HEALTH_PORT}:{health_sock}", "--", str(binary)]
+        proc = start("karpenter", cmd, state / "logs", env=env)
+        running.procs.append(proc)
+        wait_until(lambda: _http_ok(f"http://127.0.0.1:{health_port}/readyz"), proc, "ready", READY_TIMEOUT)
+        say(f"twin karpenter: Karpenter {_version(root)} (kwok provider) ready in {time.monotonic() - started:.1f}s; "
+            f"instance types {types}; log {proc.log}")
+        return running
+    except BaseException:
+        running.close()
+        raise
+
+
+def _version(root: Path) -> str:
+    from forge.twin.pins import box_pins
+
+    return box_pins(root).program(PROGRAM).version
+
+
+def _socket(folder: Path, name: str) -> str:
+    path = folder / f"{name}.sock"
+    if len(str(path)) > 100:  # AF_UNIX paths are limited to 108 bytes
+        path = Path(tempfile.mkdtemp(prefix="forge-twin-")) / f"{name}.sock"
+    return str(path)
+
+
+def _http_ok(url: str) -> bool:
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310 (127.0.0.1 only)
+            return response.status == 200
+    except (OSError, ValueError):
+        return False
+
+
+# ---- the check: a pending pod makes a node, and the node goes when the pod does -------------------
+
+@dataclass
+class Burst:
+    node_claim: str
+    node: str
+    made_seconds: float  # pod created -> its node Ready and the pod bound
+    removed_seconds: float | None = None  # pod deleted -> NodeClaim and Node gone
+
+
+def pending_pod(pool: dict[str, Any], name: str, namespace: str) -> dict[str, Any]:
+    """A pod that only a node of `pool` takes: its template's labels as nodeSelector, its taints
+    tolerated, and the whole node's GPUs requested (one CPU where it has none)."""
+    template = pool["spec"]["template"]
+    labels = (template.get("metadata") or {}).get("labels") or {}
+    tolerations = [{"key": t["key"], "operator": "Exists", "effect": t["effect"]} for t in template["spec"].get("taints") or []]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace},
+            "spec": {"nodeSelector": {**labels, "karpenter.sh/nodepool": pool["metadata"]["name"]},
+                     "tolerations": tolerations, "terminationGracePeriodSeconds": 0,
+                     "containers": [{"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}
+
+
+def _ready(node: dict[str, Any]) -> bool:
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in (node.get("status") or {}).get("conditions") or [])
+
+
+def burst(kube: Kube, pool: dict[str, Any], gpus: int, say: Say, timeout: float = 180.0,
+          namespace: str = "default", name: str = "karpenter-burst") -> Burst:
+    """Create a pod that fits only `pool`, wait for Karpenter's NodeClaim and its Ready Node with
+    the pod bound to it; delete the pod, wait for both to go (consolidation of an empty node)."""
+    pod = pending_pod(pool, name, namespace)
+    if gpus:
+        pod["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1", "nvidia.com/gpu": str(gpus)},
+                                                     "limits": {"nvidia.com/gpu": str(gpus)}}
+    pool_name = pool["metadata"]["name"]
+    started = time.monotonic()
+    kube.create(pod)
+    deadline = started + timeout
+    while True:
+        claims = kube.list("karpenter.sh/v1", "NodeClaim", selector=f"karpenter.sh/nodepool={pool_name}")
+        bound = (kube.get("v1", "Pod", name, namespace) or {}).get("spec", {}).get("nodeName")
+        node = kube.get("v1", "Node", bound) if bound else None
+        if claims and node and _ready(node):
+            made = Burst(claims[0]["metadata"]["name"], bound, time.monotonic() - started)
+            say(f"twin karpenter: pod {namespace}/{name} pending -> NodeClaim {made.node_claim} -> Node {bound} "
+                f"Ready, pod bound, {made.made_seconds:.1f}s after the pod was created")
+            break
+        if time.monotonic() > deadline:
+            raise ForgeError(f"twin karpenter: no Ready node of pool {pool_name} for pod {namespace}/{name} after "
+                             f"{timeout:.0f}s (NodeClaims: {[c['metadata']['name'] for c in claims]}; events: "
+                             f"{list(kube.events_for(namespace, name))[-3:]})")
+        time.sleep(0.5)
+    deleted = time.monotonic()
+    kube.delete("v1", "Pod", name, namespace)
+    while True:
+        claims = kube.list("karpenter.sh/v1", "NodeClaim", selector=f"karpenter.sh/nodepool={pool_name}")
+        if not claims and kube.get("v1", "Node", made.node) is None:
+            made.removed_seconds = time.monotonic() - deleted
+            say(f"twin karpenter: pod deleted -> NodeClaim and Node {made.node} removed "
+                f"{made.removed_seconds:.1f}s later (consolidateAfter {CONSOLIDATE_AFTER}, box only)")
+            return made
+        if time.monotonic() > deleted + timeout:
+            raise ForgeError(f"twin karpenter: node {made.node} of pool {pool_name} still there {timeout:.0f}s "
+                             f"after its only pod was deleted (NodeClaims: {[c['metadata']['name'] for c in claims]})")
+        time.sleep(0.5)
+
+
+def rendered_pool(apps: list[Application], name: str) -> dict[str, Any]:
+    for item in _karpenter_app(apps).items:
+        if item.obj.get("kind") == "NodePool" and item.obj["metadata"]["name"] == name:
+            return item.obj
+    raise ForgeError(f"twin karpenter: no NodePool {name} in the rendered output")
