@@ -166,3 +166,23 @@ def test_ctrl_c_while_workers_build_clusters_exits_130_without_a_traceback(git_r
     assert proc.returncode == 130, (proc.returncode, err[-2000:])
     assert "Traceback" not in err and err.split() == ["interrupted"]
     assert time.monotonic() - started < 30  # the workers' remaining minute was not waited for
+
+
+def test_a_worker_is_quiet_on_ctrl_c_from_its_fork_not_only_from_its_initializer():
+    """CI saw Ctrl-C land between a worker's fork and the pool's initializer: the child raised
+    forge's KeyboardInterrupt inside multiprocessing's bootstrap and printed a traceback. Every fork
+    after the first pool takes SIGINT's default action at once."""
+    from forge.cli_common import _on_sigint
+    from forge.workers import process_pool
+
+    with process_pool(1):
+        pass
+    previous = signal.signal(signal.SIGINT, _on_sigint)  # what forge's commands install
+    try:
+        pid = os.fork()
+        if pid == 0:  # the child: report what a Ctrl-C would do here, before any initializer
+            os._exit(0 if signal.getsignal(signal.SIGINT) == signal.SIG_DFL else 1)
+        _, status = os.waitpid(pid, 0)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert os.waitstatus_to_exitcode(status) == 0
