@@ -69,9 +69,11 @@ AUTH_BLOCK = """    auth:
 def test_an_ingress_without_auth_or_source_ranges_is_refused_with_file_and_line():
     base = inventory_text("h200")
     text = edit(base, AUTH_BLOCK, "")
-    [problem] = problems_of("h200", text)
+    # Grafana's login takes its issuer from Flyte's auth when it names none: it is refused too
+    problem, grafana = problems_of("h200", text)
     assert (problem.line, problem.path) == (line_of(text, "    ingress:"), "components.flyte.ingress")
     assert "add components.flyte.auth" in problem.message
+    assert grafana.path == "components.prometheus.grafana.login.issuer" and "set login.issuer" in grafana.message
     text = edit(base, "      source_ranges: [10.0.0.0/8]\n", "")
     [problem] = problems_of("h200", text)
     assert problem.path == "components.flyte.ingress.source_ranges"

@@ -210,7 +210,8 @@ def start_karpenter(root: Path, plan: ClusterPlan, kube: Kube, state: Path, serv
         kubeconfig = work / "kubeconfig"
         kubeconfig.write_text(kubeconfig_text(f"https://127.0.0.1:{server_port}", pki), encoding="utf-8")
         env = {**os.environ, "KUBECONFIG": str(kubeconfig), "SYSTEM_NAMESPACE": NAMESPACE,
-               "KUBERNETES_MIN_VERSION": "1.19.0-0", "DISABLE_LEADER_ELECTION": "true",
+               # Karpenter refuses an API server older than this: the box's own, so it always starts
+               "KUBERNETES_MIN_VERSION": f"{_version(root, 'kubernetes').lstrip('v')}-0", "DISABLE_LEADER_ELECTION": "true",
                "INSTANCE_TYPES_FILE_PATH": str(types), "HEALTH_PROBE_PORT": str(HEALTH_PORT),
                "LOG_LEVEL": "debug"}
         cmd = [unshare, "--net", "--mount", "--", sys.executable, "-m", "forge.twin.jail",
@@ -226,10 +227,10 @@ def start_karpenter(root: Path, plan: ClusterPlan, kube: Kube, state: Path, serv
         raise
 
 
-def _version(root: Path) -> str:
+def _version(root: Path, program: str = PROGRAM) -> str:
     from forge.twin.pins import box_pins
 
-    return box_pins(root).program(PROGRAM).version
+    return box_pins(root).program(program).version
 
 
 def _socket(folder: Path, name: str) -> str:
