@@ -2,8 +2,13 @@
 is tested with (no box needed, nothing built)."""
 from __future__ import annotations
 
+import json
 import re
+import shutil
 
+import pytest
+
+from forge.errors import ForgeError
 from forge.twin.pins import box_pins
 from tests.helpers import REPO
 
@@ -52,3 +57,21 @@ def test_argocd_is_built_only_on_request_with_the_go_its_module_needs():
     wanted = tuple(int(x) for x in go_line.split()[1].split(".")[:2])
     have = tuple(int(x) for x in argocd.go_toolchain.removeprefix("go").split(".")[:2])
     assert have >= wanted > pins.go_min, (argocd.go_toolchain, go_line)
+
+
+@pytest.mark.parametrize("change, field", [
+    (lambda twin: twin.update(kueue=None), "twin.kueue"),
+    (lambda twin: twin["etcd"].update(module=["x"]), "twin.etcd.module"),
+    (lambda twin: twin["kwok"].update(commands="kwok"), "twin.kwok.commands"),
+    (lambda twin: twin["cyclonus"].update(keep=[1]), "twin.cyclonus.keep"),
+])
+def test_a_malformed_box_pin_is_one_error_naming_the_field(tmp_path, change, field):
+    """Found by tests/fuzz/test_fuzz_datafiles.py: `twin.kueue: null` was an AttributeError traceback."""
+    shutil.copytree(REPO / "charts", tmp_path / "charts")
+    tools = json.loads((REPO / "ci/tools.json").read_text())
+    change(tools["twin"])
+    (tmp_path / "ci").mkdir()
+    (tmp_path / "ci/tools.json").write_text(json.dumps(tools))
+    with pytest.raises(ForgeError) as caught:
+        box_pins(tmp_path)
+    assert str(caught.value).startswith(f"ci/tools.json: {field}: must be ") and "\n" not in str(caught.value)
