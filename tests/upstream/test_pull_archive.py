@@ -4,6 +4,7 @@ archive passed the check and was then a tarfile.ReadError traceback, and a membe
 directory and a file was an IsADirectoryError traceback."""
 from __future__ import annotations
 
+import gzip
 import io
 import tarfile
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 
 from forge.errors import ForgeError
 from forge.upstream.cache import CACHE_DIR, pull_one
+from forge.upstream.chart import load_chart
 from forge.versions import ChartPin
 
 PIN = ChartPin("widget", "https://charts.example.com", "widget", "1.2.3")
@@ -57,3 +59,25 @@ def test_an_archive_forge_cannot_unpack_is_one_error_and_nothing_is_cached(tmp_p
     with pytest.raises(ForgeError, match=message):
         pull_one(tmp_path, PIN, {}, mirror=mirror(tmp_path, members))
     assert not (tmp_path / CACHE_DIR / "widget-1.2.3").exists()
+
+
+def test_a_corrupt_compressed_stream_is_one_error(tmp_path):
+    """A byte inserted anywhere in a chart archive (the widget fixture): read, or 'not a chart
+    archive', never a zlib.error traceback (found by the chart-reader fuzz: a corrupt deflate block
+    is met while reading a member, after its header was read)."""
+    fixture = Path(__file__).parent / "charts/widget"
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        for file in sorted(p for p in fixture.rglob("*") if p.is_file()):
+            info = tarfile.TarInfo(f"widget/{file.relative_to(fixture).as_posix()}")
+            info.size, info.mtime = file.stat().st_size, 0
+            tar.addfile(info, io.BytesIO(file.read_bytes()))
+    good, refused = gzip.compress(out.getvalue(), mtime=0), 0
+    path = tmp_path / "widget-1.2.3.tgz"
+    for at in range(10, len(good), 2):
+        path.write_bytes(good[:at] + b"\x00" + good[at:])
+        try:
+            load_chart(path)
+        except ForgeError as exc:
+            refused += "not a chart archive" in str(exc)
+    assert refused
