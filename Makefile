@@ -97,7 +97,7 @@ test: setup ## run the test suite
 	$(PY) -m pytest -q
 
 FUZZ_EXAMPLES ?= 10000
-fuzz: setup ## fuzz the inventory loader: FUZZ_EXAMPLES (10,000) mutated inventories per property
+fuzz: setup ## fuzz the inventory loader, the other data files and the chart reader: FUZZ_EXAMPLES (10,000) per property
 	FORGE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) FORGE_FUZZ_GENERATE=25 $(PY) -m pytest -q -p no:cacheprovider --hypothesis-show-statistics tests/fuzz
 
 bench: setup ## run the benchmarks

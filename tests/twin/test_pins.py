@@ -2,8 +2,13 @@
 is tested with (no box needed, nothing built)."""
 from __future__ import annotations
 
+import json
 import re
+import shutil
 
+import pytest
+
+from forge.errors import ForgeError
 from forge.twin.pins import box_pins
 from tests.helpers import REPO
 
@@ -66,3 +71,21 @@ def test_the_box_runs_the_karpenter_forge_deploys_only_on_request():
     versions = yaml.safe_load((REPO / "charts" / "versions.yaml").read_text(encoding="utf-8"))
     deployed = {versions["images"]["karpenter"]["tag"], versions["charts"]["karpenter"]["version"]}
     assert deployed == {karpenter.version.lstrip("v")}, (deployed, karpenter.version)
+
+
+@pytest.mark.parametrize("change, field", [
+    (lambda twin: twin.update(kueue=None), "twin.kueue"),
+    (lambda twin: twin["etcd"].update(module=["x"]), "twin.etcd.module"),
+    (lambda twin: twin["kwok"].update(commands="kwok"), "twin.kwok.commands"),
+    (lambda twin: twin["cyclonus"].update(keep=[1]), "twin.cyclonus.keep"),
+])
+def test_a_malformed_box_pin_is_one_error_naming_the_field(tmp_path, change, field):
+    """Found by tests/fuzz/test_fuzz_datafiles.py: `twin.kueue: null` was an AttributeError traceback."""
+    shutil.copytree(REPO / "charts", tmp_path / "charts")
+    tools = json.loads((REPO / "ci/tools.json").read_text())
+    change(tools["twin"])
+    (tmp_path / "ci").mkdir()
+    (tmp_path / "ci/tools.json").write_text(json.dumps(tools))
+    with pytest.raises(ForgeError) as caught:
+        box_pins(tmp_path)
+    assert str(caught.value).startswith(f"ci/tools.json: {field}: must be ") and "\n" not in str(caught.value)

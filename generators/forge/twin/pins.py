@@ -73,25 +73,46 @@ def _version_from(root: Path, ref: str) -> str:
     return version if version.startswith("v") else f"v{version}"  # Go module versions start with v
 
 
-def _program(root: Path, name: str, entry: dict) -> GoProgram:
-    commands = entry.get("commands")
-    commands = tuple(f"cmd/{c}" for c in commands) if commands else (entry["command"],)
-    version = entry["version"] if "version" in entry else _version_from(root, entry["version_from"])
-    return GoProgram(name, entry["module"], version, commands, entry.get("builder"),
-                     tuple(entry.get("keep") or ()), entry.get("binary"), entry.get("go_toolchain"))
+def _field(entry: dict, name: str, key: str, kind: type, required: bool = False):
+    """entry[key] if it is a `kind` (a list: of text), else the error naming ci/tools.json and the field."""
+    value = entry.get(key)
+    if value is None and not required:
+        return None
+    ok = isinstance(value, kind) and not isinstance(value, bool) and (
+        kind is not list or all(isinstance(v, str) and v for v in value)) and value != ""
+    if not ok:
+        what = {str: "text", list: "a list of text"}[kind]
+        raise ForgeError(f"{TOOLS_FILE}: twin.{name}.{key}: must be {what}, not {str(value)[:60]!r}")
+    return value
+
+
+def _program(root: Path, name: str, entry: object) -> GoProgram:
+    if not isinstance(entry, dict):
+        raise ForgeError(f"{TOOLS_FILE}: twin.{name}: must be a mapping (module, version, command), not {str(entry)[:60]!r}")
+    commands = _field(entry, name, "commands", list)
+    commands = tuple(f"cmd/{c}" for c in commands) if commands else (_field(entry, name, "command", str, True),)
+    if "version" in entry:
+        version = _field(entry, name, "version", str, True)
+    else:
+        version = _version_from(root, _field(entry, name, "version_from", str, True))
+    return GoProgram(name, _field(entry, name, "module", str, True), version, commands, _field(entry, name, "builder", str),
+                     tuple(_field(entry, name, "keep", list) or ()), _field(entry, name, "binary", str),
+                     _field(entry, name, "go_toolchain", str))
 
 
 def box_pins(root: Path) -> BoxPins:
     path = root / TOOLS_FILE
     try:
         twin = json.loads(path.read_text(encoding="utf-8"))["twin"]
-        programs = tuple(_program(root, name, twin[name]) for name in
+        if not isinstance(twin, dict):
+            raise ForgeError(f"{TOOLS_FILE}: twin: must be a mapping of the box's programs, not {str(twin)[:60]!r}")
+        programs = tuple(_program(root, name, twin.get(name)) for name in
                          ("kubernetes", "etcd", "kueue", "training-operator", "kwok", "cyclonus"))
         optional = tuple(_program(root, name, twin[name]) for name in ("argocd-box", "karpenter-box"))
         major, minor = (int(x) for x in str(twin["go_min"]).split("."))
         return BoxPins((major, minor), programs, optional)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ForgeError(f"{path}: the box's pins (key `twin`) cannot be read: {exc!r}") from None
+    except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
+        raise ForgeError(f"{TOOLS_FILE}: the box's pins (key `twin`) cannot be read: {str(exc)[:120] or type(exc).__name__}") from None
 
 
 def argocd_crds_dir(root: Path, upstream: Path | None) -> Path | None:

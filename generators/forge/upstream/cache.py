@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tarfile
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +29,7 @@ from forge.versions import VERSIONS_FILE, ChartPin
 from forge.errors import ForgeError
 from forge.folders import swap_in
 from forge.tools import helm_command
+from forge.upstream import members
 from forge.upstream.chart import archive_meta, chart_meta
 from forge.upstream.lock import LOCK_FILE, LockEntry, file_digest, read_lock, recorded_digest
 
@@ -138,14 +138,17 @@ def _helm_pull(root: Path, pin: ChartPin, dest: Path) -> Path:
     return archives[0]
 
 
-def _unpack(archive: Path, into: Path) -> None:
-    with tarfile.open(archive, "r:gz") as tar:
-        tar.extractall(into, filter="data")  # refuses absolute paths, '..', devices, links out
-    tops = [p for p in into.iterdir()]
-    if len(tops) != 1 or not (tops[0] / "Chart.yaml").is_file():
+def _unpack(archive: Path, chart: Path) -> None:
+    """The archive's chart written under `chart`, from the files forge.upstream.members read and
+    checked (plain relative names, regular files, bounded): no path is built from a name before
+    it is checked, and the archive is read as it was checked (any compression `archive_meta` reads)."""
+    origin = str(archive)
+    files = members.under_top(members.from_archive(members.read_archive(archive), origin), origin)
+    if "Chart.yaml" not in files:
         raise ForgeError(f"{archive}: a chart archive holds one top folder with a Chart.yaml")
-    tops[0].rename(into.parent / "chart")
-    into.rmdir()
+    for name, body in files.items():
+        (chart / name).parent.mkdir(parents=True, exist_ok=True)
+        (chart / name).write_bytes(body)
 
 
 def pull_one(root: Path, pin: ChartPin, lock: dict, mirror: Path | None = None, require_digest: bool = False) -> Pulled:
@@ -175,7 +178,7 @@ def pull_one(root: Path, pin: ChartPin, lock: dict, mirror: Path | None = None, 
             shutil.copyfile(found, staging / ARCHIVE_FILE)
             if found.parent == staging:
                 found.unlink()
-            _unpack(staging / ARCHIVE_FILE, staging / "unpack")
+            _unpack(staging / ARCHIVE_FILE, staging / "chart")
         else:
             files = {"Chart.yaml": (found / "Chart.yaml").read_bytes()}
             _check_meta(chart_meta(files, str(found)), pin, f"{found}/Chart.yaml")

@@ -13,15 +13,19 @@ warning, until someone runs `forge charts lock` on an archive they trust.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
+from forge import datafile
+from forge.datafile import DataFileError
+from forge.errors import Problem
 from forge.versions import VERSIONS_FILE, ChartPin
-from forge.errors import ForgeError
 
 LOCK_FILE = Path("charts/lock.yaml")
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 
 _HEADER = f"""\
 # Digests of the pinned chart archives. Written by `forge charts lock`; do not edit by hand.
@@ -52,21 +56,33 @@ def file_digest(path: Path) -> str:
 
 
 def read_lock(root: Path) -> dict[str, LockEntry]:
-    path = root / LOCK_FILE
-    if not path.is_file():
+    """The lock's entries, read with the guards of every data file (forge.datafile: a regular file
+    inside the repository, bounded, UTF-8, no alias bomb); every problem `file:line: key: message`."""
+    path, file = root / LOCK_FILE, LOCK_FILE.as_posix()
+    if not path.exists() and not path.is_symlink():  # a link or a FIFO is the reader's to refuse
         return {}
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        entries = raw.get("charts") or {}
-        out = {}
-        for key, v in entries.items():
-            digest = v.get("digest")
-            if digest is not None and not (isinstance(digest, str) and digest.startswith("sha256:") and len(digest) == 71):
-                raise ForgeError(f"{LOCK_FILE}: {key}.digest must be 'sha256:<64 hex digits>' or null, not {digest!r}")
-            out[str(key)] = LockEntry(str(key), str(v["repo"]), str(v["chart"]), str(v["version"]), digest)
-        return out
-    except (OSError, KeyError, TypeError, AttributeError, yaml.YAMLError) as exc:
-        raise ForgeError(f"{LOCK_FILE}: cannot read the chart lock ({exc})") from None
+    raw, lines = datafile.parse(datafile.read(path, file, root, "the chart lock"), file)
+
+    def refused(at: tuple, message: str) -> DataFileError:
+        return DataFileError([Problem(file, datafile.line_of(lines, at), datafile.dotted(at), message)])
+
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict) or not isinstance(raw.get("charts") or {}, dict):
+        at = ("charts",) if isinstance(raw, dict) else ()
+        raise refused(at, "the chart lock is a mapping `charts:` of chart key -> repo, chart, version, digest")
+    out = {}
+    for key, v in (raw.get("charts") or {}).items():
+        if not isinstance(v, dict):
+            raise refused(("charts", key), "an entry is a mapping of repo, chart, version, digest")
+        for field in ("repo", "chart", "version"):
+            if not isinstance(v.get(field), (str, int, float)) or isinstance(v.get(field), bool) or v.get(field) == "":
+                raise refused(("charts", key, field), f"missing or not text: each entry repeats the pin ({field}) its digest is for")
+        digest = v.get("digest")
+        if digest is not None and not (isinstance(digest, str) and _DIGEST.fullmatch(digest)):
+            raise refused(("charts", key, "digest"), f"must be 'sha256:<64 hex digits>' or null, not {str(digest)[:80]!r}")
+        out[str(key)] = LockEntry(str(key), str(v["repo"]), str(v["chart"]), str(v["version"]), digest)
+    return out
 
 
 def recorded_digest(lock: dict[str, LockEntry], pin: ChartPin) -> tuple[str | None, str | None]:

@@ -12,10 +12,12 @@
 from __future__ import annotations
 
 import io
+import lzma
 import os
 import re
 import stat
 import tarfile
+import zlib
 from pathlib import Path, PurePosixPath
 
 from forge.errors import ForgeError
@@ -99,12 +101,18 @@ def from_archive(data: bytes, origin: str) -> dict[str, bytes]:
                     continue
                 if not member.isfile():
                     raise ChartRefused(f"{origin}: member {name} is a link or a special file: a chart holds regular files only")
+                if name in out:
+                    raise ChartRefused(f"{origin}: member {name} is given twice: a chart holds each file once")
                 tally.add(name, member.size)
                 handle = tar.extractfile(member)
                 body = handle.read(MAX_MEMBER_BYTES + 1) if handle else b""
                 out[name] = body
-    except (tarfile.TarError, OSError, EOFError, ValueError) as exc:
+    except (tarfile.TarError, OSError, EOFError, ValueError, zlib.error, lzma.LZMAError) as exc:  # a corrupt stream, read lazily
         raise ChartRefused(f"{origin}: not a chart archive ({str(exc)[:120]})") from None
+    folders = {str(parent) for name in out for parent in PurePosixPath(name).parents}
+    clash = sorted(folders & set(out))
+    if clash:
+        raise ChartRefused(f"{origin}: member {clash[0]} is both a file and a folder of other members: not a chart forge reads")
     return out
 
 
