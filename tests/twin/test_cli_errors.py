@@ -141,3 +141,14 @@ def test_a_rollout_step_names_a_driver_the_upgrade_library_knows(tmp_path):
     assert "scenarios.yaml:4: scenarios[0].steps[0].rollout.driver" in str(err.value.problems[0])
     [doca] = load_scenarios(REPO, "h200", ("doca-rollout-gated",))
     assert doca.steps[1].rollout is not None and doca.steps[1].rollout.driver == "ofed"
+
+
+@pytest.mark.parametrize("command", ["argocd", "karpenter"])
+def test_the_steps_on_a_running_box_say_to_start_one_first(repo, upstream, command):
+    """`forge twin argocd` and `forge twin karpenter` act on a box that is up; without one they
+    say what to run (exit 2) and start nothing."""
+    name = "h200-burst" if command == "karpenter" else "a100"
+    result = forge(repo, "twin", command, name, "--upstream", str(upstream))
+    assert result.exit_code == 2, result.output
+    assert f"error: no box of {name} is up: `forge twin up {name}` first" in result.output
+    assert "Traceback" not in result.output and not (repo / f"build/twin/{name}").exists()

@@ -6,6 +6,8 @@
     forge twin upgrade CLUSTER --base REF   apply REF's output, then the working tree's over it
     forge twin karpenter CLUSTER   start Karpenter (kwok provider) in the box that is up: a pending
                                    pod of a pool makes a node, and the node goes with the pod
+    forge twin argocd CLUSTER      the real Argo CD (optional build) converges the box that is up
+                                   from a git daemon of the working tree, as docs/bootstrap.md says
     forge twin down [CLUSTER]      stop a box (all of them without CLUSTER)
     forge twin status              the boxes that are up
 
@@ -290,6 +292,30 @@ def karpenter(root: Path, cluster: str, pool: str, upstream: Path | None, no_ren
         kube.close()
     click.echo(f"karpenter {cluster}/{pool}: node made {made.made_seconds:.1f}s after the pod, "
                f"removed {made.removed_seconds:.1f}s after it was deleted")
+
+
+@twin.command()
+@root_option
+@click.argument("cluster")
+@upstream_option
+@click.option("--timeout", type=click.FloatRange(1, 7200), default=1800, show_default=True,
+              help="Seconds to wait for every Application to be Synced and Healthy.")
+@user_errors
+def argocd(root: Path, cluster: str, upstream: Path | None, timeout: float) -> None:
+    """Run the real Argo CD (twin.argocd-box, built on first use) against CLUSTER's box that is up
+    (`forge twin up`): the bootstrap of docs/bootstrap.md applied by hand, then a wait until every
+    Application is Synced and Healthy, naming the others in Argo CD's words (exit 2)."""
+    from forge.twin.argocd import run as argocd_run
+
+    upstream = _need_upstream(upstream)
+    _plan(root, cluster)  # a cluster forge knows, its inventory valid
+    state = _live_state(root, cluster)
+    if state is None:
+        raise ForgeError(f"no box of {cluster} is up: `forge twin up {cluster}` first")
+    work = state_folder(root, cluster) / "argocd"
+    shutil.rmtree(work, ignore_errors=True)
+    progress = argocd_run.run(root, cluster, Path(state.kubeconfig), upstream, work, timeout, say)
+    click.echo(f"argocd {cluster}: {len(progress.order)} Applications Synced and Healthy")
 
 
 @twin.command()
