@@ -56,13 +56,19 @@ def check_size(size: int, file: str) -> None:
             "Split a larger fleet into clusters")])
 
 
-def read_regular(path: Path, limit: int) -> bytes:
+def read_regular(path: Path, limit: int, *, links: bool = True) -> bytes:
     """A regular file's bytes, at most `limit` (more raises OSError EFBIG): a FIFO, a device or a
-    folder is refused without blocking, and the size is what read returns, not st_size."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    folder is refused without blocking, and the size is what read returns, not st_size.
+    `links=False` (a chart folder's files, held to the archive rule): a symbolic link as the last
+    part of `path` raises ELOOP (checked by the open itself, so a link swapped in after a walk's
+    lstat is not followed), a file with more than one name (a hard link) EMLINK."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | (0 if links else os.O_NOFOLLOW))
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             raise OSError(errno.EINVAL, "not a regular file", str(path))
+        if not links and info.st_nlink > 1:
+            raise OSError(errno.EMLINK, f"a hard link: one of {info.st_nlink} names of one file", str(path))
         chunks, size = [], 0
         while chunk := os.read(fd, min(1 << 20, limit + 1 - size)):
             chunks.append(chunk)

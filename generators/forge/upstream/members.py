@@ -5,12 +5,15 @@
   backslash or control character; a name built into a path later (a CRD's, a subchart's) is
   checked with `file_name` before any path is built from it;
 - only regular files: a symbolic or hard link, a device, a FIFO is refused (a folder's
-  `values.yaml` linked to a kubeconfig would be copied into the upstream data);
+  `values.yaml` linked to a kubeconfig would be copied into the upstream data); a folder's files
+  are held to the archive's rule, so a link is refused even to another file of the chart, and a
+  FIFO is named from its lstat, never opened to block;
 - at most MAX_MEMBER_BYTES a file, MAX_CHART_BYTES and MAX_MEMBERS in all, counted as read
   (a gzip bomb stops at the limit, not after).
 """
 from __future__ import annotations
 
+import errno
 import io
 import lzma
 import os
@@ -21,7 +24,7 @@ import zlib
 from pathlib import Path, PurePosixPath
 
 from forge.errors import ForgeError
-from forge.textguard import read_regular
+from forge.textguard import odd_kind, read_regular
 
 # The largest pinned chart (kube-prometheus-stack, CRDs included) is about 4 MiB unpacked, its
 # largest file (a CRD) under 1 MiB; these leave room for growth and stop a bomb early.
@@ -29,6 +32,7 @@ MAX_MEMBER_BYTES = 8 * 1024 * 1024
 MAX_CHART_BYTES = 64 * 1024 * 1024
 MAX_MEMBERS = 10_000
 _BAD_CHARS = re.compile(r"[\x00-\x1f\x7f\\]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _FILE_NAME = re.compile(r"[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?")  # a Kubernetes object name (DNS subdomain)
 
 
@@ -68,24 +72,66 @@ class _Tally:
                                "unpacked: not a chart forge reads")
 
 
+# What a chart folder's file may be, said in every refusal of one: the archive rule (members are
+# regular files, never links), so a folder cannot carry what its packed archive could not.
+_FOLDER_RULE = ("each file of a chart must be a regular file inside the chart folder (no symbolic or hard link, "
+                "even to another file of the chart; no FIFO, device or socket), as in a chart archive; "
+                "copy the file in instead")
+
+
+def _shown(text: str) -> str:
+    """A path as one line of text: quoted when it holds a control character (a link's target may)."""
+    return repr(text) if _CONTROL.search(text) else text
+
+
+def _what_it_is(root: Path, path: Path) -> str:
+    """`path` (not a regular file, or a link) in words: what it is and, for a link, where it leads."""
+    kind = odd_kind(path)
+    if kind != "symbolic link":
+        return f"a {kind}" if kind else "not a regular file"
+    real, top = Path(os.path.realpath(path)), Path(os.path.realpath(root))
+    if real.is_relative_to(top):
+        return f"a symbolic link to {_shown(real.relative_to(top).as_posix())}, inside the chart folder"
+    return f"a symbolic link to {_shown(str(real))}, outside the chart folder"
+
+
+def _folder_file(root: Path, path: Path, rel: str) -> bytes:
+    """The bytes of one file of a chart folder, or its refusal naming the file and the rule."""
+    where = f"{root}/{rel}"
+    if not stat.S_ISREG(os.lstat(path).st_mode):
+        raise ChartRefused(f"{where}: is {_what_it_is(root, path)}: {_FOLDER_RULE}")
+    try:
+        return read_regular(path, MAX_MEMBER_BYTES, links=False)
+    except OSError as exc:
+        if exc.errno == errno.EMLINK:
+            raise ChartRefused(f"{where}: is a hard link (one of {os.lstat(path).st_nlink} names of one file, the others "
+                               f"maybe outside the chart folder): {_FOLDER_RULE}") from None
+        if exc.errno in (errno.ELOOP, errno.EINVAL):  # swapped for a link or a FIFO since the walk saw it
+            raise ChartRefused(f"{where}: is {_what_it_is(root, path)}: {_FOLDER_RULE}") from None
+        if exc.errno == errno.EFBIG:
+            raise ChartRefused(f"{root}: member {rel} is more than {MAX_MEMBER_BYTES // 2**20} MiB: "
+                               "no chart file is that large") from None
+        raise ChartRefused(f"{where}: cannot read ({exc.strerror or exc})") from None
+
+
+def _unreadable(exc: OSError) -> None:
+    raise ChartRefused(f"{exc.filename}: cannot read the chart folder's folder ({exc.strerror or exc}): "
+                       "every file of a chart is read, none skipped")
+
+
 def from_folder(root: Path) -> dict[str, bytes]:
-    """Every file under the chart folder `root`, by relative path; any link or special file refused."""
+    """Every file under the chart folder `root`, by relative path: each a regular file inside it
+    (the archive rule: no link, symbolic or hard, even to a file of the chart; no FIFO or device),
+    refused naming the file. `root` itself, named on the command line, may be reached by a link."""
     origin, tally, out = str(root), _Tally(str(root)), {}
-    for folder, dirs, files in os.walk(root):
+    for folder, dirs, files in os.walk(root, onerror=_unreadable):
         for name in sorted(dirs + files):
             path = Path(folder) / name
-            rel = path.relative_to(root).as_posix()
-            mode = os.lstat(path).st_mode
-            if stat.S_ISDIR(mode):
+            rel = member_name(path.relative_to(root).as_posix(), origin)
+            if stat.S_ISDIR(os.lstat(path).st_mode):
                 continue
-            if not stat.S_ISREG(mode):
-                kind = "a symbolic link" if stat.S_ISLNK(mode) else "not a regular file"
-                raise ChartRefused(f"{origin}: {rel} is {kind}: a chart's files are regular files inside it")
-            try:
-                data = read_regular(path, MAX_MEMBER_BYTES)
-            except OSError as exc:
-                raise ChartRefused(f"{origin}: {rel}: cannot read ({exc.strerror or exc})") from None
-            tally.add(member_name(rel, origin), len(data))
+            data = _folder_file(root, path, rel)
+            tally.add(rel, len(data))
             out[rel] = data
     return dict(sorted(out.items()))
 
@@ -135,6 +181,6 @@ def under_top(files: dict[str, bytes], origin: str) -> dict[str, bytes]:
 
 def chart_files(chart: Path) -> dict[str, bytes]:
     """A chart's files relative to its own folder, from a folder or a .tgz."""
-    if chart.is_dir() and not chart.is_symlink():
+    if chart.is_dir():  # a folder, or a link to one named on the command line (as a .tgz may be)
         return from_folder(chart)
     return under_top(from_archive(read_archive(chart), str(chart)), str(chart))

@@ -1,0 +1,147 @@
+"""`forge charts bump --chart DIR` (and the chart reader hydrate uses) on a chart FOLDER holds it to
+the rule of chart archives (issue 36): each file is a regular file inside the folder, so a link
+(symbolic, to a file or a folder, outside or inside; or hard), a FIFO or a device is refused with
+one `error:` line naming the folder's file and what is allowed, exit 2, nothing written, the pin
+not moved, and a FIFO never blocks. The charts are tests.upstream.test_hostile_charts' fixture (a
+minimal kuberay-operator 1.7.1) with one hostile part."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from forge.upstream.chart import load_chart
+from tests.helpers import REPO, copy_repo_inputs, forge
+from tests.upstream.test_hostile_charts import crd, folder
+
+SECRET = "token: s3cr3t-t0ken\n"
+ALLOWED = "must be a regular file inside the chart folder"
+MIB = 2**20
+
+
+def _kubeconfig(tmp: Path) -> Path:
+    secret = tmp / "kubeconfig"
+    secret.write_text(SECRET)
+    return secret
+
+
+def _replace(chart: Path, rel: str, make) -> Path:
+    path = chart / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists() or path.is_symlink():
+        path.unlink()
+    make(path)
+    return chart
+
+
+def _outside_folder(tmp: Path) -> Path:
+    out = tmp / "elsewhere"
+    out.mkdir()
+    (out / "stolen.yaml").write_text(SECRET)
+    return out
+
+
+CASES = {
+    # case: (make the chart folder, the folder's file the message names, what the message says it is)
+    "values-link-out": (lambda t: _replace(folder(t, {}), "values.yaml", lambda p: p.symlink_to(_kubeconfig(t))),
+                        "values.yaml", "is a symbolic link to {tmp}/kubeconfig, outside the chart folder"),
+    "chart-yaml-link-out": (lambda t: _replace(folder(t, {}), "Chart.yaml", lambda p: p.symlink_to(_kubeconfig(t))),
+                            "Chart.yaml", "is a symbolic link to {tmp}/kubeconfig, outside the chart folder"),
+    "schema-link-out": (lambda t: _replace(folder(t, {}), "values.schema.json", lambda p: p.symlink_to(_kubeconfig(t))),
+                        "values.schema.json", "is a symbolic link to {tmp}/kubeconfig, outside the chart folder"),
+    "crd-link-out": (lambda t: _replace(folder(t, {"crds/a.yaml": crd("a.ray.io")}), "crds/b.yaml",
+                                        lambda p: p.symlink_to(_kubeconfig(t))),
+                     "crds/b.yaml", "is a symbolic link to {tmp}/kubeconfig, outside the chart folder"),
+    "crds-folder-link-out": (lambda t: _replace(folder(t, {}), "crds", lambda p: p.symlink_to(_outside_folder(t))),
+                             "crds", "is a symbolic link to {tmp}/elsewhere, outside the chart folder"),
+    "subfolder-link-out": (lambda t: _replace(folder(t, {}), "crds/more", lambda p: p.symlink_to(_outside_folder(t))),
+                           "crds/more", "is a symbolic link to {tmp}/elsewhere, outside the chart folder"),
+    "link-dangling": (lambda t: _replace(folder(t, {}), "values.yaml", lambda p: p.symlink_to(t / "nothing")),
+                      "values.yaml", "is a symbolic link to {tmp}/nothing, outside the chart folder"),
+    # Archive members may not be links at all, so neither may a folder's files, even to its own.
+    "link-inside": (lambda t: _replace(folder(t, {"defaults.yaml": "image: {tag: v1.7.1}\n"}), "values.yaml",
+                                       lambda p: p.symlink_to("defaults.yaml")),
+                    "values.yaml", "is a symbolic link to defaults.yaml, inside the chart folder"),
+    "hard-link-out": (lambda t: _replace(folder(t, {}), "values.yaml", lambda p: os.link(_kubeconfig(t), p)),
+                      "values.yaml", "is a hard link (one of 2 names of one file, the others maybe outside the chart folder)"),
+    "subchart-hard-link-out": (lambda t: _replace(folder(t, {"charts/sub/Chart.yaml": "apiVersion: v2\nname: sub\nversion: 1.0.0\n"}),
+                                                  "charts/sub/values.yaml", lambda p: os.link(_kubeconfig(t), p)),
+                               "charts/sub/values.yaml", "is a hard link"),
+    "fifo-values": (lambda t: _replace(folder(t, {}), "values.yaml", os.mkfifo), "values.yaml", "is a FIFO"),
+    "fifo-crd": (lambda t: _replace(folder(t, {}), "crds/x.yaml", os.mkfifo), "crds/x.yaml", "is a FIFO"),
+    "device-link": (lambda t: _replace(folder(t, {}), "values.yaml", lambda p: p.symlink_to("/dev/zero")),
+                    "values.yaml", "is a symbolic link to /dev/zero, outside the chart folder"),
+}
+
+
+def bump(tmp: Path, chart: Path, root: Path, data: Path) -> subprocess.CompletedProcess:
+    """The real command in a child process with a deadline: a FIFO opened for reading blocks forever."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "generators"), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, "-m", "forge.cli", "charts", "bump", "kuberay-operator", "1.7.1",
+                           "--chart", str(chart), "--upstream", str(data), "--no-generate", "--root", str(root)],
+                          capture_output=True, text=True, timeout=120, env=env, cwd=tmp)
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_a_chart_folder_file_that_is_not_a_regular_file_inside_it_is_refused(case, tmp_path):
+    make, rel, words = CASES[case]
+    root = copy_repo_inputs(tmp_path / "repo")
+    data = tmp_path / "upstream"
+    data.mkdir()
+    before = (root / "charts/versions.yaml").read_text()
+    chart = make(tmp_path)
+    result = bump(tmp_path, chart, root, data)
+    out = result.stdout + result.stderr
+    assert result.returncode == 2, out
+    lines = out.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {chart}/{rel}: "), out
+    assert words.format(tmp=tmp_path) in out, out
+    assert ALLOWED in out, out
+    assert "Traceback" not in out and "s3cr3t" not in out
+    assert (root / "charts/versions.yaml").read_text() == before  # the pin did not move
+    assert list(data.iterdir()) == []  # no upstream data, not even half of it
+
+
+@pytest.mark.parametrize("case", ["values-link-out", "link-inside", "hard-link-out", "fifo-values", "crds-folder-link-out"])
+def test_the_chart_reader_refuses_the_same_folders(case, tmp_path):
+    from forge.upstream.members import ChartRefused
+
+    with pytest.raises(ChartRefused, match=ALLOWED):
+        load_chart(CASES[case][0](tmp_path))
+
+
+def test_a_chart_folder_named_through_a_link_is_read_as_the_folder(tmp_path):
+    """The folder named on the command line may be reached through a link (as an archive may): the
+    rule is about the files inside it. It was refused as 'cannot read the chart archive'."""
+    root = copy_repo_inputs(tmp_path / "repo")
+    data = tmp_path / "upstream"
+    data.mkdir()
+    chart = folder(tmp_path, {"crds/a.yaml": crd("a.ray.io")})
+    named = tmp_path / "named"
+    named.symlink_to(chart)
+    result = forge(root, "charts", "bump", "kuberay-operator", "1.7.1", "--chart", str(named), "--upstream", str(data),
+                   "--no-generate")
+    assert result.exit_code == 0, result.output
+    assert sorted(p.relative_to(data).as_posix() for p in data.rglob("*") if p.is_file()) == [
+        "kuberay-operator-1.7.1/crds/a.ray.io.yaml", "kuberay-operator-1.7.1/values.yaml"]
+
+
+def test_an_unreadable_subfolder_is_refused_not_skipped(tmp_path):
+    if os.geteuid() == 0:
+        pytest.skip("root reads any folder")
+    root = copy_repo_inputs(tmp_path / "repo")
+    data = tmp_path / "upstream"
+    data.mkdir()
+    chart = folder(tmp_path, {"crds/a.yaml": crd("a.ray.io")})
+    (chart / "crds").chmod(0)
+    try:
+        result = forge(root, "charts", "bump", "kuberay-operator", "1.7.1", "--chart", str(chart), "--upstream", str(data),
+                       "--no-generate")
+    finally:
+        (chart / "crds").chmod(0o755)
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith(f"error: {chart}/crds: cannot read"), result.output
+    assert list(data.iterdir()) == []
