@@ -145,3 +145,26 @@ def test_an_unreadable_subfolder_is_refused_not_skipped(tmp_path):
     assert result.exit_code == 2, result.output
     assert result.output.startswith(f"error: {chart}/crds: cannot read"), result.output
     assert list(data.iterdir()) == []
+
+
+@pytest.mark.parametrize("case", ["values-link-out", "hard-link-out", "fifo-values"])
+def test_charts_pull_from_a_mirror_folder_holds_it_to_the_same_rule(case, widget_repo: Path, tmp_path: Path):
+    """An unpacked chart in a mirror went into the cache by a copy that followed links: a values.yaml
+    linked to a kubeconfig was cached, then rendered by helm. It is read as bump reads a folder."""
+    from tests.upstream.conftest import copy_chart
+
+    chart = copy_chart(tmp_path / "mirror/widget-1.2.3")
+    {"values-link-out": lambda p: p.symlink_to(_kubeconfig(tmp_path)),
+     "hard-link-out": lambda p: os.link(_kubeconfig(tmp_path), p), "fifo-values": os.mkfifo}[case](_gone(chart / "values.yaml"))
+    result = forge(widget_repo, "charts", "pull", "--from", str(tmp_path / "mirror"), "widget")
+    assert result.exit_code == 2, result.output
+    assert f"error: {chart}/values.yaml: is " in result.output and ALLOWED in result.output, result.output
+    assert "s3cr3t" not in result.output and "Traceback" not in result.output
+    cache = widget_repo / ".cache/charts"
+    assert not any(p.is_file() and "s3cr3t" in p.read_text(errors="replace") for p in cache.rglob("*")), list(cache.rglob("*"))
+    assert not (cache / "widget-1.2.3").exists()
+
+
+def _gone(path: Path) -> Path:
+    path.unlink()
+    return path

@@ -146,6 +146,10 @@ def _unpack(archive: Path, chart: Path) -> None:
     files = members.under_top(members.from_archive(members.read_archive(archive), origin), origin)
     if "Chart.yaml" not in files:
         raise ForgeError(f"{archive}: a chart archive holds one top folder with a Chart.yaml")
+    _write(files, chart)
+
+
+def _write(files: dict[str, bytes], chart: Path) -> None:
     for name, body in files.items():
         (chart / name).parent.mkdir(parents=True, exist_ok=True)
         (chart / name).write_bytes(body)
@@ -180,10 +184,12 @@ def pull_one(root: Path, pin: ChartPin, lock: dict, mirror: Path | None = None, 
                 found.unlink()
             _unpack(staging / ARCHIVE_FILE, staging / "chart")
         else:
-            files = {"Chart.yaml": (found / "Chart.yaml").read_bytes()}
+            # Read as `forge charts bump` reads a folder (forge.upstream.members): a copy that
+            # followed links cached a values.yaml linked to a kubeconfig, and helm rendered it.
+            files = members.from_folder(found)
             _check_meta(chart_meta(files, str(found)), pin, f"{found}/Chart.yaml")
             note = "an unpacked folder has no archive to check a digest against"
-            shutil.copytree(found, staging / "chart", symlinks=False)
+            _write(files, staging / "chart")
         if require_digest and not verified:
             raise ForgeError(f"{pin.key}: no verified digest ({note}) and --require-digest was given")
         record = {"chart": pin.chart, "version": pin.version, "source": source, "digest": digest, "verified": verified}
