@@ -130,6 +130,18 @@ def chart_member(root: Path) -> str:
     return result.output
 
 
+def chart_folder(root: Path) -> str:
+    from tests.upstream.test_chart_folders import CASES
+
+    chart = CASES["values-link-out"][0](root.parent)
+    (root.parent / "data").mkdir()
+    result = CliRunner().invoke(main, ["charts", "bump", "kuberay-operator", "1.7.1", "--chart", str(chart),
+                                       "--upstream", str(root.parent / "data"), "--root", str(root)])
+    assert result.exit_code == 2, result.output
+    assert list((root.parent / "data").iterdir()) == []
+    return result.output
+
+
 def promote_answer(root: Path) -> str:
     from forge.rollout import api
     from tests.rollout.test_promote_hostile import Server, send
@@ -179,6 +191,7 @@ PROBES = {
         "clusters/h200/overrides/exceptions.yaml": ("exceptions:\n  - {component: loki, path: loki.limits_config, "
                                                     "reason: r, reviewed_by: bob}\n")}),
     "chart-member": chart_member,
+    "chart-folder": chart_folder,
     "promote-answer": promote_answer,
 }
 
