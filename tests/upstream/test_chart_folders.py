@@ -168,3 +168,33 @@ def test_charts_pull_from_a_mirror_folder_holds_it_to_the_same_rule(case, widget
 def _gone(path: Path) -> Path:
     path.unlink()
     return path
+
+
+BIG = 4 * MIB + 1  # one byte over forge.upstream.members.MAX_YAML_BYTES (a literal: this test also runs on main)
+
+
+@pytest.mark.parametrize("rel", ["values.yaml", "crds/big.yaml", "Chart.yaml"])
+def test_a_chart_yaml_file_larger_than_an_inventory_may_be_is_refused_before_it_is_parsed(rel, tmp_path):
+    """A 8 MiB values.yaml took 22 s and 1.1 GB to parse (and was accepted); forge parses no chart
+    YAML file larger than an inventory may be (4 MiB; the largest pinned, a CRD, is 1.4 MiB)."""
+    root = copy_repo_inputs(tmp_path / "repo")
+    data = tmp_path / "upstream"
+    data.mkdir()
+    head = {"values.yaml": "image: {tag: v1.7.1}\n", "crds/big.yaml": crd("big.ray.io"),
+            "Chart.yaml": "apiVersion: v2\nname: kuberay-operator\nversion: 1.7.1\n"}[rel]
+    chart = folder(tmp_path, {rel: head + "#" * (BIG - len(head) - 1) + "\n"})
+    before = (root / "charts/versions.yaml").read_text()
+    result = forge(root, "charts", "bump", "kuberay-operator", "1.7.1", "--chart", str(chart), "--upstream", str(data),
+                   "--no-generate")
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith(f"error: {chart}/{rel}: is more than 4 MiB ({BIG:,} bytes): "), result.output
+    assert "may be at most 4 MiB" in result.output and len(result.output.splitlines()) == 1
+    assert (root / "charts/versions.yaml").read_text() == before and list(data.iterdir()) == []
+
+
+def test_the_chart_reader_refuses_a_huge_values_file_too(tmp_path):
+    from forge.upstream.members import ChartRefused
+
+    chart = folder(tmp_path, {"values.yaml": "a: 1\n" + "#" * BIG + "\n"})
+    with pytest.raises(ChartRefused, match="is more than 4 MiB"):
+        load_chart(chart)

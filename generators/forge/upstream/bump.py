@@ -30,7 +30,7 @@ def _load(data: bytes, where: str) -> Any:
 
 
 def _text(data: bytes, where: str) -> str:
-    return textguard.decode(data, where, "a chart's YAML file", datafile.DataFileError)
+    return members.yaml_text(data, where)
 
 
 def _crds(data: bytes, where: str) -> dict[str, bytes]:

@@ -57,8 +57,7 @@ def _files_from_tgz(data: bytes, origin: str) -> dict[str, bytes]:
 
 
 def _yaml(text: bytes, origin: str) -> Any:
-    return datafile.parse(textguard.decode(text, origin, "a chart's YAML file", datafile.DataFileError), origin,
-                          textguard.MAX_SCHEMA_DEPTH)[0] or {}
+    return datafile.parse(members.yaml_text(text, origin), origin, textguard.MAX_SCHEMA_DEPTH)[0] or {}
 
 
 def chart_meta(files: dict[str, bytes], origin: str) -> dict[str, Any]:

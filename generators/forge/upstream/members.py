@@ -24,13 +24,18 @@ import zlib
 from pathlib import Path, PurePosixPath
 
 from forge.errors import ForgeError
-from forge.textguard import odd_kind, read_regular
+from forge import datafile, textguard
+from forge.textguard import MAX_BYTES, odd_kind, read_regular
 
 # The largest pinned chart (kube-prometheus-stack, CRDs included) is about 4 MiB unpacked, its
 # largest file (a CRD) under 1 MiB; these leave room for growth and stop a bomb early.
 MAX_MEMBER_BYTES = 8 * 1024 * 1024
 MAX_CHART_BYTES = 64 * 1024 * 1024
 MAX_MEMBERS = 10_000
+# A chart YAML file forge parses (Chart.yaml, values.yaml, requirements.yaml, a crds/ file) is held
+# to the inventory's limit: the largest pinned one (kueue's Workload CRD) is 1.4 MiB, and parsing
+# costs about 140 MB and 3 s a MiB (an 8 MiB values.yaml: 22 s, 1.1 GB).
+MAX_YAML_BYTES = MAX_BYTES
 _BAD_CHARS = re.compile(r"[\x00-\x1f\x7f\\]")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _FILE_NAME = re.compile(r"[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?")  # a Kubernetes object name (DNS subdomain)
@@ -117,6 +122,15 @@ def _folder_file(root: Path, path: Path, rel: str) -> bytes:
 def _unreadable(exc: OSError) -> None:
     raise ChartRefused(f"{exc.filename}: cannot read the chart folder's folder ({exc.strerror or exc}): "
                        "every file of a chart is read, none skipped")
+
+
+def yaml_text(data: bytes, where: str) -> str:
+    """The text of a chart YAML file about to be parsed: bounded, UTF-8, printable (forge.textguard)."""
+    if len(data) > MAX_YAML_BYTES:
+        raise ChartRefused(f"{where}: is more than {MAX_YAML_BYTES // 2**20} MiB ({len(data):,} bytes): a chart's YAML "
+                           f"file (Chart.yaml, values.yaml, a CRD) may be at most {MAX_YAML_BYTES // 2**20} MiB, as an "
+                           "inventory may (the largest pinned, a CRD, is 1.4 MiB): is this the right file?")
+    return textguard.decode(data, where, "a chart's YAML file", datafile.DataFileError)
 
 
 def from_folder(root: Path) -> dict[str, bytes]:
