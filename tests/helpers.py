@@ -19,15 +19,15 @@ import pytest
 import yaml
 from click.testing import CliRunner, Result
 
-from forge.versions import chart_pins
-from forge.cli import main
+from forge.facts.versions import chart_pins
+from forge.commands.main import main
 from forge.errors import ForgeError, InventoryError, Problem
-from forge.generate import build_tree
+from forge.generate.tree import build_tree
 from forge.inventory.loader import LoadedInventory
 from forge.fleet import load_plan_text
-from forge.model import ClusterModel
+from forge.model.cluster import ClusterModel
 from forge.tools import kustomize_build_command
-from forge.writer import write_tree
+from forge.generate.writer import write_tree
 
 REPO = Path(__file__).resolve().parents[1]
 CLUSTERS = ("h200", "a100")

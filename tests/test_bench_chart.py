@@ -1,4 +1,4 @@
-"""`forge bench --svg`: the bench table as a chart (forge.bench_chart), checked as text: one group
+"""`forge bench --svg`: the bench table as a chart (forge.bench.chart), checked as text: one group
 per benchmark, labelled with it, both times and the ratio; bars on one scale; deterministic.
 The renderer is fed a small result object: the bench itself takes minutes."""
 from __future__ import annotations
@@ -7,8 +7,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from forge.bench import Result, Row
-from forge.bench_chart import bench_svg
+from forge.bench.pipeline import Result, Row
+from forge.bench.chart import bench_svg
 
 from tests.helpers import REPO, cli
 

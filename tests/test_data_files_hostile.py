@@ -1,5 +1,5 @@
 """forge's own data files (clusters/rings.yaml, charts/versions.yaml, clusters/<c>/scenarios.yaml)
-read with the inventory's guards (forge.textguard): an alias bomb, a deep nesting, /dev/zero, a
+read with the inventory's guards (forge.files.textguard): an alias bomb, a deep nesting, /dev/zero, a
 FIFO, binary bytes, a lone carriage return and a link out of the repository are each one
 `file:line:` problem, in bounded memory and time, never a traceback (issue 36)."""
 from __future__ import annotations
@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from forge.cli import main
-from forge.datafile import DataFileError
+from forge.commands.main import main
+from forge.files.datafile import DataFileError
 from forge.inventory.rings import load_rings_file
 from forge.twin.scenario import load_scenarios
-from forge.versions import chart_pins
+from forge.facts.versions import chart_pins
 from tests.helpers import REPO, copy_repo_inputs
 
 # 600 bytes that expand to 10^8 values if built naively (a "billion laughs" document).

@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from forge.draw import draw
+from forge.commands.draw import draw
 from tests.helpers import cli, model
 
 NS = {"s": "http://www.w3.org/2000/svg"}

@@ -1,4 +1,4 @@
-"""forge.emit's writer against its oracle: `dump` must give exactly `reference_dump`'s bytes (PyYAML's
+"""forge.files.emit's writer against its oracle: `dump` must give exactly `reference_dump`'s bytes (PyYAML's
 own emitter with the house dialect), on every file generate builds for the shipped fleets and the
 fixture fleets, and on random documents full of scalars PyYAML quotes, escapes or writes as blocks."""
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from forge import emit
-from forge.incremental import build_cluster
+from forge.files import emit
+from forge.generate.incremental import build_cluster
 from tests.helpers import FIXTURE_CLUSTERS, REPO
 
 INVENTORIES = sorted((REPO / "clusters").glob("*/inventory.yaml")) + sorted(FIXTURE_CLUSTERS.glob("*/inventory.yaml"))
@@ -59,7 +59,7 @@ def test_every_generated_file_is_byte_identical_to_pyyaml(inventory: str, record
     assert sorted(files) == sorted(reference)
     for name, text in files.items():
         assert text == reference[name], f"{name} differs from PyYAML:\n" + "".join(difflib.unified_diff(
-            reference[name].splitlines(True), text.splitlines(True), "pyyaml", "forge.emit"))
+            reference[name].splitlines(True), text.splitlines(True), "pyyaml", "forge.files.emit"))
     # The writer itself wrote them: no document was handed back to PyYAML.
     assert docs and all(emit.fast_dump(doc) is not None for doc in docs)
 

@@ -53,7 +53,7 @@ def test_an_odd_file_in_the_generated_folders_is_named(generated: Path, rel: str
         assert check.returncode == 1, check.stderr
         assert f"out of date: {rel} (not a regular file: a {kind}; forge writes only regular files: delete it)" in check.stderr
         gen = _forge(generated, "generate")
-        assert gen.returncode == 2 and f"error: {rel}: " in gen.stderr, gen.stderr  # a link: forge.folders' own refusal
+        assert gen.returncode == 2 and f"error: {rel}: " in gen.stderr, gen.stderr  # a link: forge.files.folders' own refusal
         assert "Traceback" not in check.stderr + gen.stderr
         assert os.path.lexists(generated / rel)  # nothing written
         if before is not None:

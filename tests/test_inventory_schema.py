@@ -9,7 +9,7 @@ import jsonschema
 import pytest
 import yaml
 
-from forge.inventory_schema import SCHEMA_FILE, outputs
+from forge.commands.inventory_schema import SCHEMA_FILE, outputs
 from tests.helpers import REPO, edit, inventory_text
 
 MODELINE = "# yaml-language-server: $schema=../../docs/inventory.schema.json\n"
@@ -22,7 +22,7 @@ def validator() -> jsonschema.Draft202012Validator:
 
 def test_committed_schema_and_reference_are_what_the_models_give():
     stale = [str(path) for path, text in outputs().items() if (REPO / path).read_text() != text]
-    assert stale == [], "run `python -m forge.inventory_schema` and commit the result"
+    assert stale == [], "run `python -m forge.commands.inventory_schema` and commit the result"
 
 
 @pytest.mark.parametrize("inventory", INVENTORIES, ids=lambda p: str(p.relative_to(REPO)))

@@ -9,29 +9,36 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "generators" / "forge"
 
-# In order; a module belongs to the stage of its longest matching name (a package covers its
-# modules). Every module must have a stage, so a new one is placed on purpose.
+# The stages in order, written once: each folder of generators/forge/ is one stage or one subsystem,
+# and a module belongs to the stage of its longest matching name (a package covers its modules).
+# Every module must have a stage, so a new one is placed on purpose. docs/internals.md draws this.
 STAGES: list[tuple[str, tuple[str, ...]]] = [
-    ("foundation", ("forge", "forge.hardware", "forge.errors", "forge.emit", "forge.paths", "forge.folders", "forge.lock",
-                    "forge.tools", "forge.versions", "forge.cli_common", "forge.cache", "forge.progress",
-                    "forge.workers", "forge.prereq_check", "forge.node_release", "forge.node_gate",
-                    "forge.hardware_floors")),
+    # What every stage stands on: errors, progress, workers, the CLIs forge drives (the loose
+    # modules); reading and writing files; facts about hardware, pins and Kubernetes; and the
+    # programs shipped whole into pods (standard library only, they import nothing of forge).
+    ("foundation", ("forge", "forge.files", "forge.facts", "forge.pod_scripts")),
     ("inventory", ("forge.inventory",)),
-    ("model", ("forge.model", "forge.capacity", "forge.queues", "forge.day_two")),
+    ("model", ("forge.model",)),
     # The alerts and sizing the components read: never a component (issues 34, 35).
     ("observability", ("forge.observability",)),
     ("components", ("forge.components",)),
     ("fleet", ("forge.fleet",)),
-    ("commands", ("forge.overrides", "forge.cluster_new", "forge.generate", "forge.handedits", "forge.current", "forge.check_output",
-                  "forge.argocd", "forge.argocd_config", "forge.argocd_projects",
-                  "forge.argocd_order", "forge.argocd_prereqs", "forge.writer", "forge.incremental", "forge.plan_cache", "forge.render", "forge.render_batch", "forge.bench", "forge.bench_chart", "forge.validate",
-                  "forge.upstream", "forge.diff", "forge.nodes", "forge.queues_cli", "forge.inventory_schema", "forge.inventory_migrate", "forge.draw", "forge.workflows")),
-    # The fleet in a box: acts on what the commands produced (render, hydrate, diff's revisions).
+    # Argo CD's objects for each cluster, then the generate stage that writes them with the overlays.
+    ("argocd", ("forge.argocd",)),
+    ("generate", ("forge.generate",)),
+    ("render", ("forge.render",)),
+    # What acts on the rendered output: validate, the pinned charts and hydration, diff, node edits,
+    # the engineers' Flyte code.
+    ("checks", ("forge.validate", "forge.upstream", "forge.diff", "forge.nodes", "forge.workflows")),
+    # `forge bench`: the stages' timings (the box's and the rollout's benches add to it).
+    ("bench", ("forge.bench",)),
+    # The fleet in a box: acts on what the stages before produced (render, hydrate, diff's revisions).
     ("box", ("forge.twin",)),
     # The rollout across clusters: rings, gates read from Argo CD and Prometheus, promote, ApplicationSets.
     ("rollout", ("forge.rollout",)),
-    # Entry points: `python -m forge.inventory` checks a file with every rule generate applies.
-    ("cli", ("forge.cli", "forge.inventory.__main__")),
+    # Every command, thin, calling the stages; `python -m forge.inventory` checks a file with every
+    # rule generate applies.
+    ("commands", ("forge.commands", "forge.inventory.__main__")),
 ]
 
 
@@ -91,7 +98,7 @@ def test_no_stage_imports_a_later_one():
     assert upward_imports() == []
 
 
-@pytest.mark.parametrize("stage, module", [("inventory", "forge.inventory.checks"), ("model", "forge.model"),
+@pytest.mark.parametrize("stage, module", [("inventory", "forge.inventory.checks"), ("model", "forge.model.cluster"),
                                            ("components", "forge.components.base")])
 def test_the_check_sees_function_level_imports(tmp_path, stage, module, monkeypatch):
     """A late import inside a function (what inventory/checks.py once did to reach the component
@@ -101,3 +108,17 @@ def test_the_check_sees_function_level_imports(tmp_path, stage, module, monkeypa
     assert stage_of(module) == [name for name, _ in STAGES].index(stage)
     assert imported(late, module) == {"forge.fleet"}
     assert stage_of("forge.fleet") > stage_of(module)
+
+
+def test_the_package_keeps_few_loose_modules():
+    """Each folder is one stage or subsystem (issue 35): a module that sits loose beside them is
+    foundation by default, so it has to earn its place; the rest go in the folder of their stage."""
+    loose = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(loose) <= 8, f"{len(loose)} loose modules in generators/forge/: {loose}; put new ones in their stage's folder"
+
+
+def test_every_folder_is_a_stage():
+    """A new folder is placed in STAGES on purpose, not inherited from `forge` (foundation)."""
+    named = {prefix for _, prefixes in STAGES for prefix in prefixes}
+    folders = sorted(f"forge.{p.name}" for p in PACKAGE.iterdir() if (p / "__init__.py").exists())
+    assert [f for f in folders if f not in named] == []

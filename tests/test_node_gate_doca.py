@@ -1,4 +1,4 @@
-"""forge.node_gate holds the Network Operator's DOCA driver rollout as it holds the GPU driver's
+"""forge.pod_scripts.node_gate holds the Network Operator's DOCA driver rollout as it holds the GPU driver's
 (issue 34): the same k8s-operator-libs upgrade library runs it under the driver name `ofed`
 (`nvidia.com/ofed-driver-upgrade-state`, `nvidia.com/ofed-driver-upgrade.skip`; in requestor mode
 a node goes upgrade-required -> node-maintenance-required -> ... -> upgrade-done), so the gate holds
@@ -6,8 +6,8 @@ that skip label too, one node and one driver at a time, on passed tests. API ans
 as in tests/test_node_gate_script.py."""
 from __future__ import annotations
 
-from forge import day_two
-from forge import node_gate as g
+from forge.model import day_two
+from forge.pod_scripts import node_gate as g
 from tests.test_node_gate_script import TAINT, Api, _job
 
 GPU_STATE, OFED_STATE = (g.STATE_FORMAT.format(driver=d) for d in ("gpu", "ofed"))

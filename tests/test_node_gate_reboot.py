@@ -1,4 +1,4 @@
-"""forge.node_gate tests a node again after it booted again (issue 34: "a node entering a driver or
+"""forge.pod_scripts.node_gate tests a node again after it booted again (issue 34: "a node entering a driver or
 firmware change, a repair ... is held out of service until its tests pass"): a firmware flash of a
 GPU, an NVSwitch or a NIC is activated by a reboot, and a repair often takes less than the gate's
 10 minutes of NotReady, so neither needed a person to taint the node by hand any more. The signal
@@ -6,7 +6,7 @@ is the kubelet's `status.nodeInfo.bootID`, new on every boot; the gate notes the
 `forge.exa.ai/tested-boot`. API answers written here, as in tests/test_node_gate_script.py."""
 from __future__ import annotations
 
-from forge import node_gate as g
+from forge.pod_scripts import node_gate as g
 from tests.test_node_gate_script import CONFIG, TAINT, Api, _node
 
 

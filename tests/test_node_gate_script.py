@@ -1,11 +1,11 @@
-"""forge.node_gate's decisions, one pass at a time, on API answers written here (the style of
+"""forge.pod_scripts.node_gate's decisions, one pass at a time, on API answers written here (the style of
 tests/test_node_release.py); the whole loop runs on the box's real API server with the stand-in
 upgrade controller (clusters/h200/scenarios.yaml, driver-rollout-gated)."""
 from __future__ import annotations
 
 import copy
 
-from forge import node_gate as g
+from forge.pod_scripts import node_gate as g
 
 TAINT = "forge.exa.ai/untested"
 

@@ -1,8 +1,8 @@
-"""forge.node_release: the release Job's script removes the untested taint once, and only once,
+"""forge.pod_scripts.node_release: the release Job's script removes the untested taint once, and only once,
 every test Job of the node has passed; a failed test keeps it."""
 from __future__ import annotations
 
-from forge import node_release
+from forge.pod_scripts import node_release
 
 KEY = "forge.exa.ai/untested"
 JOBS = ["forge-node-test-dcgm-n1", "forge-node-test-nccl-n1"]

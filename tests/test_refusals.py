@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from forge.cli import main
+from forge.commands.main import main
 from tests.helpers import REPO, copy_repo_inputs, edit, inventory_text, problems
 
 H200 = inventory_text("h200")
@@ -59,7 +59,7 @@ def special(root: Path) -> str:
 
 
 def lock(root: Path) -> str:
-    hold = ("import sys, time; from pathlib import Path; from forge.lock import repo_lock\n"
+    hold = ("import sys, time; from pathlib import Path; from forge.files.lock import repo_lock\n"
             "with repo_lock(Path(sys.argv[1]), 'generate'):\n    print('held', flush=True); time.sleep(60)\n")
     holder = subprocess.Popen([sys.executable, "-c", hold, str(root)], stdout=subprocess.PIPE, text=True)
     try:

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 from forge.errors import ForgeError
-from forge.paths import REPO_ROOT
+from forge.files.paths import REPO_ROOT
 
 
 def _find(root: Path, name: str, env: str) -> str | None:

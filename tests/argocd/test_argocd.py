@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import yaml
 
-from forge.argocd import bootstrap_objects
-from forge.versions import chart_pins
+from forge.argocd.bootstrap import bootstrap_objects
+from forge.facts.versions import chart_pins
 from forge.components import COMPONENTS
 from forge.fleet import components_of as enabled_components
 from forge.fleet import load_plan_text

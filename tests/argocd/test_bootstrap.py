@@ -9,14 +9,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from forge import prereq_check
-from forge.argocd import bootstrap_objects
-from forge.argocd_config import health_checks
+from forge.pod_scripts import prereq_check
+from forge.argocd.bootstrap import bootstrap_objects
+from forge.argocd.config import health_checks
 from forge.fleet import components_of as enabled_components
 from forge.fleet import load_plan_text
 from forge.validate.fences import rendered_fences, wave_order
 from forge.validate.policies import check_policies
-from forge.versions import chart_pins
+from forge.facts.versions import chart_pins
 from tests.helpers import REPO, inventory_text
 
 

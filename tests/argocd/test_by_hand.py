@@ -1,4 +1,4 @@
-"""What a person applies by hand (forge.argocd.BY_HAND) is what docs/bootstrap.md's step 3 says,
+"""What a person applies by hand (forge.argocd.bootstrap.BY_HAND) is what docs/bootstrap.md's step 3 says,
 in its order, and the root Application's project is the one the first file defines: the real
 Argo CD refuses an Application whose AppProject does not exist (issue 31)."""
 from __future__ import annotations
@@ -8,8 +8,8 @@ import re
 import pytest
 import yaml
 
-from forge.argocd import BY_HAND
-from forge.paths import ARGOCD_DIR, CLUSTERS_DIR
+from forge.argocd.bootstrap import BY_HAND
+from forge.files.paths import ARGOCD_DIR, CLUSTERS_DIR
 from tests.helpers import REPO
 
 SHIPPED = sorted(p.parent.name for p in (REPO / CLUSTERS_DIR).glob(f"*/{ARGOCD_DIR}"))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from forge.argocd_config import PER_NODE_MARK
+from forge.argocd.config import PER_NODE_MARK
 from tests.argocd.test_bootstrap import health
 
 CP = "resource.customizations.health.nvidia.com_ClusterPolicy"

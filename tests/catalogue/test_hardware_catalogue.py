@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from forge import hardware
-from forge.cli import main
-from forge.datafile import DataFileError
+from forge.facts import hardware
+from forge.commands.main import main
+from forge.files.datafile import DataFileError
 from forge.errors import InventoryError
-from forge.hardware import CATALOGUE_FILE, GPU_MODELS, SERVER_MODELS, load_catalogue
+from forge.facts.hardware import CATALOGUE_FILE, GPU_MODELS, SERVER_MODELS, load_catalogue
 from forge.fleet import load_plan_text
 from forge.inventory import load_inventory_text
-from forge.versions import versions
+from forge.facts.versions import versions
 from tests.helpers import copy_repo_inputs, inventory_text
 
 FILE = "clusters/a100/inventory.yaml"
@@ -134,7 +134,7 @@ def test_the_cli_reports_a_broken_catalogue_as_a_user_error(broken_catalogue, tm
     result = CliRunner().invoke(main, ["generate", "--root", str(repo)])
     line = line_of(broken_catalogue.read_text(), "max_nvme: sixteen")
     assert result.exit_code == 2, result.output
-    assert (f"error: generators/forge/catalogue/hardware.yaml:{line}: servers.dell-xe9680.max_nvme: "
+    assert (f"error: generators/forge/facts/catalogue/hardware.yaml:{line}: servers.dell-xe9680.max_nvme: "
             "input should be a valid integer") in result.output
     assert "Traceback" not in result.output and not (repo / "overlays").exists()
 

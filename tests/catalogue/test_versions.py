@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from forge import versions as pins
-from forge.cli import main
+from forge.facts import versions as pins
+from forge.commands.main import main
 from forge.components import COMPONENTS
-from forge.datafile import DataFileError
+from forge.files.datafile import DataFileError
 from forge.errors import ForgeError
 from tests.helpers import REPO, copy_repo_inputs
 
@@ -51,7 +51,7 @@ def version_literals(source: str) -> list[tuple[int, str]]:
 def test_no_version_literal_is_left_in_the_python():
     found = [f"{path.relative_to(REPO)}:{line}: {text}"
              for path in sorted(PACKAGE.rglob("*.py")) for line, text in version_literals(path.read_text())]
-    assert found == [], "pin these in charts/versions.yaml and read them through forge.versions"
+    assert found == [], "pin these in charts/versions.yaml and read them through forge.facts.versions"
 
 
 @pytest.mark.parametrize("literal", ['TAG = "v1.7.0"', 'IMAGE = "quay.io/kuberay/operator:v1.7.0"',

@@ -70,8 +70,8 @@ def test_scan_passes_on_the_rendered_output_with_the_reviewed_skips(repo_inputs,
     checkov_checks()  # skips without the scanner's venv
     from click.testing import CliRunner
 
-    from forge.cli import main
-    from forge.render import render_all
+    from forge.commands.main import main
+    from forge.render.overlays import render_all
     assert CliRunner().invoke(main, ["generate", "--root", str(repo_inputs)]).exit_code == 0
     render_all(repo_inputs)
     rendered = repo_inputs / "build/rendered"

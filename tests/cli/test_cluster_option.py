@@ -126,6 +126,6 @@ def test_bash_completes_cluster_names(repo_inputs):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p.endswith("generators")),
            "COMP_WORDS": "forge render --cluster h2", "COMP_CWORD": "3", "_FORGE_COMPLETE": "bash_complete"}
     env.pop("FORGE_ROOT", None)
-    proc = subprocess.run([sys.executable, "-m", "forge.cli"], capture_output=True, text=True, env=env, timeout=60,
+    proc = subprocess.run([sys.executable, "-m", "forge.commands.main"], capture_output=True, text=True, env=env, timeout=60,
                           cwd=repo_inputs / "clusters")
     assert proc.stdout.splitlines() == ["plain,h200", "plain,h200-burst"], proc.stderr

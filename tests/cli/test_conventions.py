@@ -16,7 +16,7 @@ from tests.helpers import REPO, forge
 
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p.endswith("generators"))}
 ENV.pop("FORGE_ROOT", None)
-FORGE = [sys.executable, "-m", "forge.cli"]
+FORGE = [sys.executable, "-m", "forge.commands.main"]
 
 
 def run(*args: str, cwd: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:

@@ -1,4 +1,4 @@
-"""Exit codes, the same for every command (forge.cli_common): 0 done or no change, 1 changes or
+"""Exit codes, the same for every command (forge.commands.common): 0 done or no change, 1 changes or
 failures found, 2 bad input or usage, 130 interrupted. Run as real processes, with real signals."""
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 from tests.helpers import REPO
 
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p.endswith("generators"))}
-FORGE = [sys.executable, "-m", "forge.cli"]
+FORGE = [sys.executable, "-m", "forge.commands.main"]
 
 
 def run(*args: str, **kwargs) -> subprocess.CompletedProcess:
@@ -92,14 +92,14 @@ def test_ctrl_c_after_generate_swapped_the_tree_exits_130(git_repo: Path):
     """The writer holds SIGINT while it swaps folders and delivers it once the tree is whole: that
     late KeyboardInterrupt is an interruption (130), not click's `Aborted!` with exit 1."""
     driver = ("import os, signal, sys\n"
-              "import forge.incremental as writer\n"  # generate's writer (the journaled swap of changed clusters)
+              "import forge.generate.incremental as writer\n"  # generate's writer (the journaled swap of changed clusters)
               "real = writer.write_clusters\n"
               "def write_then_ctrl_c(*args):\n"
               "    real(*args)\n"
               "    os.kill(os.getpid(), signal.SIGINT)\n"
               "    signal.sigtimedwait([], 0) if hasattr(signal, 'sigtimedwait') else None\n"
               "writer.write_clusters = write_then_ctrl_c\n"
-              "from forge.cli import main\n"
+              "from forge.commands.main import main\n"
               "main(['generate', '--root', sys.argv[1]])\n")
     proc = subprocess.run([sys.executable, "-c", driver, str(git_repo)], capture_output=True, text=True, env=ENV, timeout=300)
     assert proc.returncode == 130, proc.stderr[-2000:]
@@ -148,13 +148,13 @@ def test_ctrl_c_while_workers_build_clusters_exits_130_without_a_traceback(git_r
     made slow here, so the signal surely arrives while one worker is busy and the other waits for
     work (a waiting worker is the one that used to print a KeyboardInterrupt traceback)."""
     driver = ("import sys, time\n"
-              "import forge.incremental as incremental\n"
+              "import forge.generate.incremental as incremental\n"
               "real = incremental.build_cluster\n"
               "def slow(*args):\n"
               "    time.sleep(60 if 'h200' in str(args[1]) else 0)\n"
               "    return real(*args)\n"
               "incremental.build_cluster = slow\n"  # forked workers inherit the slow build
-              "from forge.cli import main\n"
+              "from forge.commands.main import main\n"
               "main(['generate', '--jobs', '2', '--root', sys.argv[1]])\n")
     proc = subprocess.Popen([sys.executable, "-c", driver, str(git_repo)], env=ENV, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
@@ -172,7 +172,7 @@ def test_a_worker_is_quiet_on_ctrl_c_from_its_fork_not_only_from_its_initializer
     """CI saw Ctrl-C land between a worker's fork and the pool's initializer: the child raised
     forge's KeyboardInterrupt inside multiprocessing's bootstrap and printed a traceback. Every fork
     after the first pool takes SIGINT's default action at once."""
-    from forge.cli_common import _on_sigint
+    from forge.commands.common import _on_sigint
     from forge.workers import process_pool
 
     with process_pool(1):

@@ -54,7 +54,7 @@ def test_a_command_that_fails_mid_stage_leaves_no_heartbeat_running(monkeypatch)
     from click.testing import CliRunner
 
     from forge import progress
-    from forge.cli_common import user_errors
+    from forge.commands.common import user_errors
     from forge.errors import ForgeError
     monkeypatch.setattr(progress, "HEARTBEAT_S", 0.05)
 

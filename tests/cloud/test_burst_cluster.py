@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from forge.datafile import DataFileError
-from forge.hardware import INSTANCE_TYPES, load_catalogue
+from forge.files.datafile import DataFileError
+from forge.facts.hardware import INSTANCE_TYPES, load_catalogue
 from tests.helpers import generated, generated_dir, inventory_text, model
 
 CLUSTER = "h200-burst"
@@ -21,7 +21,7 @@ def test_instance_types_are_catalogue_data_with_sources():
 
 
 def test_a_catalogued_instance_naming_an_unknown_gpu_is_refused_with_its_line(tmp_path):
-    from forge.hardware import CATALOGUE_FILE
+    from forge.facts.hardware import CATALOGUE_FILE
     text = CATALOGUE_FILE.read_text().replace("    gpu_model: H200-141GB\n", "    gpu_model: H300\n", 1)
     path = tmp_path / "hardware.yaml"
     path.write_text(text)
@@ -98,7 +98,7 @@ def test_no_node_feature_rule_for_nodes_karpenter_has_not_made():
 
 
 def test_efa_interfaces_are_capacity_kueue_and_the_box_count():
-    from forge.capacity import capacity
+    from forge.model.capacity import capacity
     cluster = model(CLUSTER)
     pool = capacity(cluster).pool("h200-141gb")
     assert pool.resources["vpc.amazonaws.com/efa"] == 116 * 32 and pool.unit("vpc.amazonaws.com/efa") == "EFA interface"

@@ -6,7 +6,7 @@ import json
 
 import yaml
 
-from forge import prereq_check
+from forge.pod_scripts import prereq_check
 from tests.argocd.test_bootstrap import _Api, api  # noqa: F401  (the stand-in API server and its fixture)
 from tests.helpers import REPO, edit, generated, generated_dir, inventory_text, line_of, problems
 
@@ -189,7 +189,7 @@ def test_an_explicit_weight_wins_over_the_capacity_types():
 
 def test_every_instance_type_number_names_its_source():
     # main: one source line per instance type for every number, and no pods per node or price at all
-    from forge.hardware import INSTANCE_NUMBERS, INSTANCE_TYPES
+    from forge.facts.hardware import INSTANCE_NUMBERS, INSTANCE_TYPES
     for key, inst in INSTANCE_TYPES.items():
         assert set(inst.numbers()) <= set(dict(inst.sources)), key
         assert set(dict(inst.sources)) <= set(INSTANCE_NUMBERS), key
@@ -201,8 +201,8 @@ def test_every_instance_type_number_names_its_source():
 def test_a_number_without_its_source_is_refused_at_its_line(tmp_path):
     import pytest
 
-    from forge.datafile import DataFileError
-    from forge.hardware import CATALOGUE_FILE, load_catalogue
+    from forge.files.datafile import DataFileError
+    from forge.facts.hardware import CATALOGUE_FILE, load_catalogue
     text = CATALOGUE_FILE.read_text()
     start = text.index("  p5e.48xlarge:\n")
     cut = text.index('      max_pods: "', start)

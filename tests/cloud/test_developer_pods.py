@@ -86,12 +86,12 @@ def _hub_secret(**extra):
 
 
 def test_the_hub_secret_the_chart_renders_is_not_a_credential_from_git_and_argo_cd_keeps_its_tokens():
-    from forge.argocd import component_application
+    from forge.argocd.bootstrap import component_application
     from forge.components.jupyterhub import GENERATED_TOKENS, JupyterHub
     from forge.fleet import components_of
     from forge.upstream.check import _rendered_secret
     from forge.validate.policies import check_policies
-    from forge.versions import chart_pins
+    from forge.facts.versions import chart_pins
     from tests.helpers import REPO, model
     keys = JupyterHub.rendered_secret_keys
     assert [p for p in check_policies(_hub_secret(), required_labels={}) if not _rendered_secret(_hub_secret(), p[0], keys)] == []

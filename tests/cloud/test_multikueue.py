@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from forge.fleet import links, load_plan_text
-from forge.incremental import cluster_keys
+from forge.generate.incremental import cluster_keys
 from forge.fleet import inventory_paths
 
 from tests.helpers import REPO, copy_repo_inputs, edit, forge, generated, inventory_text, line_of, problems

@@ -96,7 +96,7 @@ def test_the_cli_refuses_a_bad_pool_with_one_line_and_exit_2(tmp_path: Path):
     text = edit(TEXT, "    max_count: 100\n", "    max_count: -5\n")
     (repo / FILE).write_text(text)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p.endswith("generators"))}
-    proc = subprocess.run([sys.executable, "-m", "forge.cli", "generate", "--root", str(repo)],
+    proc = subprocess.run([sys.executable, "-m", "forge.commands.main", "generate", "--root", str(repo)],
                           capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from forge.cli import main
+from forge.commands.main import main
 from forge.components.alluxio import ROOT_UFS, Alluxio
 from tests.helpers import copy_repo_inputs, edit, generated, inventory_file, inventory_text, line_of, model, only_problem, problems_of
 

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from forge import versions
+from forge.facts import versions
 from forge.components.alluxio import Alluxio, tier_check
 from tests.helpers import generated, model
 

@@ -1,6 +1,6 @@
 """Issue 30: forge's output for a cluster uses only the APIs that cluster's API server serves. The
 inventory says what that is (cluster.api_server on premises; a managed control plane serves the
-upstream defaults: forge.kube_apis); forge validate refuses any other, naming the inventory fact.
+upstream defaults: forge.facts.kube_apis); forge validate refuses any other, naming the inventory fact.
 The box's API server runs with exactly those flags: tests/twin/test_api_served.py."""
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ import json
 import pytest
 import yaml
 
-from forge.argocd import bootstrap_objects
+from forge.argocd.bootstrap import bootstrap_objects
 from forge.fleet import components_of
 from forge.fleet import load_plan_text
-from forge.kube_apis import Served, built_in
+from forge.facts.kube_apis import Served, built_in
 from forge.validate.served import ServedApis
-from forge.versions import chart_pins
+from forge.facts.versions import chart_pins
 from tests.helpers import REPO, edit, inventory_file, inventory_text, model, problems
 
 MUTATING = "admissionregistration.k8s.io/v1beta1"

@@ -9,12 +9,12 @@ import pytest
 from tests.helpers import (edit, generated, generated_dir, inventory_text, line_of, model, only_problem,
                                 problems_of, rendered)
 
-from forge.capacity import capacity as fleet_capacity
-from forge.capacity import quantity
+from forge.model.capacity import capacity as fleet_capacity
+from forge.model.capacity import quantity
 from forge.components.flyte import DomainSpec, Flyte, FlyteSettings, ProjectSpec, log_link, quotas
 from forge.components.kueue import Kueue
 
-# Workload capacity per resource (forge.capacity). Both fleets use the mixed MIG strategy (whole
+# Workload capacity per resource (forge.model.capacity). Both fleets use the mixed MIG strategy (whole
 # GPUs and slices coexist). h200: the 2 x 8 GPUs cut into 7 x 1g.18gb are 112 nvidia.com/mig-1g.18gb
 # slices, leaving 128 whole GPUs; a100: a100-gpu-10 cuts GPUs 0-3 into 7 x 1g.10gb each, leaving 76.
 TOTALS = {"h200": {"cpu": 18 * 192, "memory": 18 * 2048, "nvidia.com/gpu": 16 * 8, "nvidia.com/mig-1g.18gb": 2 * 8 * 7,

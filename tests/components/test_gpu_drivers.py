@@ -5,10 +5,10 @@ GPU models."""
 from __future__ import annotations
 
 from forge.components.driver_upgrades import chart_upgrade_policy, upgrade_policy
-from forge import hardware
+from forge.facts import hardware
 from forge.components.gpu_drivers import dma_buf, driver_notes, driver_pools, needs_peermem, needs_pools
 from forge.components.gpu_operator import GpuOperator
-from forge.versions import versions
+from forge.facts.versions import versions
 from tests.helpers import REPO, edit, generated, generated_dir, inventory_text, model
 
 TWO_PROFILES = """  control-plane:
@@ -115,6 +115,6 @@ def test_a_gpu_the_catalogue_gives_no_dma_buf_keeps_nvidia_peermem(monkeypatch):
 
 
 def test_every_catalogued_gpu_says_whether_it_can_use_dma_buf():
-    text = (REPO / "generators/forge/catalogue/hardware.yaml").read_text()
+    text = (REPO / "generators/forge/facts/catalogue/hardware.yaml").read_text()
     assert "Using DMA-BUF" in text  # the source of the fact
     assert all(g.dma_buf for g in hardware.catalogue().gpus.values())  # every one is Ampere or later

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from forge.components.prometheus import GRAFANA_DEPLOYMENT, Prometheus
-from forge.model import ClusterModel
+from forge.model.cluster import ClusterModel
 from tests.helpers import CLUSTERS, REPO, edit, generated, generated_dir, inventory_text, line_of, model, problems_of, rendered
 from tests.observability.test_hydrated import kps_render, problems
 

@@ -10,7 +10,7 @@ import yaml
 from tests.helpers import (CLUSTERS, edit, generated, generated_dir, inventory_text, line_of, model, needs_upstream,
                            only_problem, problems_of, rendered, upstream_data)
 
-from forge.capacity import GPU, capacity
+from forge.model.capacity import GPU, capacity
 from forge.components.kueue import FRAMEWORKS, Kueue
 from forge.components.multikueue import UNSERVED_FRAMEWORKS
 from forge.components.scheduling import NODE_TEST_CLASS
@@ -238,7 +238,7 @@ def test_the_largest_project_reaches_every_whole_gpu_pool_with_the_cohort_idle(c
     """Issue 20's first blocker: with floor() quotas (126 of 128) and a queue lending half, the
     pre-train queue could never hold a whole pool. Nominal quotas now add up to each pool's
     capacity and every queue lends what it leaves idle."""
-    from forge.queues import cohort_reach
+    from forge.model.queues import cohort_reach
 
     facts = Kueue().facts(model(cluster))
     for pool in facts.capacity.pools:
@@ -249,7 +249,7 @@ def test_the_largest_project_reaches_every_whole_gpu_pool_with_the_cohort_idle(c
 
 
 def test_largest_remainder_hands_out_exactly_the_shares_part():
-    from forge.queues import largest_remainder
+    from forge.model.queues import largest_remainder
 
     assert largest_remainder(128, [50, 20, 20, 10]) == [64, 26, 25, 13]  # floor() gave 64, 25, 25, 12: 126
     assert largest_remainder(112, [20, 20, 20, 40]) == [23, 22, 22, 45]

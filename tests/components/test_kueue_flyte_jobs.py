@@ -8,7 +8,7 @@ import pytest
 import yaml
 from tests.helpers import CLUSTERS, generated, needs_upstream, rendered, upstream_data
 
-from forge.queues import FLYTE_PROJECT_LABEL
+from forge.model.queues import FLYTE_PROJECT_LABEL
 from forge.validate.crd import CrdSchemas
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from forge.cli import main
+from forge.commands.main import main
 from forge.components.alluxio import Alluxio
 from forge.components.loki import Loki
 from forge.components.prometheus import Prometheus

@@ -1,4 +1,4 @@
-"""The node gate (forge.components.node_gate, forge.node_gate): what forge generates for it, its
+"""The node gate (forge.components.node_gate, forge.pod_scripts.node_gate): what forge generates for it, its
 least privilege, and that the script shipped whole agrees with forge's facts. What it does is
 proven on the box's real API server (clusters/h200/scenarios.yaml, driver-rollout-gated)."""
 from __future__ import annotations
@@ -7,8 +7,10 @@ import json
 
 import yaml
 
-from forge import day_two, node_gate
-from forge.model import UNTESTED_TAINT_KEY
+from forge.model import day_two
+
+from forge.pod_scripts import node_gate
+from forge.model.cluster import UNTESTED_TAINT_KEY
 from tests.helpers import REPO, model
 
 GPU = REPO / "overlays/h200/gpu-operator"
@@ -31,7 +33,7 @@ def test_the_script_s_labels_are_forge_s():
 def test_the_gate_ships_the_script_and_every_tested_node_s_tests_in_order():
     cluster = model("h200")
     cm = _doc("configmap-forge-node-gate.yaml")
-    assert cm["data"]["node_gate.py"] == (REPO / "generators/forge/node_gate.py").read_text()
+    assert cm["data"]["node_gate.py"] == (REPO / "generators/forge/pod_scripts/node_gate.py").read_text()
     config = json.loads(cm["data"]["config.json"])
     assert config["nodes"] == [n.name for n in cluster.gpu_nodes]  # rack by rack, as the inventory lists them
     assert (config["taint"], config["max_parallel"], config["namespace"]) == (UNTESTED_TAINT_KEY, 1, "gpu-operator")

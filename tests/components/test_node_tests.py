@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import yaml
 
-from forge import hardware
+from forge.facts import hardware
 from forge.components.gpu_operator import GpuOperator
 from forge.components.node_tests import nccl
-from forge.model import UNTESTED_TAINT_KEY
+from forge.model.cluster import UNTESTED_TAINT_KEY
 from tests.helpers import H200_FILE, REPO, edit, fixture_model, inventory_text, line_of, model, problems
 
 UNTESTED = {"key": UNTESTED_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
@@ -121,11 +121,11 @@ def test_a_fabric_profile_without_a_catalogued_floor_is_refused_with_its_line():
 
 
 def test_a_catalogue_floor_that_is_not_the_formula_is_refused(tmp_path):
-    text = (REPO / "generators/forge/catalogue/hardware.yaml").read_text()
+    text = (REPO / "generators/forge/facts/catalogue/hardware.yaml").read_text()
     bad = tmp_path / "hardware.yaml"
     bad.write_text(text.replace("    busbw_gbytes: 41.4\n", "    busbw_gbytes: 45.0\n", 1))
     import pytest
-    from forge.datafile import DataFileError
+    from forge.files.datafile import DataFileError
     with pytest.raises(DataFileError) as err:
         hardware.load_catalogue(bad, "hardware.yaml")
     [problem] = err.value.problems
@@ -196,8 +196,8 @@ def test_every_tested_node_with_a_measured_nvlink_figure_runs_the_in_node_all_re
 
 def test_a_measured_per_rail_figure_above_the_line_rate_is_refused(tmp_path):
     import pytest
-    from forge.datafile import DataFileError
-    text = (REPO / "generators/forge/catalogue/hardware.yaml").read_text()
+    from forge.files.datafile import DataFileError
+    text = (REPO / "generators/forge/facts/catalogue/hardware.yaml").read_text()
     bad = tmp_path / "hardware.yaml"
     bad.write_text(text.replace("    measured_gbytes: 46.0\n    tolerance: 0.1\n    busbw_gbytes: 41.4\n",
                                 "    measured_gbytes: 60.0\n    tolerance: 0.1\n    busbw_gbytes: 54.0\n", 1))

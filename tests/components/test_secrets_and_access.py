@@ -9,13 +9,13 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from forge.cli import main
+from forge.commands.main import main
 from forge.components.external_secrets import ExternalSecrets, external_secrets_for
 from forge.components.flyte import Flyte
 from forge.components.flyte.access import expected_routes
 from forge.components.loki import Loki
 from forge.fleet import components_of
-from forge.render import render_all
+from forge.render.overlays import render_all
 from forge.validate.admission import secret_references
 from forge.validate.crd import CrdSchemas
 from tests.helpers import (

@@ -11,10 +11,10 @@ import pytest
 import yaml
 from tests.helpers import CLUSTERS, REPO, generated, needs_upstream, rendered, upstream_data
 
-from forge.versions import chart_pins
+from forge.facts.versions import chart_pins
 from forge.components import COMPONENTS
 from forge.components.alluxio import Alluxio
-from forge.emit import labels_for
+from forge.files.emit import labels_for
 from forge.validate.crd import CrdSchemas
 from forge.validate.kube import KubeSchemas
 from forge.validate.policies import check_policies, check_values_images

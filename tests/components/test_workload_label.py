@@ -8,7 +8,7 @@ import pytest
 
 from forge.components.driver_upgrades import WORKLOAD_LABEL
 from forge.components.flyte import workload_label
-from forge.queues import FLYTE_PROJECT_LABEL
+from forge.model.queues import FLYTE_PROJECT_LABEL
 from tests.helpers import REPO, generated
 
 CLUSTERS = ("h200", "a100")  # h200-burst (EKS) serves no MutatingAdmissionPolicy: tests/components/test_api_served.py

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from forge.diff import Report
-from forge.diff.command import use_color
+from forge.commands.diff import use_color
 from forge.diff.narrow import narrow
 from forge.diff.objects import Identity, compare
 from forge.diff.report import text

@@ -24,7 +24,7 @@ def run_forge_posix(repo, *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LC_", "PYTHONIO"))}
     env.update(NON_UTF8)
     env["PYTHONPATH"] = str(REPO / "generators")
-    return subprocess.run([sys.executable, "-m", "forge.cli", *args, "--root", str(repo)], env=env,
+    return subprocess.run([sys.executable, "-m", "forge.commands.main", *args, "--root", str(repo)], env=env,
                           capture_output=True, timeout=300)
 
 

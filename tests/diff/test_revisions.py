@@ -207,7 +207,7 @@ def test_stale_generated_files_are_reported_but_not_touched(repo, kustomize):
     # the node's NodeFeatureRule, and what moving its 8 GPUs between pools does to the quotas:
     # 4 ClusterQueues and the 12 ResourceQuotas (their ceilings), the node's join file, its 4 new
     # node tests (whole GPUs now: DCGM, NVLink, the NCCL pair test and the release Job), the node
-    # gate's ConfigMap (each node's tests) and overlays/h200/generated.sha256 (forge.handedits)
+    # gate's ConfigMap (each node's tests) and overlays/h200/generated.sha256 (forge.generate.handedits)
     assert "note: the working tree's generated files are out of step with its inventories (24 files)" in result.stdout, result.stdout
     assert "all-1g -> all-disabled" in result.stdout
     assert git(repo, "status", "--porcelain") == " M clusters/h200/inventory.yaml\n"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from forge.cli import main
+from forge.commands.main import main
 from forge.components import COMPONENTS
 from forge.components.alluxio import Alluxio, tier_layout
 from forge.components.flyte import Flyte, capacity

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from forge.errors import ForgeError
 from forge.upstream.cache import CACHE_DIR, pull_one
 from forge.upstream.chart import load_chart
-from forge.versions import ChartPin
+from forge.facts.versions import ChartPin
 from tests.fuzz.common import FUZZ, LOAD_CPU_SECONDS, bounded, mutate_bytes
 from tests.helpers import REPO
 

@@ -20,7 +20,9 @@ import yaml
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from forge import overrides, versions
+from forge.facts import versions
+
+from forge.generate import overrides
 from forge.errors import ForgeError
 from forge.inventory.rings import load_rings_file
 from forge.twin.pins import box_pins

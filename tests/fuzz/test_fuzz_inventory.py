@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from forge.errors import ForgeError, InventoryError
 from forge.fleet import load_plan
-from forge.generate import build_tree
+from forge.generate.tree import build_tree
 from tests.fuzz.common import FUZZ, LOAD_CPU_SECONDS, assert_refused_well, bounded, mutate, mutate_bytes
 from tests.helpers import CLUSTERS as SHIPPED_CLUSTERS, REPO
 

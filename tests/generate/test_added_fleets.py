@@ -19,8 +19,8 @@ import yaml
 
 from forge.components.alluxio import ssd_quota_gib
 from forge.fleet import load_fleet
-from forge.hardware import GPU_MODELS, NIC_MODELS
-from forge.versions import versions
+from forge.facts.hardware import GPU_MODELS, NIC_MODELS
+from forge.facts.versions import versions
 from tests.helpers import REPO, copy_repo_inputs, forge, kustomize_or_skip
 
 FIXTURES = REPO / "tests" / "fixtures" / "clusters"

@@ -1,4 +1,4 @@
-"""forge.cache.Digests remembers a file's digest by what the file looks like on disk, so a warm run
+"""forge.generate.cache.Digests remembers a file's digest by what the file looks like on disk, so a warm run
 reads only what was written since. It must never serve a digest for content it was not computed
 from: not after an edit of the same size, not after the edit's mtime is put back, not for a file
 written in the same clock tick as it was read."""
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from forge.cache import Digests, digest, file_digest, tree_digest
+from forge.generate.cache import Digests, digest, file_digest, tree_digest
 
 
 def sha(text: str) -> str:

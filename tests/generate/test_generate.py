@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from forge import writer
-from forge.cli import main
-from forge.generate import build_tree
-from forge.writer import diff_tree, write_tree
+from forge.generate import writer
+from forge.commands.main import main
+from forge.generate.tree import build_tree
+from forge.generate.writer import diff_tree, write_tree
 from tests.helpers import REPO
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from forge.cli import main
-from forge.writer import STAGING
+from forge.commands.main import main
+from forge.generate.writer import STAGING
 from tests.helpers import copy_repo_inputs
 
 

@@ -1,4 +1,4 @@
-"""The incremental pipeline (forge.incremental, forge.render, forge.validate.cached) never serves
+"""The incremental pipeline (forge.generate.incremental, forge.render.overlays, forge.validate.cached) never serves
 stale output: each kind of input is changed in turn, and after the incremental generate, render
 and validate the outputs are exactly those of a run from scratch (no cache), and only the
 outputs that input affects have changed."""
@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from forge import cache
-from forge.incremental import cluster_keys
+from forge.generate import cache
+from forge.generate.incremental import cluster_keys
 from forge.fleet import inventory_paths
-from forge.render_batch import split
+from forge.render.batch import split
 
 from tests.helpers import copy_repo_inputs, forge
 
@@ -96,7 +96,7 @@ def test_each_input_kind_changes_exactly_its_outputs(built: Path, tmp_path: Path
     # (overlays/<c>/generated.sha256 lists the bootstrap's files too: it changes with them)
     assert not any(path.startswith("overlays/") and not path.endswith("/generated.sha256") for path in touched)
 
-    # A generated file edited by hand is refused (forge.handedits); told to, generate puts it back,
+    # A generated file edited by hand is refused (forge.generate.handedits); told to, generate puts it back,
     # as render does a rendered file.
     for path in ("overlays/a100/loki/values.yaml", "build/rendered/a100/loki.yaml"):
         (root / path).write_text("edited by hand\n")
@@ -127,7 +127,7 @@ def test_code_and_tools_are_in_the_keys(built: Path, tmp_path: Path, monkeypatch
     shutil.copytree(cache.PACKAGE_DIR, package, ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setattr(cache, "PACKAGE_DIR", package)
     assert cluster_keys(built, paths) == before  # the same code, elsewhere
-    catalogue = package / "catalogue/hardware.yaml"
+    catalogue = package / "facts/catalogue/hardware.yaml"
     catalogue.write_text(catalogue.read_text() + "\n# an edit\n")
     assert cluster_keys(built, paths).keys() == before.keys()
     assert all(cluster_keys(built, paths)[name] != before[name] for name in before)

@@ -13,7 +13,7 @@ import pytest
 from tests.helpers import copy_repo_inputs
 
 FORGE = [str(Path(sys.executable).parent / "forge")]
-HOLD = ("import sys, time; from pathlib import Path; from forge.lock import repo_lock\n"
+HOLD = ("import sys, time; from pathlib import Path; from forge.files.lock import repo_lock\n"
         "with repo_lock(Path(sys.argv[1]), 'generate'):\n"
         "    print('held', flush=True); time.sleep(float(sys.argv[2]))\n")
 

@@ -1,5 +1,5 @@
-"""Per-cluster overrides (clusters/<c>/overrides/<component>/, forge.overrides) and the hand changes
-generate refuses instead of losing (forge.handedits): issue 24's first wall. Real kustomize for
+"""Per-cluster overrides (clusters/<c>/overrides/<component>/, forge.generate.overrides) and the hand changes
+generate refuses instead of losing (forge.generate.handedits): issue 24's first wall. Real kustomize for
 the render, the real upstream chart data for validate, a real git repo for `forge diff`."""
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def test_overrides_are_merged_rendered_and_untouched(repo_inputs: Path, kustomiz
     result = forge(repo_inputs, "generate")
     assert result.exit_code == 0, result.output
     values = (repo_inputs / "overlays/h200/loki/values.yaml").read_text()
-    assert "# Values from clusters/h200/overrides/loki/values.yaml are merged last (forge.overrides)." in values
+    assert "# Values from clusters/h200/overrides/loki/values.yaml are merged last (forge.generate.overrides)." in values
     merged = yaml.safe_load(values)
     assert merged["loki"]["limits_config"]["retention_period"] == "336h"
     assert merged["loki"]["storage"], "the generated values are kept beside the override"

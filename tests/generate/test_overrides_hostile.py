@@ -1,4 +1,4 @@
-"""Hostile overrides (issue 36): an override file is read as an inventory is (forge.textguard) and
+"""Hostile overrides (issue 36): an override file is read as an inventory is (forge.files.textguard) and
 scanned for credentials as an inventory is, before anything is merged or written."""
 from __future__ import annotations
 

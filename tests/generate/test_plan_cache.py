@@ -1,4 +1,4 @@
-"""forge.plan_cache: generate keeps each cluster's plan under its generate key, validate reuses it.
+"""forge.generate.plan_cache: generate keeps each cluster's plan under its generate key, validate reuses it.
 A plan is served only for the key it was loaded under; a broken file is loaded again; generate
 keeps only the current keys' plans."""
 from __future__ import annotations
@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from forge import plan_cache
+from forge.generate import plan_cache
 from forge.fleet import inventory_paths, load_plan
-from forge.incremental import cluster_keys, generate
-from forge.plan_cache import PLANS_DIR, plan_for
+from forge.generate.incremental import cluster_keys, generate
+from forge.generate.plan_cache import PLANS_DIR, plan_for
 
 from tests.helpers import copy_repo_inputs
 

@@ -1,4 +1,4 @@
-"""Crash safety of the one folder swap (forge.folders): SIGKILL at every step, then recovery."""
+"""Crash safety of the one folder swap (forge.files.folders): SIGKILL at every step, then recovery."""
 from __future__ import annotations
 
 import json
@@ -11,10 +11,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from forge import folders, writer
-from forge.cli import main
-from forge.generate import Tree, build_tree
-from forge.writer import write_tree
+from forge.files import folders
+
+from forge.generate import writer
+from forge.commands.main import main
+from forge.generate.tree import Tree, build_tree
+from forge.generate.writer import write_tree
 
 OWNED = ["overlays", "clusters/a/argocd", "clusters/b/argocd"]
 # steps of a swap of the three owned folders: journal, then 2 renames each, then old copies removed
@@ -102,7 +104,7 @@ def test_the_journal_lists_every_planned_rename_before_the_first(tmp_path: Path)
 
 def generate_killed_at(root: Path, step: int) -> None:
     env = {**os.environ, folders.FAULT_ENV: f"{step}:kill"}
-    proc = subprocess.run([sys.executable, "-m", "forge.cli", "generate", "--discard-edits", "--root", str(root)], env=env, capture_output=True)
+    proc = subprocess.run([sys.executable, "-m", "forge.commands.main", "generate", "--discard-edits", "--root", str(root)], env=env, capture_output=True)
     assert proc.returncode == -signal.SIGKILL, proc.stderr
 
 

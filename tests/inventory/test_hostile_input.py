@@ -151,7 +151,7 @@ def test_hostile_inventory_is_refused_with_file_line(case: Case, generated_repo:
     before = snapshot(repo)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p.endswith("generators"))}
     started = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "forge.cli", "generate", "--root", str(repo)],
+    proc = subprocess.run([sys.executable, "-m", "forge.commands.main", "generate", "--root", str(repo)],
                           capture_output=True, text=True, env=env, timeout=120)
     seconds = time.perf_counter() - started
     assert proc.returncode == 2, proc.stderr[-3000:]
@@ -171,7 +171,7 @@ def test_credentials_are_never_echoed(generated_repo: Path, tmp_path: Path):
     text = (repo / FILE).read_text().replace("exa.ai/pool: training", f"exa.ai/pool: {KEY}", 1)
     (repo / FILE).write_text(text.replace("endpoint: https://", "endpoint: https://admin:hunter2@", 1))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p.endswith("generators"))}
-    proc = subprocess.run([sys.executable, "-m", "forge.cli", "generate", "--root", str(repo)],
+    proc = subprocess.run([sys.executable, "-m", "forge.commands.main", "generate", "--root", str(repo)],
                           capture_output=True, text=True, env=env, timeout=60)
     assert proc.returncode == 2
     assert proc.stderr.count("looks like") == 2

@@ -75,7 +75,7 @@ def test_a_project_too_long_for_its_bootstrap_project_is_refused():
 def test_an_object_larger_than_argo_cds_apply_allows_is_refused_naming_the_inventory(tmp_path, monkeypatch):
     """The guard behind the per-node label cap: any object forge writes itself. The limit is
     lowered here so a shipped fleet's largest client-side-applied object crosses it."""
-    from forge import generate
+    from forge.generate import tree as generate
     from forge.errors import InventoryError
     from tests.helpers import copy_repo_inputs
 

@@ -1,4 +1,4 @@
-"""`forge inventory migrate` reads as the loader does (forge.textguard, then the C parser's nesting
+"""`forge inventory migrate` reads as the loader does (forge.files.textguard, then the C parser's nesting
 and alias limits) before ruamel's round trip: a 20,000-deep list was a RecursionError, 10 MB ran
 for minutes, a FIFO blocked (issue 36). Each is one `error:` line, exit 2, nothing written."""
 from __future__ import annotations

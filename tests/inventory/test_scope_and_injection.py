@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from forge.cli import main
+from forge.commands.main import main
 from tests.helpers import H200_FILE, copy_repo_inputs, edit, inventory_text, line_of, problems
 
 H200 = inventory_text("h200")

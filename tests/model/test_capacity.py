@@ -1,4 +1,4 @@
-"""Capacity per GPU pool and extended resource (forge.capacity), under both MIG strategies: whole
+"""Capacity per GPU pool and extended resource (forge.model.capacity), under both MIG strategies: whole
 GPUs as nvidia.com/gpu, MIG slices as their own resource (mixed) or, when no GPU is left whole, as
 nvidia.com/gpu (single), and never more GPUs than the fleet has."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ from fractions import Fraction
 
 from tests.helpers import edit, inventory_text, model
 
-from forge.capacity import GPU, capacity, node_gpus
+from forge.model.capacity import GPU, capacity, node_gpus
 
 # h200 with its MIG nodes cut three ways (3g + 2g + 2 x 1g = 7 compute, 8 memory slices): the
 # layout is no longer uniform, so each profile of it is its own resource.

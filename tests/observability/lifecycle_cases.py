@@ -3,7 +3,7 @@ other alert by tests/observability/test_rules.py (cases_for)."""
 from __future__ import annotations
 
 from forge.components.driver_upgrades import gpu_upgrade_settings, held_upgrade_seconds
-from forge.model import ClusterModel
+from forge.model.cluster import ClusterModel
 from forge.observability.lifecycle import UPGRADE_STATE_LABEL, drivers, ksm_label
 from tests.observability.test_rules import Case, series
 

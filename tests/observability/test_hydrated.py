@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 import yaml
 
-from forge import argocd
-from forge.argocd_projects import component_project
-from forge.versions import chart_pins
+from forge.argocd import bootstrap as argocd
+from forge.argocd.projects import component_project
+from forge.facts.versions import chart_pins
 from forge.components.base import Expected
 from forge.components.loki import CACHES, CONFIG_OBJECT, WORKLOADS, Loki
 from forge.components.prometheus import (ALERTMANAGER_CR, GRAFANA_DATASOURCES, GRAFANA_DEPLOYMENT, NODE_EXPORTER_MONITOR,
@@ -25,7 +25,7 @@ from forge.components.loki import GATEWAY_URL as LOKI_URL
 from forge.errors import InventoryError
 from forge.fleet import components_of as enabled_components
 from forge.fleet import load_plan_text
-from forge.model import CONTROL_PLANE_LABEL
+from forge.model.cluster import CONTROL_PLANE_LABEL
 from forge.observability import metrics as m
 from forge.observability.sizing import LOKI_TARGETS
 from forge.upstream.chart import Chart
@@ -394,7 +394,7 @@ def test_objects_outside_the_app_projects_namespaces_are_reported(clusters):
     """What kube-prometheus-stack did before Prometheus listed kube-system: its control-plane
     Services there would have made Argo CD refuse the whole `prometheus` Application. Each
     component has its own AppProject now: Loki's may not put a Service in kube-system."""
-    from forge.argocd_projects import component_project, fence_problems
+    from forge.argocd.projects import component_project, fence_problems
 
     cluster = clusters["a100"]
     components = list(enabled_components(cluster))

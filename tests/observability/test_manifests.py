@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from forge.argocd_config import credential_keys, is_argocd_config
+from forge.argocd.config import credential_keys, is_argocd_config
 from forge.components import COMPONENTS
 from forge.components.alloy import Alloy
 from forge.components.gpu_operator import GpuOperator
@@ -20,7 +20,7 @@ from forge.fleet import load_plan_text
 from forge.observability import metrics as m
 from forge.observability.dashboards import SIDECAR_LABEL, dashboards
 from forge.observability.rules import rule_groups
-from forge.render import render_all
+from forge.render.overlays import render_all
 from forge.validate.crd import CrdSchemas
 from forge.validate.kube import KubeSchemas
 from forge.validate.values import check_values, coalesce
@@ -239,7 +239,7 @@ def credential_problems(docs: list[Any]) -> list[str]:
     def walk(node: Any, path: str) -> None:
         if isinstance(node, dict):
             if node.get("kind") == "Secret" and is_argocd_config(node):
-                # an Argo CD repository entry: where and what only (forge.argocd_config)
+                # an Argo CD repository entry: where and what only (forge.argocd.config)
                 out.extend(f"{path}.stringData.{key}: credential in a repository Secret" for key in credential_keys(node))
             elif node.get("kind") == "Secret" and (node.get("data") or node.get("stringData")):
                 out.append(f"{path}: Secret with data")

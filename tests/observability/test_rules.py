@@ -2,7 +2,7 @@
 
 Every alert rule of each real fleet's PrometheusRule has a case where it fires (with its exact
 labels and expanded annotations) and one where it stays quiet; a rule without a case fails
-test_every_alert_rule_has_a_case. Thresholds are read from forge.hardware, never restated here.
+test_every_alert_rule_has_a_case. Thresholds are read from forge.facts.hardware, never restated here.
 """
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import yaml
 
-from forge.hardware import GPU_MODELS
-from forge.model import ClusterModel
+from forge.facts.hardware import GPU_MODELS
+from forge.model.cluster import ClusterModel
 from forge.observability import metrics as m
 from forge.observability.rules import rule_groups
 from tests.helpers import fixture_model, generated

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from click.testing import CliRunner
 
-from forge.cli import main
+from forge.commands.main import main
 
 from tests.helpers import REPO
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from forge.argocd import app_name
+from forge.argocd.bootstrap import app_name
 from forge.fleet import components_of, load_fleet
 from forge.rollout.appset import central_clusters, central_objects, child_application, generated_applications
 from forge.validate.crd import CrdSchemas

@@ -2,7 +2,7 @@
 every cluster, and one promotion decision judging every cluster over real HTTP on 127.0.0.1."""
 from __future__ import annotations
 
-from forge.bench import synthesize_fleet
+from forge.bench.pipeline import synthesize_fleet
 from forge.rollout.bench import bench_rollout
 from tests.helpers import REPO
 

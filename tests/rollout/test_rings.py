@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from forge.argocd import bootstrap_objects
+from forge.argocd.bootstrap import bootstrap_objects
 from forge.fleet import components_of
-from forge.versions import chart_pins
+from forge.facts.versions import chart_pins
 from forge.validate.crd import CrdSchemas
 from tests.helpers import (A100_FILE, REPO, copy_repo_inputs, edit, forge, generated, inventory_text, line_of, model,
                            needs_upstream, problems, upstream_data)

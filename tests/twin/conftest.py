@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from forge.fleet import load_fleet
-from forge.render import render_all
+from forge.render.overlays import render_all
 from forge.twin.binaries import ensure_binaries
 from forge.twin.box import box_syncer, running_box
 from forge.twin.kube import connect

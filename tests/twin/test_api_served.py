@@ -10,8 +10,8 @@ import ssl
 
 import yaml
 
-from forge import prereq_check
-from forge.kube_apis import DEFAULT_ON, built_in
+from forge.pod_scripts import prereq_check
+from forge.facts.kube_apis import DEFAULT_ON, built_in
 from forge.twin.pki import Pki
 from forge.twin.served import REASON
 from forge.twin.sources import Application, Item

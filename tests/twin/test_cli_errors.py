@@ -112,9 +112,9 @@ def test_a_cluster_without_scenarios_is_told_where_they_go(repo, upstream):
 def test_a_rollout_step_names_a_node_and_a_known_test(tmp_path):
     """The scenario schema's rollout step (forge.twin.driver_rollout): a bad test name is refused
     with its line, like every other scenario field."""
-    from forge.datafile import DataFileError
+    from forge.files.datafile import DataFileError
     from forge.twin.scenario import ScenarioFile, load_scenarios
-    import forge.datafile as datafile
+    import forge.files.datafile as datafile
     path = tmp_path / "scenarios.yaml"
     path.write_text("scenarios:\n  - name: r\n    steps:\n      - rollout: {fail_node: n3, fail_test: memtest}\n")
     import pytest
@@ -129,9 +129,9 @@ def test_a_rollout_step_names_a_node_and_a_known_test(tmp_path):
 def test_a_rollout_step_names_a_driver_the_upgrade_library_knows(tmp_path):
     """`driver` is k8s-operator-libs' driver name: gpu (the GPU Operator) or ofed (the Network
     Operator's DOCA driver); anything else is refused with its line."""
-    from forge.datafile import DataFileError
+    from forge.files.datafile import DataFileError
     from forge.twin.scenario import ScenarioFile, load_scenarios
-    import forge.datafile as datafile
+    import forge.files.datafile as datafile
     import pytest
     from tests.helpers import REPO
     path = tmp_path / "scenarios.yaml"

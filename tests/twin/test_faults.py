@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 
 from forge.fleet import load_fleet
-from forge.render import render_all
+from forge.render.overlays import render_all
 from forge.twin.box import running_box
 from forge.twin.controllers import Controllers
 from forge.twin.kube import connect
@@ -33,7 +33,7 @@ def floor_quotas(amount: int, percents: list[int]) -> list[int]:
 def test_floor_quotas_keep_the_whole_pool_pretrain_out_naming_the_queue_and_the_shortfall(tmp_path, box_programs, upstream,
                                                                                          monkeypatch):
     root = git_repo_copy(tmp_path / "repo")
-    monkeypatch.setattr("forge.queues.largest_remainder", floor_quotas)
+    monkeypatch.setattr("forge.model.queues.largest_remainder", floor_quotas)
     # The static check refuses these quotas first (as it should); lift it to watch what Kueue does.
     for cluster in ("h200", "a100"):
         inventory = root / f"clusters/{cluster}/inventory.yaml"

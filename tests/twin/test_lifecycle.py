@@ -15,7 +15,7 @@ KUBECTL = Path(sys.executable).with_name("kubectl")
 
 
 def twin(root: Path, upstream: Path, *args: str, env: dict, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "forge.cli", "twin", *args, "--root", str(root), *kw.pop("extra", ())],
+    return subprocess.run([sys.executable, "-m", "forge.commands.main", "twin", *args, "--root", str(root), *kw.pop("extra", ())],
                           capture_output=True, text=True, env={**env, "FORGE_UPSTREAM": str(upstream)}, timeout=900, **kw)
 
 
@@ -67,7 +67,7 @@ def test_up_leaves_a_box_kubectl_reaches_on_loopback_only_and_down_stops_it_all(
 
 def test_a_crash_of_the_command_that_owns_the_box_leaves_no_process(fleet_copy, upstream, twin_env):
     state_file = fleet_copy / "build/twin/a100/state.json"
-    proc = subprocess.Popen([sys.executable, "-m", "forge.cli", "twin", "run", "a100", "--root", str(fleet_copy)],
+    proc = subprocess.Popen([sys.executable, "-m", "forge.commands.main", "twin", "run", "a100", "--root", str(fleet_copy)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env={**twin_env, "FORGE_UPSTREAM": str(upstream)})
     deadline = time.monotonic() + 600

@@ -1,5 +1,5 @@
 """The box's Node objects: labels and taints from forge's rendered NodeFeatureRules (as nfd-master
-would publish them), allocatable from forge.capacity (no box needed)."""
+would publish them), allocatable from forge.model.capacity (no box needed)."""
 from __future__ import annotations
 
 import copy

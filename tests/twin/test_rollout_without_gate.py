@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from forge import node_gate
+from forge.pod_scripts import node_gate
 from forge.twin.run import box_runner
 from forge.twin.sources import applications
 from tests.twin.conftest import say

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from forge.datafile import DataFileError
+from forge.files.datafile import DataFileError
 from forge.twin.scenario import load_scenarios
 from forge.twin.submit import _pytorch_job
 from forge.twin.tasks import resolve

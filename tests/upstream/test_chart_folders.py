@@ -80,7 +80,7 @@ CASES = {
 def bump(tmp: Path, chart: Path, root: Path, data: Path) -> subprocess.CompletedProcess:
     """The real command in a child process with a deadline: a FIFO opened for reading blocks forever."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "generators"), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run([sys.executable, "-m", "forge.cli", "charts", "bump", "kuberay-operator", "1.7.1",
+    return subprocess.run([sys.executable, "-m", "forge.commands.main", "charts", "bump", "kuberay-operator", "1.7.1",
                            "--chart", str(chart), "--upstream", str(data), "--no-generate", "--root", str(root)],
                           capture_output=True, text=True, timeout=120, env=env, cwd=tmp)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from forge.versions import chart_pins
+from forge.facts.versions import chart_pins
 from forge.tools import helm_command
 from tests.helpers import REPO, forge
 from tests.upstream.conftest import CHARTS, copy_chart, package

@@ -14,7 +14,7 @@ import pytest
 from forge.errors import ForgeError
 from forge.upstream.cache import CACHE_DIR, pull_one
 from forge.upstream.chart import load_chart
-from forge.versions import ChartPin
+from forge.facts.versions import ChartPin
 
 PIN = ChartPin("widget", "https://charts.example.com", "widget", "1.2.3")
 CHART = b"apiVersion: v2\nname: widget\nversion: 1.2.3\n"

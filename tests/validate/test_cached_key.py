@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from forge.cache import Digests
+from forge.generate.cache import Digests
 from forge.validate.cached import cluster_key
 
 FILES = {

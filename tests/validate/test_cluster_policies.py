@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from forge.argocd import bootstrap_objects
+from forge.argocd.bootstrap import bootstrap_objects
 from forge.components import COMPONENTS
-from forge.emit import labels_for
+from forge.files.emit import labels_for
 from forge.fleet import components_of, load_plan_text
 from forge.validate.cluster_policies import CrdPrune, PriorityFloor, cluster_plugins, prunes_automatically
 from forge.validate.engine import Report
-from forge.versions import chart_pins
+from forge.facts.versions import chart_pins
 from tests.helpers import CLUSTERS, REPO, inventory_text, needs_upstream
 
 OURS = labels_for("h200")

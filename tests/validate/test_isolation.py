@@ -6,9 +6,9 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from forge.cli import main
+from forge.commands.main import main
 from forge.components.network import _policy
-from forge.render import render_all
+from forge.render.overlays import render_all
 from forge.validate.isolation import application_projects, namespace_isolation
 
 

@@ -6,8 +6,8 @@ from pathlib import Path
 import yaml
 from click.testing import CliRunner
 
-from forge.cli import main
-from forge.render import render_all
+from forge.commands.main import main
+from forge.render.overlays import render_all
 
 
 def generate(root: Path) -> None:

@@ -141,7 +141,7 @@ def test_a_module_that_does_not_import_is_one_line(tmp_path):
 def test_the_examples_image_is_the_locked_sdk():
     """The pinned image's flytekit is the flytekit of requirements.lock."""
     import flytekit
-    from forge import versions
+    from forge.facts import versions
     assert versions.image("flytekit").tag.endswith(f"-{flytekit.__version__}")
     tree = ast.parse((ROOT / "workflows" / "common.py").read_text())
     image = next(n.value.value for n in tree.body if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "IMAGE")

@@ -15,7 +15,7 @@ from forge.components import network
 from forge.components.base import WAVE_OBSERVABILITY, Component, custom_resource
 from forge.components.loki import PUSH_URL
 from forge.components.scheduling import SYSTEM_NODE_CRITICAL
-from forge.model import ClusterModel
+from forge.model.cluster import ClusterModel
 from forge.observability import alloy
 
 

@@ -32,12 +32,12 @@ from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Mapping, NamedTuple, 
 from pydantic import BaseModel, ConfigDict
 
 from forge.components.network import Allow
-from forge.model import ClusterModel, NodeModel
+from forge.model.cluster import ClusterModel, NodeModel
 
 if TYPE_CHECKING:
     from forge.errors import Problem
     from forge.inventory.loader import LoadedInventory
-    from forge.secrets import SecretUse
+    from forge.model.secrets import SecretUse
 
 # Sync waves of the child Applications: foundations (node labels, CRD-only pieces) first,
 # then operators in dependency order, then what runs on top of them.
@@ -184,11 +184,11 @@ class Component:
     cluster_kinds: ClassVar[tuple[tuple[str, str], ...]] = ()
     # Namespaced kinds its chart (or remote base) renders with forge's values, as (group, kind), from
     # the chart's templates at the pinned version: forge's own render cannot show them, and its
-    # AppProject allows only these and the kinds of forge's own objects (forge.argocd_projects).
+    # AppProject allows only these and the kinds of forge's own objects (forge.argocd.projects).
     namespaced_kinds: ClassVar[tuple[tuple[str, str], ...]] = ()
     # API groups of the custom resources its Application creates CRDs for (crd_groups where empty):
     # an Application that renders another's custom resources syncs in a later wave and retries
-    # until they exist (forge.argocd_order).
+    # until they exist (forge.argocd.order).
     api_groups: ClassVar[tuple[str, ...]] = ()
     # Values keys the chart reads but documents only in comments, as dotted paths.
     declared_values: ClassVar[frozenset[str]] = frozenset()
@@ -323,7 +323,7 @@ class Component:
 
     def guarded_values(self, cluster: ClusterModel) -> dict[str, str]:
         """Dotted paths of our Helm values that a per-cluster override may not change, with why
-        (forge.overrides.check_merged, after merging: a path absent here stays absent). For what
+        (forge.generate.overrides.check_merged, after merging: a path absent here stays absent). For what
         the inventory guarantees, such as a login, which an override must not turn off."""
         return {}
 

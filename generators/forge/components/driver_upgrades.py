@@ -34,10 +34,10 @@ from typing import Any
 
 # The settings, the labels and the upgrade states are shared with the alerts (forge.observability.
 # lifecycle) and the rollout gate (forge.components.node_gate): they live one stage below, in
-# forge.day_two, and are re-exported here for the components.
-from forge.day_two import (GPU_OPERATOR, HOLD_AND_DRAIN, SKIP_LABEL, UPGRADE_DRIVERS, WORKLOAD_FLYTE, WORKLOAD_LABEL,
+# forge.model.day_two, and are re-exported here for the components.
+from forge.model.day_two import (GPU_OPERATOR, HOLD_AND_DRAIN, SKIP_LABEL, UPGRADE_DRIVERS, WORKLOAD_FLYTE, WORKLOAD_LABEL,
                            Maintenance, UpgradeSettings, WaitForCompletion, gpu_upgrade_settings, held_upgrade_seconds)
-from forge.model import ClusterModel
+from forge.model.cluster import ClusterModel
 
 __all__ = ["GPU_OPERATOR", "HOLD_AND_DRAIN", "SKIP_LABEL", "UPGRADE_DRIVERS", "WORKLOAD_FLYTE", "WORKLOAD_LABEL",
            "Maintenance", "UpgradeSettings", "WaitForCompletion", "gpu_upgrade_settings", "held_upgrade_seconds",

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from forge import versions
+from forge.facts import versions
 from forge.components.base import WAVE_NETWORK, Component, Expected
-from forge.model import EFA_RESOURCE, ClusterModel  # noqa: F401  (its one home is the model)
+from forge.model.cluster import EFA_RESOURCE, ClusterModel  # noqa: F401  (its one home is the model)
 
 IMAGE = "aws-efa-k8s-device-plugin"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"

@@ -7,7 +7,7 @@ From the inventory (`components.external-secrets`):
   and `version`, Kubernetes auth `auth_mount` and `role`);
 - `remote_keys`: the remote secret of each role (s3-alluxio, s3-loki, s3-flyte, s3-tasks-<project>,
   flyte-db, grafana-admin, alertmanager, flyte-tls, flyte-oidc, multikueue), by default `forge/<cluster>/<role>`; its properties are fixed per kind
-  (forge.secrets.SECRET_KINDS).
+  (forge.model.secrets.SECRET_KINDS).
 
 The bootstrap credential: Vault's Kubernetes auth needs none (the controller's service account
 token is its login). AWS Secrets Manager from a cluster outside AWS needs an access key: the
@@ -30,8 +30,8 @@ from forge.components.base import RBAC_NAMESPACED, WORKLOAD_KINDS, WAVE_SECRETS,
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL
 from forge.inventory.schema import Name, Strict
 from forge.inventory.strings import HttpsUrl, Region
-from forge.model import ClusterModel
-from forge.secrets import SECRET_KINDS, SecretUse
+from forge.model.cluster import ClusterModel
+from forge.model.secrets import SECRET_KINDS, SecretUse
 
 NAMESPACE = "external-secrets"
 STORE = "forge"  # the ClusterSecretStore every ExternalSecret names
@@ -155,7 +155,7 @@ class ExternalSecrets(Component):
         return [custom_resource(cluster_secret_store(self.settings(cluster), consumer_namespaces(cluster, components)))]
 
     def bootstrap_secret(self, cluster: ClusterModel) -> tuple[str, str] | None:
-        """(namespace, name) of the one Secret created by hand (a prerequisite, forge.argocd_prereqs),
+        """(namespace, name) of the one Secret created by hand (a prerequisite, forge.argocd.prereqs),
         or None when the store needs none."""
         return bootstrap_secret_of(self.settings(cluster))
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from forge.hardware import DRIVER_BY_ARCHITECTURE
-from forge.model import LABEL_DOMAIN, ClusterModel, NodeModel
+from forge.facts.hardware import DRIVER_BY_ARCHITECTURE
+from forge.model.cluster import LABEL_DOMAIN, ClusterModel, NodeModel
 
 # The chart's own driver image (driver.repository / driver.image of the pinned gpu-operator): the
 # operator appends the version and the node's OS to it.

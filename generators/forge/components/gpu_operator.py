@@ -12,7 +12,7 @@ from forge.components.network_operator import NetworkOperator
 from forge.components.base import RBAC_NAMESPACED, WORKLOAD_KINDS, WAVE_GPU, Component, Expected, custom_resource
 from forge.components.driver_upgrades import UpgradeSettings, chart_upgrade_policy, rendered_upgrade_policy, upgrade_policy
 from forge.inventory.schema import Strict
-from forge.model import MIG_DISABLED, ClusterModel
+from forge.model.cluster import MIG_DISABLED, ClusterModel
 from forge.observability.metrics import DCGM_CONFIG_NAME, NODE_RELABELING, dcgm_metrics_csv
 
 MIG_CONFIG_NAME = "forge-mig-parted-config"

@@ -32,7 +32,7 @@ from pydantic import Field
 from forge.components.base import Expected
 from forge.components.flyte.access import ISSUER_ANNOTATION, NGINX, SOURCE_RANGE
 from forge.inventory.schema import Name, Strict
-from forge.secrets import SecretUse
+from forge.model.secrets import SecretUse
 
 TLS_ROLE = "grafana-tls"  # the remote secrets' roles in the secret store
 OIDC_ROLE = "grafana-oidc"

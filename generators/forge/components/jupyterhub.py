@@ -7,7 +7,7 @@ tasks: it carries the namespace LocalQueue's label and the `interactive` Workloa
 (Kueue's pod integration gates it until its project's ClusterQueue admits it), runs at the
 `interactive` PriorityClass (ahead of training, pre-empting nobody) and is culled when idle.
 
-Profiles, as the cluster has them (forge.capacity): a MIG slice (the smallest slice of each MIG
+Profiles, as the cluster has them (forge.model.capacity): a MIG slice (the smallest slice of each MIG
 profile in use), one whole GPU, CPU only. S3 as tasks see it: the same environment as Flyte's
 task pods (FLYTE_AWS_ENDPOINT and the credentials Secret). Login: OpenID Connect against the
 identity provider of `oidc` (the one Flyte's auth uses); the client secret comes from the
@@ -19,16 +19,16 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from forge.capacity import GPU, capacity
+from forge.model.capacity import GPU, capacity
 from forge.components import network
 from forge.components.base import RBAC_NAMESPACED, WAVE_WORKLOADS, WORKLOAD_KINDS, Component, Expected, storage_class
 from forge.components.flyte import Flyte, storage_endpoint
 from forge.components.flyte.access import SOURCE_RANGE
 from forge.components.flyte.plan import namespace_for
 from forge.inventory.schema import Name, Strict
-from forge.model import ClusterModel
-from forge.queues import LOCAL_QUEUE, QUEUE_NAME_LABEL
-from forge.secrets import SecretUse
+from forge.model.cluster import ClusterModel
+from forge.model.queues import LOCAL_QUEUE, QUEUE_NAME_LABEL
+from forge.model.secrets import SecretUse
 
 PRIORITY_CLASS = "interactive"  # components.scheduling's class for interactive work
 WORKLOAD_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
@@ -167,7 +167,7 @@ class JupyterHub(Component):
                 SecretUse("tls", s.tls_secret, (self.namespace,), role="jupyterhub-tls")]
 
     def release_of(self, cluster: ClusterModel, project: str) -> str:
-        """The Helm release of `project`'s hub: the first is the Application's main release (forge.argocd)."""
+        """The Helm release of `project`'s hub: the first is the Application's main release (forge.argocd.bootstrap)."""
         return self.release if project == self.projects(cluster)[0] else hub_name(project)
 
     def ingress(self, cluster: ClusterModel) -> tuple[network.Allow, ...]:

@@ -3,7 +3,7 @@
 One NodePool and one EC2NodeClass per pool of the inventory (`node_pools`, every role but
 system): the pool's instance type and capacity type (spot or on-demand) as requirements, its
 labels and taints as the nodes', and its max_count as the NodePool's `limits.nodes`, so
-Karpenter never makes more nodes than Kueue's quotas were sized for (forge.capacity counts one
+Karpenter never makes more nodes than Kueue's quotas were sized for (forge.model.capacity counts one
 node per max_count). Empty GPU nodes are removed after CONSOLIDATE_AFTER: a burst costs nothing
 when the queue is empty. Pools of one instance type fall back by weight (WEIGHTS: a capacity
 reservation, then on-demand, then spot); a pool's placement_group (a cluster placement group the
@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from forge import versions
+from forge.facts import versions
 from forge.components import network
 from forge.components.base import RBAC_NAMESPACED, WAVE_NETWORK, WORKLOAD_KINDS, Component, Expected, custom_resource
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL
-from forge.model import ClusterModel, NodeModel, PoolModel
+from forge.model.cluster import ClusterModel, NodeModel, PoolModel
 
 DISCOVERY_TAG = "karpenter.sh/discovery"
 IMAGE = "karpenter"  # images in charts/versions.yaml

@@ -11,8 +11,8 @@ from typing import Any
 from forge.components import network
 from forge.components.base import RBAC_NAMESPACED, WORKLOAD_KINDS, WAVE_OPERATORS, Component, Expected
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL
-from forge.model import ClusterModel
-from forge import versions
+from forge.model.cluster import ClusterModel
+from forge.facts import versions
 
 DEPLOYMENT = "kuberay-operator"  # the chart's fullname for release kuberay-operator
 IMAGE = "kuberay-operator"  # images in charts/versions.yaml: the chart's default (pinned by the chart version)

@@ -7,14 +7,14 @@ when the quota of its ClusterQueue covers ALL its pods at once, then unsuspends 
 16-node jobs never each hold half their GPUs, and pre-emption evicts whole jobs.
 
 What forge writes (cluster-scoped; LocalQueues are Flyte's, in its project namespaces):
-- a ResourceFlavor per GPU pool (forge.capacity: GPU model x MIG layout), selecting its nodes by
+- a ResourceFlavor per GPU pool (forge.model.capacity: GPU model x MIG layout), selecting its nodes by
   the labels node-feature-discovery sets from the inventory, with the pool's taints as
   tolerations (added to admitted pods) and the Topology below;
 - a Topology `racks` (levels forge.exa.ai/rack, kubernetes.io/hostname) for topology-aware
   placement: a job asking for `kueue.x-k8s.io/podset-required-topology: forge.exa.ai/rack` lands
   in one rack or waits;
 - a ClusterQueue per Flyte project, all in one cohort, quotas per flavor and resource from
-  forge.queues; a project whose PriorityClass never pre-empts gets a queue that never pre-empts;
+  forge.model.queues; a project whose PriorityClass never pre-empts gets a queue that never pre-empts;
 - a WorkloadPriorityClass per PriorityClass of components.scheduling (same name and value), so a
   job can set its queue priority by label (`kueue.x-k8s.io/priority-class`); without the label
   Kueue takes the priority of the pods' PriorityClass. System classes are never mapped.
@@ -26,7 +26,7 @@ from typing import Any, Iterator
 
 import yaml
 
-from forge.capacity import Capacity, capacity, quantity
+from forge.model.capacity import Capacity, capacity, quantity
 from forge.components import network
 from forge.components.base import RBAC_NAMESPACED, WORKLOAD_KINDS, WAVE_KUEUE, Component, Contains, Expected, custom_resource
 from forge.components.driver_upgrades import queue_stop_policy
@@ -34,9 +34,9 @@ from forge.components import kueue_cloud, multikueue
 from forge.components.kueue_checks import FLYTE, RACK_LABEL, check_kueue
 from forge.components.multikueue import CloudQueues
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL, PriorityClassSpec, Scheduling
-from forge.model import ClusterModel
-from forge.queues import API, FLYTE_PROJECT_LABEL, KueueSettings, ProjectQuotas, pre_emptible_projects, project_quotas, project_ranks
-from forge.secrets import SecretUse
+from forge.model.cluster import ClusterModel
+from forge.model.queues import API, FLYTE_PROJECT_LABEL, KueueSettings, ProjectQuotas, pre_emptible_projects, project_quotas, project_ranks
+from forge.model.secrets import SecretUse
 
 NAMESPACE = "kueue-system"  # the chart's CRDs name their conversion webhook's Service there
 RELEASE = "kueue"
@@ -161,7 +161,7 @@ class Kueue(Component):
 
     def derive_facts(self, cluster: ClusterModel) -> KueueFacts:
         s: KueueSettings = self.settings(cluster)
-        cap = capacity(cluster)  # forge.capacity: the same arithmetic Flyte's quotas use
+        cap = capacity(cluster)  # forge.model.capacity: the same arithmetic Flyte's quotas use
         flyte = cluster.component_settings[FLYTE]
         classes = _scheduling_classes(cluster)
         policy = {c.name: c.preemption == "PreemptLowerPriority" for c in classes}
@@ -237,7 +237,7 @@ class KueueFacts:
     preempts: dict[str, bool]  # project -> whether its PriorityClass may pre-empt
     cloud: CloudQueues | None = None  # the burst cluster's queues, on its MultiKueue manager
     pods_ready_minutes: int = kueue_cloud.PODS_READY_MINUTES  # waitForPodsReady (forge.components.kueue_cloud)
-    pre_emptible: frozenset[str] = frozenset()  # projects a whole-pool project outranks (forge.queues)
+    pre_emptible: frozenset[str] = frozenset()  # projects a whole-pool project outranks (forge.model.queues)
 
 
 def cloud_objects(cloud: CloudQueues, settings: KueueSettings) -> list[dict[str, Any]]:
@@ -272,7 +272,7 @@ def resource_flavor(cluster: ClusterModel, cap: Capacity, flavor: str, settings:
 def cluster_queue(q: ProjectQuotas, cap: Capacity, settings: KueueSettings, preempts: bool,
                   stop: dict[str, str] | None = None, pre_emptible: bool = False) -> dict[str, Any]:
     """`stop`: maintenance mode's stopPolicy (driver_upgrades.queue_stop_policy), or none.
-    `pre_emptible`: a project a whole-pool project outranks (forge.queues): fair-sharing weight 0,
+    `pre_emptible`: a project a whole-pool project outranks (forge.model.queues): fair-sharing weight 0,
     so it borrows only what no other queue wants and is the first any of them takes back from
     (Kueue gives a borrowing queue of weight 0 an infinite share: with weight 1 a 16-node
     pre-train, borrowing more than the batch work, could never pre-empt it under fair sharing)."""

@@ -18,13 +18,13 @@ from __future__ import annotations
 
 from typing import Any, Iterator, Mapping
 
-from forge.capacity import Capacity, capacity, quantity
+from forge.model.capacity import Capacity, capacity, quantity
 from forge.components.kueue_cloud import check_flavors
 from forge.components.scheduling import priority_class_names
 from forge.errors import Problem
-from forge.model import LABEL_DOMAIN, derive
-from forge.capacity import GPU
-from forge.queues import (KueueSettings, ProjectQuotas, cohort_reach, pre_emptible_projects, project_quotas, project_ranks,
+from forge.model.cluster import LABEL_DOMAIN, derive
+from forge.model.capacity import GPU
+from forge.model.queues import (KueueSettings, ProjectQuotas, cohort_reach, pre_emptible_projects, project_quotas, project_ranks,
                           share_key, share_of, whole_pool_projects)
 
 FLYTE = "flyte"  # the component whose projects Kueue's queues are

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from forge.capacity import Capacity, Pool
+from forge.model.capacity import Capacity, Pool
 from forge.errors import Problem
-from forge.queues import KueueSettings
+from forge.model.queues import KueueSettings
 
 PODS_READY_MINUTES = 20  # on premises: the nodes are there; a start that takes longer is broken
 PODS_READY_MINUTES_CLOUD = 60  # Karpenter launching up to 100 GPU instances, then the image pull on each

@@ -24,7 +24,7 @@ from forge.components.base import storage_class
 if TYPE_CHECKING:
     from forge.errors import Problem
     from forge.inventory.loader import LoadedInventory
-    from forge.model import ClusterModel
+    from forge.model.cluster import ClusterModel
 
 PROVISIONER = "rancher.io/local-path"
 CLASS_PREFIX = "forge-local-"

@@ -25,9 +25,9 @@ from forge.components import local_storage
 from forge.components.local_storage import DataPath, chosen_class, conflict
 from forge.components.base import RBAC_NAMESPACED, WORKLOAD_KINDS, WAVE_OBSERVABILITY, Component, Expected, storage_class_problem
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL
-from forge.model import CONTROL_PLANE_LABEL, ClusterModel
+from forge.model.cluster import CONTROL_PLANE_LABEL, ClusterModel
 from forge.observability import plain
-from forge.secrets import SecretUse
+from forge.model.secrets import SecretUse
 from forge.observability.sizing import LOKI_TARGETS, LokiLayout, loki_daily_gb, loki_layout
 
 NAMESPACE = "loki"

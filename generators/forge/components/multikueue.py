@@ -32,9 +32,9 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from forge.capacity import Capacity
-from forge.queues import API, CLOUD_QUEUE, ProjectQuotas
-from forge.secrets import SecretUse
+from forge.model.capacity import Capacity
+from forge.model.queues import API, CLOUD_QUEUE, ProjectQuotas
+from forge.model.secrets import SecretUse
 
 CONTROLLER = "kueue.x-k8s.io/multikueue"
 ROLE = "multikueue"  # the remote role of the worker's kubeconfig (forge/<cluster>/multikueue)

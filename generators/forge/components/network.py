@@ -35,7 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Protocol
 
-from forge.model import ClusterModel
+from forge.model.cluster import ClusterModel
 
 
 class Owner(Protocol):

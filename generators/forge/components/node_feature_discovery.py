@@ -13,7 +13,7 @@ from forge.components import network, node_join
 from forge.components.driver_upgrades import skip_labels
 from forge.components.base import RBAC_NAMESPACED, WORKLOAD_KINDS, WAVE_FOUNDATION, Component, custom_resource
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL, SYSTEM_NODE_CRITICAL
-from forge.model import ClusterModel, NodeModel
+from forge.model.cluster import ClusterModel, NodeModel
 
 # PCI classes NFD labels by vendor: network (02) for the Network Operator's NIC selection,
 # display (03), processing accelerators (12) and 0b40 (co-processors) for GPUs.

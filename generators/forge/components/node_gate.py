@@ -1,4 +1,4 @@
-"""The node gate (forge.node_gate): the GPU driver rollout, and the DOCA driver's where the Network
+"""The node gate (forge.pod_scripts.node_gate): the GPU driver rollout, and the DOCA driver's where the Network
 Operator runs one, advances one node at a time, and only once the previous node passed its tests; a node entering a driver change, a repair or first
 joining is held out of service by the untested taint until its tests pass. Synced with the GPU
 Operator's Application, on clusters whose GPU nodes are tested before they serve:
@@ -24,18 +24,20 @@ import json
 from pathlib import Path
 from typing import Any
 
-from forge import node_gate, versions
+from forge.facts import versions
+
+from forge.pod_scripts import node_gate
 from forge.components.node_tests import NodeTests, node_test_objects
 from forge.components.node_tests import allreduce
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL
-from forge.day_two import UPGRADE_DRIVERS, gpu_upgrade_settings
-from forge.model import UNTESTED_TAINT_KEY, ClusterModel
+from forge.model.day_two import UPGRADE_DRIVERS, gpu_upgrade_settings
+from forge.model.cluster import UNTESTED_TAINT_KEY, ClusterModel
 
 NAME = "forge-node-gate"
 IMAGE = "prerequisites-check"  # images in charts/versions.yaml: the pinned Python image
 MOUNT = "/etc/forge/gate"
 INTERVAL_SECONDS = 30
-ALIVE = "/run/gate/alive"  # touched after every pass; the probes read its age (forge.node_gate.probe)
+ALIVE = "/run/gate/alive"  # touched after every pass; the probes read its age (forge.pod_scripts.node_gate.probe)
 # A node NotReady this long was powered off or lost, not a kubelet restart: tested again when back.
 REPAIR_SECONDS = 600
 RBAC = "rbac.authorization.k8s.io"

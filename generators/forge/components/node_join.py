@@ -13,7 +13,7 @@ writes, per node, `overlays/<cluster>/node-feature-discovery/node-join/<node>.ya
 
 and once per on-premises cluster, `node-join/control-plane.kubeadm.yaml`: the kubeadm `ClusterConfiguration`
 fragment the control plane is built with (`kubeadm init --config`), whose `apiServer.extraArgs` turn
-on exactly the feature gates and APIs of the inventory's `cluster.api_server` (forge.kube_apis):
+on exactly the feature gates and APIs of the inventory's `cluster.api_server` (forge.facts.kube_apis):
 what forge's output needs and the fleet in a box runs with. Kubespray takes the same values as
 `kube_apiserver_feature_gates` and `kube_api_runtime_config` (docs/bootstrap.md).
 """
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from forge.model import UNTESTED_TAINT, ClusterModel, NodeModel
+from forge.model.cluster import UNTESTED_TAINT, ClusterModel, NodeModel
 
 JOIN_DIR = "node-join"
 KUBEADM_API = "kubeadm.k8s.io/v1beta4"  # kubeadm 1.31 and later (the clusters run 1.34)

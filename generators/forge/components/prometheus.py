@@ -35,7 +35,7 @@ from forge.components.base import (RBAC_NAMESPACED, WORKLOAD_KINDS, kinds, WAVE_
                                    storage_class_problem)
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL, SYSTEM_NODE_CRITICAL
 from forge.components.loki import GATEWAY_URL as LOKI_URL
-from forge.model import ClusterModel
+from forge.model.cluster import ClusterModel
 from forge.observability import metrics as m
 from forge.observability import plain
 from forge.observability.alerting import AlertingSettings, alertmanager_config, with_runbook_links
@@ -43,7 +43,7 @@ from forge.observability.dashboards import dashboard_configmap, dashboards
 from forge.observability.lifecycle import node_label_allowlist
 from forge.observability.rules import prometheus_rule, rule_groups
 from forge.observability.sizing import PrometheusSize, prometheus_size, series_of
-from forge.secrets import SecretUse
+from forge.model.secrets import SecretUse
 
 NAMESPACE = network.MONITORING
 WEBHOOK_PORT = 10250  # the operator's admission webhook (prometheusOperator.tls.internalPort)

@@ -16,7 +16,7 @@ from forge.components import infra_priority
 from forge.components.admission import serves_mutating
 from forge.components.base import WAVE_FOUNDATION, Component
 from forge.inventory.schema import Name, Strict
-from forge.model import ClusterModel
+from forge.model.cluster import ClusterModel
 
 SYSTEM_CLUSTER_CRITICAL = "system-cluster-critical"  # controllers the cluster needs (operators)
 SYSTEM_NODE_CRITICAL = "system-node-critical"  # per-node agents (DaemonSets)

@@ -22,8 +22,8 @@ import yaml
 from forge.components import network
 from forge.components.base import RBAC_NAMESPACED, WORKLOAD_KINDS, WAVE_OPERATORS, Component, Expected, RemoteBase
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL
-from forge.model import ClusterModel
-from forge import versions
+from forge.model.cluster import ClusterModel
+from forge.facts import versions
 
 SOURCE = "training-operator"  # sources in charts/versions.yaml: repository, tag and overlay path
 NAMESPACE = "kubeflow"  # set by the upstream overlay (`namespace: kubeflow`); not ours to choose

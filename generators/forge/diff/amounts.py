@@ -9,7 +9,7 @@ from typing import Any, Iterable
 from forge.diff.flag import Flag, names
 from forge.diff.objects import MISSING, FieldChange, ObjectChange, keys_of
 from forge.diff.revisions import Side
-from forge.model import ClusterModel
+from forge.model.cluster import ClusterModel
 
 _QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?$")
 _SUFFIX = {None: 1, "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "k": 10**3, "M": 10**6,

@@ -16,7 +16,7 @@ from forge.components import COMPONENTS
 from forge.diff import Report
 from forge.diff.objects import VALUES_KIND
 from forge.errors import ForgeError
-from forge.render import BOOTSTRAP
+from forge.render.overlays import BOOTSTRAP
 
 
 def component_names() -> list[str]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from forge.diff.flag import Flag
 from forge.diff.sides import working_blobs
-from forge.paths import ARGOCD_DIR, BASE_DIR, CLUSTERS_DIR, OVERLAYS_DIR, TWIN_UPGRADE_REPORT
+from forge.files.paths import ARGOCD_DIR, BASE_DIR, CLUSTERS_DIR, OVERLAYS_DIR, TWIN_UPGRADE_REPORT
 
 
 def inputs_digest(root: Path, cluster: str) -> str:

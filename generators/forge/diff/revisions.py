@@ -24,12 +24,12 @@ from typing import Any, Iterator
 
 import yaml
 
-from forge.versions import VERSIONS_FILE
+from forge.facts.versions import VERSIONS_FILE
 from forge.diff.objects import Identity, parse_objects
 from forge.errors import ForgeError
-from forge.model import ClusterModel
-from forge.paths import OVERLAYS_DIR
-from forge.render import render_all
+from forge.model.cluster import ClusterModel
+from forge.files.paths import OVERLAYS_DIR
+from forge.render.overlays import render_all
 
 
 @dataclass
@@ -94,8 +94,8 @@ def copy_working_tree(root: Path, into: Path) -> Path:
 
 
 def _regenerate(side_root: Path) -> list[str]:
-    from forge.generate import build_tree
-    from forge.writer import diff_tree, write_tree
+    from forge.generate.tree import build_tree
+    from forge.generate.writer import diff_tree, write_tree
 
     tree = build_tree(side_root)
     stale = diff_tree(side_root, tree)

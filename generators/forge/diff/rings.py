@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 
 from forge.inventory.rings import RINGS_FILE, load_rings_file
-from forge.paths import CLUSTERS_DIR, INVENTORY_FILE
+from forge.files.paths import CLUSTERS_DIR, INVENTORY_FILE
 
 NO_RING = "(no ring: on merge)"
 

@@ -18,8 +18,8 @@ from forge.diff.flag import Flag, names
 from forge.diff.objects import MISSING, VALUES_KIND, ObjectChange, keys_of
 from forge.diff.queue_risks import queue_flags
 from forge.diff.revisions import Side
-from forge.hardware import PCI_VENDOR_MELLANOX, PCI_VENDOR_NVIDIA
-from forge.model import LABEL_DOMAIN, MIG_CONFIG_LABEL, ClusterModel, NodeModel
+from forge.facts.hardware import PCI_VENDOR_MELLANOX, PCI_VENDOR_NVIDIA
+from forge.model.cluster import LABEL_DOMAIN, MIG_CONFIG_LABEL, ClusterModel, NodeModel
 
 BOOTSTRAP = "argocd"
 PRUNE_FALSE = "Prune=false"

@@ -2,12 +2,12 @@
 
 A cluster's render inputs are its generated files (overlays/<c>/, clusters/<c>/argocd/) and
 base/, all named by git blob id: the base side's from `git ls-tree` (nothing checked out), the
-working tree's from the incremental generate (forge.incremental: a cluster whose generate key and
+working tree's from the incremental generate (forge.generate.incremental: a cluster whose generate key and
 files are as the last `forge generate` left them is read from disk, the others are built in
 memory, nothing is written to the tree). kustomize is the same on both sides, so clusters whose
 inputs are equal render equally and are skipped: neither rendered nor parsed. The others are
 materialized in a temporary folder (the base's files by `git archive`) and rendered there through
-forge.render, whose content store (.cache/forge/render/) serves every overlay rendered before; it
+forge.render.overlays, whose content store (.cache/forge/render/) serves every overlay rendered before; it
 is written to only when it already exists (nothing new appears in the user's tree).
 """
 from __future__ import annotations
@@ -21,17 +21,17 @@ from pathlib import Path
 
 import yaml
 
-from forge.cache import CACHE_DIR, State, digest
+from forge.generate.cache import CACHE_DIR, State, digest
 from forge.diff.objects import LOADER, parse_objects
 from forge.diff.revisions import Side, git, resolve
 from forge.errors import ForgeError
 from forge.fleet import inventory_paths, load_plan, load_plan_text
-from forge.cli_common import check_clusters
+from forge.fleet.selection import check_clusters
 from forge.fleet.links import Neighbours
-from forge.incremental import _check_fleet, _fresh, build_clusters, cluster_folders, cluster_keys, fleet_claims
-from forge.paths import BASE_DIR, CLUSTERS_DIR, OVERLAYS_DIR
-from forge.render import render_all
-from forge.versions import VERSIONS_FILE
+from forge.generate.incremental import _check_fleet, _fresh, build_clusters, cluster_folders, cluster_keys, fleet_claims
+from forge.files.paths import BASE_DIR, CLUSTERS_DIR, OVERLAYS_DIR
+from forge.render.overlays import render_all
+from forge.facts.versions import VERSIONS_FILE
 
 
 def blob_id(data: bytes) -> str:

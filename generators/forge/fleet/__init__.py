@@ -22,7 +22,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterator
 
-from forge.versions import ChartPin, chart_pins
+from forge.facts.versions import ChartPin, chart_pins
 from forge.components import COMPONENTS, Component
 from forge.errors import ForgeError, InventoryError, Problem
 from forge.fleet import links, rules, scope
@@ -31,8 +31,8 @@ from forge.fleet.fabric import fabric_rules
 from forge.inventory import LoadedInventory, load_inventory, load_inventory_text
 from forge.inventory import limits
 from forge.inventory.loader import Rules
-from forge.model import ClusterModel, derive
-from forge.paths import CLUSTERS_DIR, INVENTORY_FILE
+from forge.model.cluster import ClusterModel, derive
+from forge.files.paths import CLUSTERS_DIR, INVENTORY_FILE
 
 
 @dataclass(frozen=True)

@@ -8,10 +8,10 @@ from typing import Iterator
 
 from forge.components.network_operator.nvipam import node_blocks, possible_ip_count
 from forge.errors import Problem
-from forge.hardware import NIC_MODELS
+from forge.facts.hardware import NIC_MODELS
 from forge.inventory.loader import LoadedInventory
 from forge.inventory.schema import Inventory
-from forge.model import RDMA_RESOURCE_BY_ROLE, fabric_nics
+from forge.model.cluster import RDMA_RESOURCE_BY_ROLE, fabric_nics
 
 
 def fabric_rules(loaded: LoadedInventory) -> list[Problem]:

@@ -2,7 +2,7 @@
 (`components.kueue.burst.cluster`), a cloud cluster of the same fleet whose queues its `cloud`
 LocalQueues reach through MultiKueue (docs/burst.md). The manager's cloud ClusterQueues carry the
 burst cluster's quotas, so its plan holds the burst cluster's model (`ClusterModel.linked`) and its
-generate key the burst inventory's bytes (forge.incremental.cluster_keys, `linked_names`).
+generate key the burst inventory's bytes (forge.generate.incremental.cluster_keys, `linked_names`).
 
 Refused at the field, `file:line`: a cluster that does not exist, this cluster itself (a
 MultiKueue manager is never its own worker), an on-premises one (no cluster.cloud), a burst link
@@ -20,7 +20,7 @@ import yaml
 
 from forge.errors import InventoryError, Problem
 from forge.inventory import LoadedInventory, load_inventory_text
-from forge.paths import CLUSTERS_DIR, INVENTORY_FILE
+from forge.files.paths import CLUSTERS_DIR, INVENTORY_FILE
 
 KUEUE, FLYTE = "kueue", "flyte"
 AT = ("components", KUEUE, "burst", "cluster")

@@ -7,13 +7,13 @@ from typing import Any, Mapping
 
 from pydantic import ValidationError
 
-from forge import prereq_check
+from forge.pod_scripts import prereq_check
 from forge.components import Component
 from forge.components.flyte.plan import namespace_for
 from forge.errors import Problem
 from forge.inventory.loader import LoadedInventory
 
-BOOTSTRAP_SUFFIX = "-bootstrap"  # forge.argocd.bootstrap_project_name
+BOOTSTRAP_SUFFIX = "-bootstrap"  # forge.argocd.bootstrap.bootstrap_project_name
 # Kubernetes' own namespaces and prefix.
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 SYSTEM_PREFIXES = ("kube-", "openshift-")
@@ -22,7 +22,7 @@ INGRESS = "the ingress controller's (cluster.ingress_namespace)"
 
 def reserved_namespaces(loaded: LoadedInventory, given: Mapping[str, Any], known: Mapping[str, Component]) -> dict[str, str]:
     """Namespace -> whose it is, from where each is kept: Kubernetes', Argo CD's and the ingress
-    controller's (the inventory's fields), the prerequisites' (forge.prereq_check), and every
+    controller's (the inventory's fields), the prerequisites' (forge.pod_scripts.prereq_check), and every
     namespace a component deploys into (its own and `other_namespaces`, whether it runs here or
     not) or names through its settings (`given`: the typed settings of the inventory's blocks;
     a component without one, its defaults).

@@ -1,12 +1,12 @@
 """Rules of `cluster.api_server`: what the cluster's API server serves beyond the upstream
-defaults (forge.kube_apis). A managed control plane takes no flags; on premises, every
+defaults (forge.facts.kube_apis). A managed control plane takes no flags; on premises, every
 runtime-config entry is a built-in API the cluster's Kubernetes version has and leaves off."""
 from __future__ import annotations
 
 from typing import Iterator
 
-from forge import kube_apis
-from forge.kube_apis import Served
+from forge.facts import kube_apis
+from forge.facts.kube_apis import Served
 from forge.errors import Problem
 from forge.inventory.located import LoadedInventory
 

@@ -12,7 +12,7 @@ from collections import Counter
 from typing import Any, Iterator
 
 from forge.errors import Problem
-from forge.hardware import GPU_MODELS, INSTANCE_TYPES, MIG_SLICES_COMPUTE, MIG_SLICES_MEMORY, NIC_MODELS, SERVER_MODELS
+from forge.facts.hardware import GPU_MODELS, INSTANCE_TYPES, MIG_SLICES_COMPUTE, MIG_SLICES_MEMORY, NIC_MODELS, SERVER_MODELS
 from forge.inventory import limits
 from forge.inventory.layouts import mig_layout_named, mig_layout_of
 from forge.inventory.api_server import api_server_rules

@@ -2,7 +2,7 @@
 checks and `forge node`."""
 from __future__ import annotations
 
-from forge.hardware import GPU_MODELS
+from forge.facts.hardware import GPU_MODELS
 from forge.inventory.schema import Node, Profile
 
 MIG_DISABLED = "all-disabled"  # the GPU Operator's own name for "no MIG"; always in our config

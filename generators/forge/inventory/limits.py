@@ -25,7 +25,7 @@ MAX_LABELS_PER_NODE = 100
 MAX_OBJECT_BYTES = 256 * 1024  # Kubernetes' limit on an object's annotations (last-applied copy)
 MAX_SSA_OBJECT_BYTES = 1024 * 1024  # server-side apply keeps no copy; etcd takes requests up to 1.5 MiB
 MAX_NAME = 63  # a label value, a DNS label
-MIG_CONFIG_LABEL = "nvidia.com/mig.config"  # forge.model.MIG_CONFIG_LABEL
+MIG_CONFIG_LABEL = "nvidia.com/mig.config"  # forge.model.cluster.MIG_CONFIG_LABEL
 
 
 def raw_limits(file: str, data: dict[str, Any], lines: dict) -> list[Problem]:

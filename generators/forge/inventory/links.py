@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from forge.errors import Problem
-from forge.hardware import NIC_MODELS
+from forge.facts.hardware import NIC_MODELS
 from forge.inventory.located import LoadedInventory
 from forge.inventory.schema import Inventory, NicSpec, Profile
 

@@ -16,9 +16,9 @@ from typing import Any, Callable
 from pydantic import BaseModel, ValidationError
 import yaml
 
-from forge.datafile import data_path
+from forge.files.datafile import data_path
 from forge.errors import InventoryError, Problem
-from forge.textguard import read_regular
+from forge.files.textguard import read_regular
 from forge.inventory import credentials, formats, guards
 from forge.inventory.checks import check_inventory, check_raw  # rules that span fields
 from forge.inventory.located import LoadedInventory, Path_, format_path, line_for

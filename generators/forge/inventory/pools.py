@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from forge.errors import Problem
-from forge.hardware import GPU_MODELS, INSTANCE_TYPES, InstanceType
+from forge.facts.hardware import GPU_MODELS, INSTANCE_TYPES, InstanceType
 from forge.inventory.layouts import MIG_DISABLED
 from forge.inventory.located import LoadedInventory
 from forge.inventory.schema import GpuSpec, NodePool, Profile, Taint

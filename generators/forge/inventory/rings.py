@@ -8,9 +8,9 @@ from typing import Annotated, Iterable
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from forge import datafile
+from forge.files import datafile
 from forge.inventory.schema import Name
-from forge.paths import CLUSTERS_DIR
+from forge.files.paths import CLUSTERS_DIR
 
 RINGS_FILE = Path(CLUSTERS_DIR, "rings.yaml")
 def _alert_name(value: str) -> str:

@@ -1,7 +1,7 @@
 """The inventory's shape: strict pydantic models, unknown keys forbidden, types not coerced.
 
 Only the shape lives here; rules that span fields (duplicate names, unknown profiles, MIG
-layouts a GPU cannot hold) live in `checks.py`, and derived facts in `forge.model`.
+layouts a GPU cannot hold) live in `checks.py`, and derived facts in `forge.model.cluster`.
 """
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from forge import hardware
-from forge.hardware import GPU_MODELS, INSTANCE_TYPES, NIC_MODELS, SERVER_MODELS, unknown_model
+from forge.facts import hardware
+from forge.facts.hardware import GPU_MODELS, INSTANCE_TYPES, NIC_MODELS, SERVER_MODELS, unknown_model
 from forge.inventory.formats import CURRENT
 from forge.inventory.strings import CapacityType, FeatureGate, GitUrl, GroupVersion, HttpsUrl, HttpUrl, PlacementGroupName, Region, mount_path
 
@@ -256,7 +256,7 @@ class CloudSettings(Strict):
 
 
 class ApiServerSettings(Strict):
-    """What the API server serves beyond its Kubernetes version's defaults (forge.kube_apis): the
+    """What the API server serves beyond its Kubernetes version's defaults (forge.facts.kube_apis): the
     flags it is built with (docs/bootstrap.md). On premises only: a managed control plane
     (cluster.cloud) serves the provider's defaults."""
 

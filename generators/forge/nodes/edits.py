@@ -17,7 +17,7 @@ from ruamel.yaml.comments import CommentedMap
 
 from forge.errors import ForgeError, InventoryError
 from forge.nodes.defaults import check_rack as _check_rack, profile_taints as _profile_taints
-from forge.hardware import GPU_MODELS
+from forge.facts.hardware import GPU_MODELS
 from forge.fleet import load_plan_text
 from forge.fleet.links import Neighbours
 from forge.inventory import LoadedInventory

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from forge.model import ClusterModel
+from forge.model.cluster import ClusterModel
 from forge.observability.metrics import NODE_LABEL, RACK_LABEL
 from forge.observability.rules import regex_alternation
-from forge import versions
+from forge.facts import versions
 
 IMAGE = "alloy"  # images in charts/versions.yaml
 NAME = "alloy"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from forge.model import ClusterModel
+from forge.model.cluster import ClusterModel
 from forge.observability import metrics as m
 
 # kube-prometheus-stack's defaults for grafana.sidecar.dashboards.label / labelValue.

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from forge.model import ClusterModel, NodeModel
+from forge.model.cluster import ClusterModel, NodeModel
 from forge.observability import metrics as m
 from forge.observability.promql import alert, on_nodes_of, regex_alternation, selector
 

@@ -1,4 +1,4 @@
-"""Alerts on a node's way through a driver upgrade (forge.day_two, forge.components.driver_upgrades).
+"""Alerts on a node's way through a driver upgrade (forge.model.day_two, forge.components.driver_upgrades).
 
 Both upgrade controllers (the GPU Operator's and the Network Operator's, NVIDIA/k8s-operator-libs)
 write each node's place in the upgrade into a node label, `nvidia.com/<driver>-driver-upgrade-state`
@@ -22,9 +22,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from forge.day_two import (JOB_PREFIX, TESTS, UPGRADE_DONE, UPGRADE_FAILED, UPGRADE_STATE_LABEL, gpu_upgrade_settings,
+from forge.model.day_two import (JOB_PREFIX, TESTS, UPGRADE_DONE, UPGRADE_FAILED, UPGRADE_STATE_LABEL, gpu_upgrade_settings,
                            held_upgrade_seconds)
-from forge.model import UNTESTED_TAINT_KEY, ClusterModel
+from forge.model.cluster import UNTESTED_TAINT_KEY, ClusterModel
 from forge.observability import metrics as m
 from forge.observability.promql import alert
 

@@ -141,7 +141,7 @@ GPU_UPGRADES = {state: f"gpu_operator_nodes_upgrades_{state}"
 # ---- kube-state-metrics: node labels it exports (kube-state-metrics.metricLabelsAllowlist) -------
 KSM_NODE_LABELS = "kube_node_labels"
 # The GPU Operator's upgrade library writes each node's driver-upgrade state as the node label
-# nvidia.com/gpu-driver-upgrade-state (forge.day_two.UPGRADE_STATE_LABEL); on kube_node_labels:
+# nvidia.com/gpu-driver-upgrade-state (forge.model.day_two.UPGRADE_STATE_LABEL); on kube_node_labels:
 KSM_GPU_UPGRADE_STATE = "label_nvidia_com_gpu_driver_upgrade_state"  # as kube-state-metrics names it
 # The states in which the driver really is out: GPU pods deleted, the node drained, the driver
 # reloaded and validated (k8s-operator-libs pkg/upgrade, in that order): GPUs vanish and exporters

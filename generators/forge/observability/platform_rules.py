@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from forge.model import ClusterModel
+from forge.model.cluster import ClusterModel
 from forge.observability import metrics as m
 from forge.observability.promql import alert, regex_alternation, selector
 

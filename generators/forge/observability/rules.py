@@ -1,6 +1,6 @@
 """The cluster's PrometheusRule: thresholds from the hardware table, targets from the inventory.
 
-* GPU temperature and power limits come from `forge.hardware` per GPU model; a cluster with
+* GPU temperature and power limits come from `forge.facts.hardware` per GPU model; a cluster with
   several models gets one rule per model, matched on DCGM's `modelName` (GpuModel.nvml_name).
 * "GPU fell off the bus" compares the GPUs reporting on each node with the inventory's count,
   written into Prometheus as one constant recording rule per node (`forge:node_gpus_expected`).
@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Iterable
 
-from forge.hardware import GpuModel
-from forge.model import ClusterModel, NodeModel
+from forge.facts.hardware import GpuModel
+from forge.model.cluster import ClusterModel, NodeModel
 from forge.observability import metrics as m
 from forge.observability.infiniband import infiniband_hcas, infiniband_rules
 from forge.observability.lifecycle import node_test_rules, upgrade_rules

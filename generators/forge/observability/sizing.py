@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from forge.model import NodeModel
+from forge.model.cluster import NodeModel
 from forge.observability.metrics import DCGM_FIELDS
 
 # ---- Prometheus ---------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
-from forge.model import LABEL_DOMAIN
+from forge.model.cluster import LABEL_DOMAIN
 
 TIMEOUT_SECONDS = 15  # for the whole answer, not per read: a slow trickle is cut too
 # An ApplicationList of a cluster's ~30 Applications with their resources is a few hundred KiB.

@@ -4,7 +4,7 @@ labelled from the inventory (ring, fleet, GPU model, the components it runs), an
 application controller sharded by cluster count.
 
 The ApplicationSets are made from the per-cluster child Applications themselves
-(forge.argocd.component_application): each string that carries a cluster's own value becomes a
+(forge.argocd.bootstrap.component_application): each string that carries a cluster's own value becomes a
 Go template over the cluster Secret, and `render` fills it in again the way the ApplicationSet
 controller does for those few expressions. Clusters whose Application of a component differs in
 more than those values (another extra release, other patches) get their own ApplicationSet of
@@ -17,12 +17,12 @@ import math
 import re
 from typing import Any, Callable
 
-from forge import emit
-from forge.argocd import component_application, tracked_revision
+from forge.files import emit
+from forge.argocd.bootstrap import component_application, tracked_revision
 from forge.components.external_secrets import STORE
 from forge.errors import ForgeError
 from forge.fleet import Fleet, components_of
-from forge.model import LABEL_DOMAIN, ClusterModel
+from forge.model.cluster import LABEL_DOMAIN, ClusterModel
 
 SECRET_TYPE_LABEL = "argocd.argoproj.io/secret-type"
 RING_LABEL, FLEET_LABEL, GPU_LABEL = f"{LABEL_DOMAIN}/ring", f"{LABEL_DOMAIN}/cluster", f"{LABEL_DOMAIN}/gpu-model"

@@ -16,10 +16,10 @@ from typing import Any
 
 import click
 
-from forge import emit
-from forge.argocd import app_name
+from forge.files import emit
+from forge.argocd.bootstrap import app_name
 from forge.fleet import components_of, load_fleet
-from forge.model import ClusterModel
+from forge.model.cluster import ClusterModel
 from forge.rollout import gates
 from forge.rollout.api import CLUSTER_LABEL
 from forge.rollout.appset import central_objects

@@ -7,10 +7,10 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from forge.argocd import app_name
-from forge.argocd_config import PER_NODE_MARK
+from forge.argocd.bootstrap import app_name
+from forge.argocd.config import PER_NODE_MARK
 from forge.fleet import components_of
-from forge.model import ClusterModel
+from forge.model.cluster import ClusterModel
 from forge.rollout import api
 from forge.rollout.rings import Ring
 
@@ -116,7 +116,7 @@ def _resources(status: dict[str, Any]) -> list[Any]:
 
 
 def _per_node(cluster: str, name: str, status: dict[str, Any]) -> list[str]:
-    """A resource Healthy only because its trouble is per node (forge.argocd_config PER_NODE_MARK)."""
+    """A resource Healthy only because its trouble is per node (forge.argocd.config PER_NODE_MARK)."""
     resources = _resources(status)
     return [PerNode(f"{cluster}: Application {name}: {r.get('kind')} {r.get('name')} is {str(r['health']['message'])[:300]}"
                     " (accept it on the record: forge promote --accept REASON)")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
-from forge.argocd import ring_ref
+from forge.argocd.bootstrap import ring_ref
 from forge.errors import ForgeError
 from forge.fleet import Fleet
 from forge.rollout import gates

@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from forge.argocd import ring_ref
+from forge.argocd.bootstrap import ring_ref
 from forge.errors import ForgeError, InventoryError, Problem
 from forge.fleet import Fleet
 from forge.inventory.rings import RINGS_FILE, Gates, Ring, RingsFile, load_rings_file
-from forge.model import ClusterModel
+from forge.model.cluster import ClusterModel
 
 __all__ = ["RINGS_FILE", "Gates", "Ring", "RingsFile", "Rings", "load_rings", "check_clusters", "members", "ring_of"]
 

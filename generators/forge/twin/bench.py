@@ -16,11 +16,11 @@ from pathlib import Path
 
 import click
 
-from forge.bench import copy_inputs
+from forge.bench.pipeline import copy_inputs
 from forge.fleet import load_fleet
-from forge.incremental import generate
-from forge.paths import CLUSTERS_DIR
-from forge.render import render_all
+from forge.generate.incremental import generate
+from forge.files.paths import CLUSTERS_DIR
+from forge.render.overlays import render_all
 from forge.twin.binaries import Builder
 from forge.twin.box import box_syncer, running_box, state_folder
 from forge.twin.kube import connect

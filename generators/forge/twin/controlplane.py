@@ -7,7 +7,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from forge.kube_apis import Served
+from forge.facts.kube_apis import Served
 from forge.twin.pki import Pki
 from forge.twin.processes import Process, free_ports, start, wait_until
 

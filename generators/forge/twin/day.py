@@ -20,7 +20,7 @@ import yaml
 
 from forge.components.node_tests.base import NODE_LABEL, PEER_LABEL, TESTS_DIR
 from forge.components.node_tests.nccl import SCRIPT
-from forge.paths import OVERLAYS_DIR
+from forge.files.paths import OVERLAYS_DIR
 from forge.twin.controlplane import KWOK_ANNOTATION
 from forge.twin.kube import Kube
 from forge.twin.steps import NodeDown, NodeTest

@@ -9,7 +9,7 @@ cordoned or NotReady nodes counting as unavailable); then it is cordoned, waits 
 pods (waitForCompletion, here `wait_for_jobs` seconds), is drained (evictions), its driver
 "reloads", validates, and is uncordoned: upgrade-done. One state per reconcile.
 
-The gate is the script the cluster's Deployment runs, as synced in its ConfigMap (forge.node_gate,
+The gate is the script the cluster's Deployment runs, as synced in its ConfigMap (forge.pod_scripts.node_gate,
 shipped whole), started here as a process against the box's API server (the box has no kubelet to
 run its pod) with the token of its own ServiceAccount, so its RBAC is the one forge generates, and
 with the config forge put in that ConfigMap. kwok completes the test Jobs' pods (passed); the
@@ -33,8 +33,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from forge import node_gate
-from forge.day_two import (RELEASE_REQUEST_ANNOTATION, RELEASED_ANNOTATION, SKIP_LABEL, TEST_ROUND_ANNOTATION,
+from forge.pod_scripts import node_gate
+from forge.model.day_two import (RELEASE_REQUEST_ANNOTATION, RELEASED_ANNOTATION, SKIP_LABEL, TEST_ROUND_ANNOTATION,
                            UPGRADE_DONE, UPGRADE_DRIVERS, UPGRADE_STATE_LABEL, WORKLOAD_LABEL)
 from forge.fleet import ClusterPlan
 from forge.twin.controlplane import FAIL_LABEL

@@ -4,7 +4,7 @@ cloud provider makes and removes a cloud cluster's nodes from forge's rendered N
 The provider launches no instance: a NodeClaim becomes a Node object annotated
 `kwok.x-k8s.io/node: fake`, which the box's kwok takes and keeps Ready (forge.twin.controlplane),
 and deleting the NodeClaim deletes the Node. What it offers is a list of instance types, written
-here from forge's hardware catalogue (generators/forge/catalogue/hardware.yaml) into the box's
+here from forge's hardware catalogue (generators/forge/facts/catalogue/hardware.yaml) into the box's
 folder: for each instance type a Karpenter pool of the cluster uses, its CPUs, memory, pods,
 GPUs and EFA interfaces, and an offering per capacity type those pools ask for (spot, on-demand;
 `reserved` is not offered: the provider knows no capacity reservations), in one zone of the
@@ -39,7 +39,7 @@ import yaml
 
 from forge.errors import ForgeError
 from forge.fleet import ClusterPlan
-from forge.model import ClusterModel
+from forge.model.cluster import ClusterModel
 from forge.twin.binaries import ensure_program
 from forge.twin.controlplane import kubeconfig_text
 from forge.twin.jail import TcpToUnix, UnixToTcp

@@ -13,17 +13,17 @@ leave them, with the allocatable the device plugins would advertise.
   capacity at its maximum) get what Karpenter puts on the nodes it makes: the rendered NodePool's
   template labels and taints, karpenter.sh/nodepool, karpenter.sh/capacity-type and the instance
   type; the system pool's nodes (the managed node group) the labels the inventory asks it to carry.
-- Allocatable is forge.capacity's per-node figure (threads, GiB, whole GPUs, each MIG profile,
+- Allocatable is forge.model.capacity's per-node figure (threads, GiB, whole GPUs, each MIG profile,
   each RDMA resource): the same numbers the queues were sized from. Pods: the kubelet's 110.
 """
 from __future__ import annotations
 
 from typing import Any, Iterable
 
-from forge.capacity import MEMORY, node_resources
+from forge.model.capacity import MEMORY, node_resources
 from forge.components import Component
 from forge.errors import ForgeError
-from forge.model import ClusterModel, NodeModel
+from forge.model.cluster import ClusterModel, NodeModel
 from forge.twin.controlplane import KWOK_ANNOTATION
 
 CONTROL_PLANE_LABEL = "node-role.kubernetes.io/control-plane"

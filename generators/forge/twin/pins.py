@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from forge.errors import ForgeError
-from forge.versions import chart_pins, versions
+from forge.facts.versions import chart_pins, versions
 
 TOOLS_FILE = Path("ci/tools.json")
 

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from forge.capacity import MEMORY, node_resources
+from forge.model.capacity import MEMORY, node_resources
 from forge.fleet import ClusterPlan
-from forge.capacity import capacity
-from forge.queues import FLYTE_PROJECT_LABEL
+from forge.model.capacity import capacity
+from forge.model.queues import FLYTE_PROJECT_LABEL
 from forge.errors import ForgeError
 from forge.twin.flows import ENGINE, ENGINE_PROGRAM, Flow, FlowJudge
 from forge.twin.binaries import ensure_program

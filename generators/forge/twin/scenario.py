@@ -27,9 +27,9 @@ from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from forge import datafile
+from forge.files import datafile
 from forge.errors import ForgeError
-from forge.paths import CLUSTERS_DIR
+from forge.files.paths import CLUSTERS_DIR
 from forge.twin.flows import Flow
 from forge.twin.steps import NodeDown, NodeTest
 

@@ -1,6 +1,6 @@
 """An object of an API the cluster's API server does not serve, refused as the cluster would, with
 the API and the inventory fact that says what the cluster serves (cluster.api_server, or
-cluster.cloud for a managed control plane: forge.kube_apis).
+cluster.cloud for a managed control plane: forge.facts.kube_apis).
 
 The box's kube-apiserver runs with exactly the cluster's flags (forge.twin.controlplane), so its
 discovery has no such kind: the refusal is the real server's, told in the inventory's words. A
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from forge.kube_apis import Served, built_in
+from forge.facts.kube_apis import Served, built_in
 
 REASON = "NotServed"
 

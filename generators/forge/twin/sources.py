@@ -18,14 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from forge.argocd import app_name
+from forge.argocd.bootstrap import app_name
 from forge.components import COMPONENTS, Component
 from forge.errors import ForgeError
 from forge.fleet import ClusterPlan
-from forge.paths import RENDERED_DIR
+from forge.files.paths import RENDERED_DIR
 from forge.upstream.hydrate import HYDRATED_DIR, load_hydrated
 from forge.validate.upstream_data import crd_documents, read_text
-from forge.versions import chart_pins
+from forge.facts.versions import chart_pins
 
 ARGOCD_APP = "argocd"  # the pseudo-Application of Argo CD's own objects, applied first
 ARGOCD_NAMESPACE = "argocd"

@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from forge.errors import ForgeError
-from forge.queues import QUEUE_NAME_LABEL
+from forge.model.queues import QUEUE_NAME_LABEL
 from forge.twin.kube import Kube
 from forge.twin.scenario import Job
 

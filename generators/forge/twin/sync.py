@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from forge.kube_apis import Served
+from forge.facts.kube_apis import Served
 from forge.twin.kube import ApiError, Kube
 from forge.twin.served import REASON as NOT_SERVED, not_served
 from forge.twin.sources import Application, Item

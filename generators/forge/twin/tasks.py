@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from forge.errors import ForgeError
-from forge.queues import QUEUE_NAME_LABEL
+from forge.model.queues import QUEUE_NAME_LABEL
 from forge.twin.scenario import Job, Scenario
 from forge.workflows.compile import compile_workflows
 from forge.workflows.judge import PRIORITY_LABEL

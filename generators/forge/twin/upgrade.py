@@ -17,8 +17,8 @@ from forge.diff.refusals import inputs_digest
 from forge.diff.revisions import base_worktree, resolve
 from forge.errors import ForgeError
 from forge.fleet import ClusterPlan, load_fleet
-from forge.paths import RENDERED_DIR, TWIN_UPGRADE_REPORT
-from forge.render import render_all
+from forge.files.paths import RENDERED_DIR, TWIN_UPGRADE_REPORT
+from forge.render.overlays import render_all
 from forge.twin.kube import Kube
 from forge.twin.sources import applications
 from forge.twin.sync import Refusal, Syncer, SyncReport

@@ -18,10 +18,10 @@ from typing import Any
 
 import yaml
 
-from forge import datafile, textguard
+from forge.files import datafile, textguard
 from forge.errors import ForgeError
 from forge.upstream import members
-from forge.versions import VERSIONS_FILE, chart_pins
+from forge.facts.versions import VERSIONS_FILE, chart_pins
 
 
 def _load(data: bytes, where: str) -> Any:

@@ -25,9 +25,9 @@ from pathlib import Path
 
 import yaml
 
-from forge.versions import VERSIONS_FILE, ChartPin
+from forge.facts.versions import VERSIONS_FILE, ChartPin
 from forge.errors import ForgeError
-from forge.folders import swap_in
+from forge.files.folders import swap_in
 from forge.tools import helm_command
 from forge.upstream import members
 from forge.upstream.chart import archive_meta, chart_meta

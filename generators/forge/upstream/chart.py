@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from forge import datafile, textguard
+from forge.files import datafile, textguard
 from forge.errors import ForgeError
 from forge.upstream import members
 

@@ -33,14 +33,14 @@ from typing import Any, Sequence
 import yaml
 from ruamel.yaml import YAML
 
-from forge import argocd
-from forge.argocd_projects import component_project
-from forge.versions import chart_pins
+from forge.argocd import bootstrap as argocd
+from forge.argocd.projects import component_project
+from forge.facts.versions import chart_pins
 from forge.components.base import Contains, Expected
-from forge.emit import labels_for
+from forge.files.emit import labels_for
 from forge.errors import ForgeError
 from forge.fleet import components_of, load_fleet
-from forge.model import ClusterModel
+from forge.model.cluster import ClusterModel
 from forge.upstream.chart import load_chart
 from forge.upstream.hydrate import HYDRATED_DIR, Job, hydrated_file, jobs_for, load_hydrated
 from forge.upstream.reads import redundant_keys, unread_keys

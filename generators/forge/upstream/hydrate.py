@@ -1,7 +1,7 @@
 """`forge hydrate`: render every component of every cluster as Argo CD does, from the chart cache,
 into build/hydrated/<cluster>/<component>.yaml.
 
-The inputs are read off the component's Argo CD Application (forge.argocd builds it; the same
+The inputs are read off the component's Argo CD Application (forge.argocd.bootstrap builds it; the same
 function writes clusters/<cluster>/argocd/), so they cannot drift apart:
 
     helm template <helm.releaseName> <chart from the cache> --namespace <destination.namespace>
@@ -44,13 +44,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from forge import argocd
-from forge.versions import VERSIONS_FILE, ChartPin, chart_pins
+from forge.argocd import bootstrap as argocd
+from forge.facts.versions import VERSIONS_FILE, ChartPin, chart_pins
 from forge.components import Component
 from forge.errors import ForgeError
-from forge.folders import recover, swap
+from forge.files.folders import recover, swap
 from forge.fleet import components_of, load_fleet
-from forge.model import ClusterModel
+from forge.model.cluster import ClusterModel
 from forge.tools import helm_command, kustomize_build_command
 from forge.upstream import remote
 from forge.upstream.cache import ManyErrors, cache_root, cached_chart, fetch_hint
@@ -318,7 +318,7 @@ def _render_charts(root: Path, charted: list[Job], served: dict[str, set[str]],
 
 
 def _write_hydrated(out: Path, texts: dict[Job, str], whole: bool) -> None:
-    """Stage every file, then swap in (forge.folders): the whole folder, or with --component
+    """Stage every file, then swap in (forge.files.folders): the whole folder, or with --component
     only those files (the others stay as a previous run left them)."""
     staging = out.with_name(out.name + ".new")
     work = out.with_name(f".{out.name}.swap")

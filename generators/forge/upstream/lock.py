@@ -19,10 +19,10 @@ from pathlib import Path
 
 import yaml
 
-from forge import datafile
-from forge.datafile import DataFileError
+from forge.files import datafile
+from forge.files.datafile import DataFileError
 from forge.errors import Problem
-from forge.versions import VERSIONS_FILE, ChartPin
+from forge.facts.versions import VERSIONS_FILE, ChartPin
 
 LOCK_FILE = Path("charts/lock.yaml")
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
@@ -56,7 +56,7 @@ def file_digest(path: Path) -> str:
 
 
 def read_lock(root: Path) -> dict[str, LockEntry]:
-    """The lock's entries, read with the guards of every data file (forge.datafile: a regular file
+    """The lock's entries, read with the guards of every data file (forge.files.datafile: a regular file
     inside the repository, bounded, UTF-8, no alias bomb); every problem `file:line: key: message`."""
     path, file = root / LOCK_FILE, LOCK_FILE.as_posix()
     if not path.exists() and not path.is_symlink():  # a link or a FIFO is the reader's to refuse

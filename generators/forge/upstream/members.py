@@ -1,5 +1,5 @@
 """The files of a chart, from a folder or a .tgz, read with the guards of every other input
-(forge.textguard): a chart is someone else's code, and `forge charts bump` and hydrate read it.
+(forge.files.textguard): a chart is someone else's code, and `forge charts bump` and hydrate read it.
 
 - a member name is a plain relative path: no `..`, no empty or `.` part, not absolute, no
   backslash or control character; a name built into a path later (a CRD's, a subchart's) is
@@ -24,8 +24,8 @@ import zlib
 from pathlib import Path, PurePosixPath
 
 from forge.errors import ForgeError
-from forge import datafile, textguard
-from forge.textguard import MAX_BYTES, odd_kind, read_regular
+from forge.files import datafile, textguard
+from forge.files.textguard import MAX_BYTES, odd_kind, read_regular
 
 # The largest pinned chart (kube-prometheus-stack, CRDs included) is about 4 MiB unpacked, its
 # largest file (a CRD) under 1 MiB; these leave room for growth and stop a bomb early.
@@ -125,7 +125,7 @@ def _unreadable(exc: OSError) -> None:
 
 
 def yaml_text(data: bytes, where: str) -> str:
-    """The text of a chart YAML file about to be parsed: bounded, UTF-8, printable (forge.textguard)."""
+    """The text of a chart YAML file about to be parsed: bounded, UTF-8, printable (forge.files.textguard)."""
     if len(data) > MAX_YAML_BYTES:
         raise ChartRefused(f"{where}: is more than {MAX_YAML_BYTES // 2**20} MiB ({len(data):,} bytes): a chart's YAML "
                            f"file (Chart.yaml, values.yaml, a CRD) may be at most {MAX_YAML_BYTES // 2**20} MiB, as an "

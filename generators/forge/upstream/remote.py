@@ -31,7 +31,7 @@ import yaml
 
 from forge.components.base import RemoteBase
 from forge.errors import ForgeError
-from forge.folders import swap_in
+from forge.files.folders import swap_in
 
 KUSTOMIZE_CACHE = "kustomize"
 TREE = "tree"

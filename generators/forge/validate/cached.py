@@ -1,7 +1,7 @@
 """Incremental, parallel `forge validate`: a cluster whose inputs did not change is not validated
 again; the others are validated one cluster per process, each parsing its files once.
 
-A cluster's key (forge.cache.digest) covers everything its result depends on: the validate inputs
+A cluster's key (forge.generate.cache.digest) covers everything its result depends on: the validate inputs
 shared by all (forge's code, the versions file, the upstream data manifest), the strict-CRD mode,
 its inventory (Kubernetes version, enabled components, runtime CRDs, labels), every rendered file
 of the cluster (a CRD one component ships checks another's custom resources, so the cluster is
@@ -17,13 +17,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
 
-from forge.cache import Digests, GlobalInputs, State, digest, tree_digest
-from forge.cli_common import check_clusters
+from forge.generate.cache import Digests, GlobalInputs, State, digest, tree_digest
+from forge.fleet.selection import check_clusters
 from forge.errors import ForgeError, InventoryError
 from forge.fleet import inventory_paths, load_fleet
-from forge.incremental import cluster_keys, registry_key
-from forge.paths import OVERLAYS_DIR, RENDERED_DIR
-from forge.plan_cache import plan_for
+from forge.generate.incremental import cluster_keys, registry_key
+from forge.files.paths import OVERLAYS_DIR, RENDERED_DIR
+from forge.generate.plan_cache import plan_for
 from forge.validate.admission import EXAMPLES_DIR
 from forge.validate.engine import Report
 from forge.validate.failure import Failure
@@ -167,7 +167,7 @@ def validate_incremental(root: Path, upstream: Path | None = None, rendered: Pat
     # start at once and the keys their results are kept under are computed meanwhile.
     keys = all_keys() if stored else {}
     stale = [p for p in paths if not stored or stored.get(p.parent.name, {}).get("key") != keys[p.parent.name]]
-    plans = cluster_keys(root, stale)  # the plans generate kept (forge.plan_cache)
+    plans = cluster_keys(root, stale)  # the plans generate kept (forge.generate.plan_cache)
     args = [(str(root), str(p), str(upstream) if upstream else None, str(rendered), shared, plans[p.parent.name])
             for p in stale]
     results, computed = _run(args, jobs or os.cpu_count() or 1, progress, len(paths) - len(stale), len(paths),

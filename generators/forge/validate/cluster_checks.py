@@ -9,8 +9,8 @@ from typing import Any, Mapping, Sequence
 from forge.components.base import Component
 from forge.components.external_secrets import ExternalSecrets
 from forge.fleet import components_of
-from forge.model import ClusterModel
-from forge.paths import OVERLAYS_DIR
+from forge.model.cluster import ClusterModel
+from forge.files.paths import OVERLAYS_DIR
 from forge.validate.admission import example_objects, pod_security, secret_references
 from forge.validate.failure import Failure
 from forge.validate.objects import load_yaml_stream

@@ -1,22 +1,22 @@
 """What each Application may sync, and in which order, over one cluster's output:
 
 * every object is of a kind, and in a namespace, that its Application's AppProject allows
-  (forge.argocd_projects): Argo CD refuses the whole sync otherwise. In `forge validate` the
+  (forge.argocd.projects): Argo CD refuses the whole sync otherwise. In `forge validate` the
   projects and Applications are the rendered bootstrap's; in `--hydrated` the derived ones, over
   everything the charts render too (`ProjectFence`).
 * an Application whose objects are custom resources of another Application's CRDs comes in a
-  later sync wave; one that renders any custom resource retries without limit (forge.argocd_order).
+  later sync wave; one that renders any custom resource retries without limit (forge.argocd.order).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from forge.argocd import app_name
-from forge.argocd_order import UNLIMITED, providers
-from forge.argocd_projects import fence_problems, group_of
+from forge.argocd.bootstrap import app_name
+from forge.argocd.order import UNLIMITED, providers
+from forge.argocd.projects import fence_problems, group_of
 from forge.components.base import Component
-from forge.model import ClusterModel
+from forge.model.cluster import ClusterModel
 from forge.validate.failure import Failure
 from forge.validate.isolation import BOOTSTRAP
 from forge.validate.objects import object_id

@@ -14,7 +14,7 @@ from forge.components.network import default_deny
 from forge.validate.failure import Failure
 from forge.validate.objects import object_id
 
-BOOTSTRAP = "argocd"  # the rendered bootstrap's component name (forge.render.BOOTSTRAP)
+BOOTSTRAP = "argocd"  # the rendered bootstrap's component name (forge.render.overlays.BOOTSTRAP)
 
 
 def namespace_isolation(cluster: str, objects: Mapping[str, list[dict[str, Any]]]) -> list[Failure]:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from forge.paths import OVERLAYS_DIR, RENDERED_DIR
+from forge.files.paths import OVERLAYS_DIR, RENDERED_DIR
 from forge.validate.failure import Failure
 
 COPIED = re.compile(r"^# Copied by forge\.overrides from (\S+)\. Do not edit", re.M)

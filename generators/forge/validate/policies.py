@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from forge.argocd_config import ARGOCD_PART_OF, REPOSITORY_KEYS, credential_keys, is_argocd_config
+from forge.argocd.config import ARGOCD_PART_OF, REPOSITORY_KEYS, credential_keys, is_argocd_config
 from forge.validate._schema import Link, dotted, dotted_link
 
 PSA_ENFORCE = "pod-security.kubernetes.io/enforce"

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from forge.model import ClusterModel
-from forge.queues import FLYTE_PROJECT_LABEL, LOCAL_QUEUE
+from forge.model.cluster import ClusterModel
+from forge.model.queues import FLYTE_PROJECT_LABEL, LOCAL_QUEUE
 from forge.validate.failure import Failure
 from forge.validate.objects import object_id
 

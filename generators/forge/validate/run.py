@@ -13,16 +13,16 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from forge.versions import chart_pins
+from forge.facts.versions import chart_pins
 from forge.components import COMPONENTS, Component
 from forge.components.base import extra_values_file
-from forge.emit import labels_for
+from forge.files.emit import labels_for
 from forge.errors import ForgeError
 from forge.fleet import load_fleet
-from forge.model import ClusterModel
-from forge.paths import CLUSTERS_DIR, OVERLAYS_DIR, RENDERED_DIR
-from forge.argocd import app_name, bootstrap_project_name
-from forge.argocd_projects import project_name
+from forge.model.cluster import ClusterModel
+from forge.files.paths import CLUSTERS_DIR, OVERLAYS_DIR, RENDERED_DIR
+from forge.argocd.bootstrap import app_name, bootstrap_project_name
+from forge.argocd.projects import project_name
 from forge.validate import fences, isolation
 from forge.validate.cluster_checks import admission_failures
 from forge.validate.crd import CrdSchemas
@@ -148,9 +148,9 @@ def _validate_values_file(root: Path, cluster: ClusterModel, component: Componen
 
 
 def override_exceptions(root: Path, only: tuple[str, ...] = ()) -> list[Failure]:
-    """Every reviewed exception of clusters/<c>/overrides/exceptions.yaml (forge.overrides), as a
+    """Every reviewed exception of clusters/<c>/overrides/exceptions.yaml (forge.generate.overrides), as a
     warning: reported on every run, never cached away (generate refused any stale one)."""
-    from forge.overrides import EXCEPTIONS_FILE, OVERRIDES_DIR, read_exceptions
+    from forge.generate.overrides import EXCEPTIONS_FILE, OVERRIDES_DIR, read_exceptions
 
     out = []
     for path in sorted((root / CLUSTERS_DIR).glob(f"*/{OVERRIDES_DIR}/{EXCEPTIONS_FILE}")):

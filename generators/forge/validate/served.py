@@ -1,5 +1,5 @@
 """Plug-in: every object forge's output gives a cluster is of an API that cluster's API server
-serves (forge.kube_apis: the upstream defaults of its Kubernetes version and what its inventory's
+serves (forge.facts.kube_apis: the upstream defaults of its Kubernetes version and what its inventory's
 cluster.api_server turns on; a managed control plane, none). Any other is refused at its sync (the
 server has no such kind) and stops every later wave: a failure here, naming the inventory fact.
 Kinds of groups the API server does not build in are CRDs', checked against their schemas."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from forge.kube_apis import Served
+from forge.facts.kube_apis import Served
 from forge.validate.failure import Failure
 from forge.validate.objects import object_id
 

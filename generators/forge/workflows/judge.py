@@ -20,13 +20,13 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from forge import versions
-from forge.capacity import MEMORY, node_resources
+from forge.facts import versions
+from forge.model.capacity import MEMORY, node_resources
 from forge.components.flyte import POD_TEMPLATE
 from forge.diff.amounts import quantity
 from forge.fleet import ClusterPlan
-from forge.model import EFA_RESOURCE, ClusterModel
-from forge.queues import CLOUD_QUEUE, LOCAL_QUEUE, QUEUE_NAME_LABEL, cohort_reach
+from forge.model.cluster import EFA_RESOURCE, ClusterModel
+from forge.model.queues import CLOUD_QUEUE, LOCAL_QUEUE, QUEUE_NAME_LABEL, cohort_reach
 from forge.workflows.targets import Target
 from forge.workflows.tasks import CompiledTask
 

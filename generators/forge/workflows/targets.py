@@ -7,7 +7,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from forge import datafile
+from forge.files import datafile
 from forge.errors import ForgeError
 
 WORKFLOWS_DIR = "workflows"

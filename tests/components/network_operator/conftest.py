@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from forge.generate import build_tree
-from forge.model import ClusterModel
+from forge.generate.tree import build_tree
+from forge.model.cluster import ClusterModel
 from tests.helpers import REPO, model
 
 

@@ -15,13 +15,13 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from forge.cli import main
+from forge.commands.main import main
 from forge.components.network_operator import NetworkOperator
-from forge.render import render_all
+from forge.render.overlays import render_all
 from forge.validate.crd import CrdSchemas
 from forge.validate.kube import KubeSchemas
 from forge.validate.values import check_values
-from forge.versions import chart_pins
+from forge.facts.versions import chart_pins
 from tests.helpers import REPO, chart_data, copy_repo_inputs
 
 

@@ -10,15 +10,15 @@ from ruamel.yaml import YAML
 
 from tests import helpers
 from tests.helpers import A100_FILE, H200_FILE, REPO, inventory_text
-from forge.versions import chart_pins
+from forge.facts.versions import chart_pins
 from forge.components import COMPONENTS
 from forge.components.gpu_operator import GpuOperator
 from forge.components.network_operator import (
     IMAGES, NetworkOperator, max_parallel_upgrades,
 )
-from forge.generate import build_tree
-from forge.versions import image
-from forge.hardware import NIC_MODELS
+from forge.generate.tree import build_tree
+from forge.facts.versions import image
+from forge.facts.hardware import NIC_MODELS
 from forge.components.network_operator.rdma_plugin import PluginConfig
 
 NETOP = "overlays/{cluster}/network-operator"

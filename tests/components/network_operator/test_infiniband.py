@@ -14,13 +14,13 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from forge.cli import main
-from forge import versions
+from forge.commands.main import main
+from forge.facts import versions
 from forge.components.network_operator import NetworkOperator, macvlan_network
 from forge.components.network_operator.ipoib import ipoib_network
-from forge.generate import build_tree
-from forge.model import ClusterModel
-from forge.render import render_all
+from forge.generate.tree import build_tree
+from forge.model.cluster import ClusterModel
+from forge.render.overlays import render_all
 from forge.validate.run import validate_repo
 from tests.helpers import REPO, add_fixture_cluster, copy_repo_inputs, fixture_file, fixture_model
 

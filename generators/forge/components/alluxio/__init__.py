@@ -50,9 +50,9 @@ from forge.components.alluxio.layout import (GIB, READ_POLICIES, ROOT_UFS, WRITE
 from forge.components import local_storage, network
 from forge.components.base import RBAC_NAMESPACED, WORKLOAD_KINDS, WAVE_STORAGE, Component, Contains, Expected, Scrape, storage_class_problem
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL
-from forge.model import NVME_LABEL, ClusterModel
-from forge import versions
-from forge.secrets import SecretUse
+from forge.model.cluster import NVME_LABEL, ClusterModel
+from forge.facts import versions
+from forge.model.secrets import SecretUse
 
 HELM_RELEASE_MAX = 53  # Helm's limit on release names
 S3_ROLE = "s3-alluxio"  # its own S3 credential in the secret store (docs/security.md)

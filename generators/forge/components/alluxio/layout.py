@@ -14,7 +14,7 @@ from pydantic import AfterValidator, BeforeValidator, Field
 from forge.components.alluxio.mounts import READ_ONLY_KEYS
 from forge.components.local_storage import DataPath
 from forge.inventory.schema import Name, PositiveInt, Strict
-from forge.model import ClusterModel
+from forge.model.cluster import ClusterModel
 
 GIB = 2**30
 ROOT_UFS = "/opt/alluxio/underFSStorage"  # Alluxio's default root, made read-only

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from forge import versions
+from forge.facts import versions
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL
-from forge.model import ClusterModel
+from forge.model.cluster import ClusterModel
 
 NAMESPACE = "alluxio"
 RELEASE = "alluxio"  # the chart's fullnameOverride is `alluxio` too: objects are alluxio-<role>

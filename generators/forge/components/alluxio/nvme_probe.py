@@ -26,10 +26,10 @@ from __future__ import annotations
 import posixpath
 from typing import Any
 
-from forge import versions
+from forge.facts import versions
 from forge.components.base import custom_resource
 from forge.components.scheduling import SYSTEM_NODE_CRITICAL
-from forge.model import NVME_LABEL, ClusterModel, NodeModel
+from forge.model.cluster import NVME_LABEL, ClusterModel, NodeModel
 
 FEATURE = "forge-nvme-mounted"  # the local feature's name (nfd: feature local.feature, this attribute)
 FEATURES_DIR = "/etc/kubernetes/node-feature-discovery/features.d"  # nfd-worker's host folder (chart default)

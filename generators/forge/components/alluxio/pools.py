@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from forge.components.alluxio.layout import WorkerPool
-from forge.model import LABEL_DOMAIN, NVME_LABEL, ClusterModel
+from forge.model.cluster import LABEL_DOMAIN, NVME_LABEL, ClusterModel
 
 MASTER_EMBEDDED_PORT = 19200  # the chart's master.ports.embedded (not changed by forge)
 MASTER_RPC_PORT = 19998  # the chart's master.ports.rpc

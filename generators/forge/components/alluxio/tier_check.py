@@ -23,7 +23,7 @@ from __future__ import annotations
 import posixpath
 from typing import Any
 
-from forge import versions
+from forge.facts import versions
 from forge.components.admission import mutating_binding, mutating_policy
 
 KINDS = (("admissionregistration.k8s.io", "MutatingAdmissionPolicy"),

@@ -40,10 +40,10 @@ from forge.components.flyte.objects import (API_PORTS, GPU_RESOURCE, WEBHOOK_POR
 from forge.components.flyte.plan import (Capacity, Database, DomainSpec, FlyteFacts, FlyteSettings,  # noqa: F401 (re-exported)
                                          ProjectSpec, Quota, TaskDefaults, TaskLimits, capacity, namespace_for, quotas)
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL, Scheduling, priority_class_names
-from forge.model import ClusterModel
-from forge.queues import CLOUD_QUEUE, LOCAL_QUEUE, QUEUE_NAME_LABEL, kueue_settings, local_queue
-from forge import versions
-from forge.secrets import SecretUse
+from forge.model.cluster import ClusterModel
+from forge.model.queues import CLOUD_QUEUE, LOCAL_QUEUE, QUEUE_NAME_LABEL, kueue_settings, local_queue
+from forge.facts import versions
+from forge.model.secrets import SecretUse
 
 IMAGE = "flyte-binary"  # images in charts/versions.yaml: what Flyte's release build pins the chart to
 # Placeholder image of the PodTemplate's container named `default`: propeller merges that

@@ -25,8 +25,8 @@ from pydantic import Field
 
 from forge.components.base import Expected
 from forge.inventory.schema import Name, Strict
-from forge.model import ClusterModel
-from forge.secrets import SecretUse
+from forge.model.cluster import ClusterModel
+from forge.model.secrets import SecretUse
 
 HTTP_INGRESS = "flyte-http"  # the chart's names for fullname `flyte`
 GRPC_INGRESS = "flyte-grpc"

@@ -40,7 +40,7 @@ from pydantic import Field
 
 from forge.components.base import Expected
 from forge.inventory.schema import Name, Strict
-from forge.secrets import SecretUse
+from forge.model.secrets import SecretUse
 
 ROLE = "flyte-oidc"  # the remote secret's role in the secret store
 ADMIN_AUTH_SECRET = "flyte-admin-auth"  # the chart's name for fullname `flyte`
@@ -112,7 +112,7 @@ WHY_GUARDED = "Flyte's login (components.flyte.auth) is on wherever the inventor
 
 def guarded(auth: FlyteAuth | None) -> dict[str, str]:
     """The values an override may not change while the inventory asks for a login
-    (forge.overrides.check_merged): the chart's switch and identity provider, Flyte's own
+    (forge.generate.overrides.check_merged): the chart's switch and identity provider, Flyte's own
     `server.security.useAuth` (absent: the chart's auth file sets it) and the authorization server."""
     if auth is None:
         return {}

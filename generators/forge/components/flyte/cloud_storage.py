@@ -9,7 +9,7 @@ and every project namespace of every cluster has one with FLYTE_AWS_ENDPOINT set
 endpoint (Alluxio where it caches, S3 in the buckets' region in a cloud). The kubelet resolves it
 on the cluster the pod runs on: the same spec reads Alluxio on premises and S3 in the cloud.
 
-A mutation would need a MutatingAdmissionPolicy, which EKS does not serve (forge.kube_apis;
+A mutation would need a MutatingAdmissionPolicy, which EKS does not serve (forge.facts.kube_apis;
 docs/security.md). A task that sets the variable itself keeps its value (env wins over envFrom).
 """
 from __future__ import annotations

@@ -25,7 +25,7 @@ from typing import Any
 
 from forge.components.flyte import rdma_policy
 from forge.components.flyte.rdma_policy import Fabric
-from forge.model import EFA_RESOURCE, ClusterModel
+from forge.model.cluster import EFA_RESOURCE, ClusterModel
 
 EFA_POD_TEMPLATE = "forge-efa"
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"

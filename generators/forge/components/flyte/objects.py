@@ -7,10 +7,10 @@ import re
 from typing import Any
 from urllib.parse import quote
 
-from forge.capacity import quantity
+from forge.model.capacity import quantity
 from forge.components.base import Scrape
 from forge.components.flyte.plan import FlyteSettings, Quota, TaskDefaults
-from forge.queues import FLYTE_PROJECT_LABEL
+from forge.model.queues import FLYTE_PROJECT_LABEL
 
 POD_TEMPLATE = "forge-default"
 RELEASE = "flyte"

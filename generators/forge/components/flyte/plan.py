@@ -1,5 +1,5 @@
 """Flyte's settings and what it derives from them and the nodes, once (FlyteFacts): the capacity
-its quotas divide (forge.capacity), each project-domain's quota, the largest task a node can take."""
+its quotas divide (forge.model.capacity), each project-domain's quota, the largest task a node can take."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -7,13 +7,13 @@ from typing import Annotated
 
 from pydantic import Field
 
-from forge.capacity import Capacity, capacity
+from forge.model.capacity import Capacity, capacity
 from forge.components.flyte.access import FlyteIngress
 from forge.components.flyte.auth import FlyteAuth
 from forge.inventory.schema import Name, PositiveInt, Strict
 from forge.inventory.strings import DbOptions, Hostname, HttpUrl
-from forge.model import ClusterModel
-from forge.queues import KueueSettings, kueue_settings, pre_emptible_projects, project_quotas, project_ranks
+from forge.model.cluster import ClusterModel
+from forge.model.queues import KueueSettings, kueue_settings, pre_emptible_projects, project_quotas, project_ranks
 
 
 class DomainSpec(Strict):
@@ -62,7 +62,7 @@ class FlyteSettings(Strict):
 
 @dataclass(frozen=True)
 class Quota:
-    """A project-domain namespace's ResourceQuota: resource -> amount (forge.capacity's units)."""
+    """A project-domain namespace's ResourceQuota: resource -> amount (forge.model.capacity's units)."""
 
     project: str
     domain: str
@@ -83,7 +83,7 @@ def quotas(cap: Capacity, settings: FlyteSettings, kueue: KueueSettings | None =
     - without Kueue: floor(capacity x project% x domain% / 10000). With project shares and domain
       shares each adding up to at most 100 % (the inventory check), all namespaces together get
       at most the capacity;
-    - with Kueue (forge.queues): a hard ceiling, the project's reach (nominal + borrowing limit
+    - with Kueue (forge.model.queues): a hard ceiling, the project's reach (nominal + borrowing limit
       over every flavor), the same for each of its domains. Kueue never admits more into one of
       the project's namespaces, so the ceiling never refuses a pod Kueue admitted (a half-started
       job); it still bounds pods that bypass Kueue.
@@ -120,7 +120,7 @@ class FlyteFacts:
 
 
 def derive_facts(cluster: ClusterModel, settings: FlyteSettings) -> FlyteFacts:
-    cap = capacity(cluster)  # forge.capacity: per GPU pool and extended resource
+    cap = capacity(cluster)  # forge.model.capacity: per GPU pool and extended resource
     largest = max(cluster.workload_nodes, key=lambda n: (n.gpu_count, n.profile.cpu_threads, n.profile.memory_gib))
     ranks = project_ranks(settings, cluster.component_settings.get("scheduling"))
     return FlyteFacts(cap, tuple(quotas(cap, settings, kueue_settings(cluster), ranks)),

@@ -23,8 +23,8 @@ from typing import Any
 
 from forge.components.flyte import efa, fence, rdma_policy
 from forge.components.network_operator import MULTUS_NETWORKS_ANNOTATION, NetworkOperator
-from forge.model import ClusterModel
-from forge.queues import CLOUD_QUEUE
+from forge.model.cluster import ClusterModel
+from forge.model.queues import CLOUD_QUEUE
 
 RDMA_POD_TEMPLATE = "forge-rdma"
 SHM_VOLUME = "dshm"

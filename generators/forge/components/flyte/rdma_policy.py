@@ -23,7 +23,7 @@ from forge.components.admission import deny_binding, validating_policy
 
 POLICY = "forge-multinode-pytorch-rdma"
 OPT_OUT_LABEL = "forge.exa.ai/fabric"
-FLYTE_PROJECT_LABEL = "forge.exa.ai/flyte-project"  # forge.queues.FLYTE_PROJECT_LABEL
+FLYTE_PROJECT_LABEL = "forge.exa.ai/flyte-project"  # forge.model.queues.FLYTE_PROJECT_LABEL
 
 
 def _requests(resource: str) -> str:
@@ -32,7 +32,7 @@ def _requests(resource: str) -> str:
             f"(has(c.resources.requests) && '{resource}' in c.resources.requests)))")
 
 
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"  # forge.queues.QUEUE_NAME_LABEL
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"  # forge.model.queues.QUEUE_NAME_LABEL
 
 
 def _label_is(key: str, value: str) -> str:

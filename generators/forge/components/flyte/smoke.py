@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from forge import versions
+from forge.facts import versions
 from forge.components.flyte.auth import FlyteAuth, audience
 from forge.components.scheduling import SYSTEM_CLUSTER_CRITICAL
-from forge.model import ClusterModel
+from forge.model.cluster import ClusterModel
 
 IMAGE = "prerequisites-check"  # images in charts/versions.yaml: the official Python image, standard library only
 JOB = "flyte-login-smoke"

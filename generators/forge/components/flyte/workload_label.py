@@ -17,7 +17,7 @@ from typing import Any
 
 from forge.components.admission import mutating_binding, mutating_policy, serves_mutating
 from forge.components.driver_upgrades import WORKLOAD_LABEL
-from forge.queues import FLYTE_PROJECT_LABEL  # on every project namespace
+from forge.model.queues import FLYTE_PROJECT_LABEL  # on every project namespace
 
 POLICY = "forge-workload-label"
 KINDS = (("admissionregistration.k8s.io", "MutatingAdmissionPolicy"),

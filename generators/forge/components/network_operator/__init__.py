@@ -8,7 +8,7 @@ resource synced after the chart's CRDs. It holds exactly what the fleet's hardwa
   the same from the hardware table's vendor IDs;
 - the RDMA shared device plugin, one resource per NIC role with RDMA ports (`rdma/rdma_network`
   for the compute fabric, `rdma/rdma_storage`, `rdma/rdma_frontend`), each selecting the vendor,
-  device IDs, interface names and link type (`linkTypes`) of that role's NICs (`forge.model.ClusterModel.rdma_resources`);
+  device IDs, interface names and link type (`linkTypes`) of that role's NICs (`forge.model.cluster.ClusterModel.rdma_resources`);
 - Multus, the CNI plugins and nv-ipam when the compute fabric has rails: one secondary network and
   one nv-ipam IPPool per rail, so a pod attaches one interface per rail. The network is a
   MacvlanNetwork on Ethernet (RoCE) ports and an IPoIBNetwork, with the ipoib CNI, on InfiniBand
@@ -34,12 +34,12 @@ from forge.components.driver_upgrades import gpu_upgrade_settings, maintenance_o
 from forge.inventory.schema import Name
 from forge.components.network_operator import nvipam
 from forge.components.network_operator.ipoib import INFINIBAND, ipoib_network, ipoib_rails, nccl_env
-from forge.model import (
+from forge.model.cluster import (
     LABEL_DOMAIN, MIG_CONFIG_LABEL, MIG_DISABLED, RDMA_HCA_MAX, RDMA_RESOURCE_PREFIX, ClusterModel, NodeModel, RailModel,
     pci_present_label,
 )
 from forge.components.network_operator.rdma_plugin import LINK_TYPE, PluginConfig, ResourceConfig, Selectors
-from forge import versions
+from forge.facts import versions
 
 NAMESPACE = "nvidia-network-operator"
 POLICY_NAME = "nic-cluster-policy"  # the one name the operator reconciles

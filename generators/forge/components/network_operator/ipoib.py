@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from forge.model import ClusterModel, RailModel
+from forge.model.cluster import ClusterModel, RailModel
 from forge.components.network_operator.nvipam import rail_network
 
 INFINIBAND = "infiniband"

@@ -1,5 +1,5 @@
 """Node tests: after a driver or firmware change, and after a repair, a GPU node is tested before it
-serves again. It carries the untested taint (forge.model.UNTESTED_TAINT: from its registration,
+serves again. It carries the untested taint (forge.model.cluster.UNTESTED_TAINT: from its registration,
 forge.components.node_join, or put on before the change, docs/day-two.md), which keeps workloads
 off while the DaemonSets it needs tolerate it (ClusterModel.daemon_tolerations_for). forge writes
 per tested node, to `overlays/<cluster>/gpu-operator/node-tests/` (never synced: the operator
@@ -21,11 +21,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from forge import hardware
+from forge.facts import hardware
 from forge.components.node_tests import allreduce, dcgm, nccl, nvlink, release
 from forge.components.node_tests.base import JOB_PREFIX, TESTS, TESTS_DIR, NodeTests, tested, whole_gpu
 from forge.errors import Problem
-from forge.model import ClusterModel, fabric_nics
+from forge.model.cluster import ClusterModel, fabric_nics
 
 __all__ = ["JOB_PREFIX", "TESTS", "TESTS_DIR", "NodeTests", "check", "node_test_objects", "test_files"]
 

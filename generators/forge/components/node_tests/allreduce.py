@@ -7,7 +7,7 @@ per cluster in the ConfigMap `forge-node-test-nccl` (`nccl-script.yaml`):
   every GPU of both nodes (`FORGE_PAIR_*`).
 
 Each check reads its floor and the shape it applies to (message bytes, timed iterations: the
-catalogue's `shape`, forge.hardware_floors) from the environment and reports nccl-tests' bus
+catalogue's `shape`, forge.facts.hardware_floors) from the environment and reports nccl-tests' bus
 bandwidth, busbw = algbw * 2(n-1)/n for n ranks (nccl-tests doc/PERFORMANCE.md). The pod exits 1
 when one is below its floor, so the Job fails and NodeTestFailed names the test and the node.
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from forge.hardware_floors import TestShape
+from forge.facts.hardware_floors import TestShape
 
 SCRIPT = "forge-node-test-nccl"  # the ConfigMap
 FILE = "allreduce.py"

@@ -1,18 +1,18 @@
 """What every node test shares: the inventory knob, the labels the Jobs carry and the alert reads,
-and which nodes are tested (forge.model.NodeModel.tested_before_service)."""
+and which nodes are tested (forge.model.cluster.NodeModel.tested_before_service)."""
 from __future__ import annotations
 
 from typing import Annotated, Any
 
 from pydantic import Field
 
-from forge.day_two import JOB_PREFIX, TESTS
+from forge.model.day_two import JOB_PREFIX, TESTS
 from forge.inventory.schema import Strict
-from forge.model import LABEL_DOMAIN, MIG_DISABLED, UNTESTED_TOLERATION, ClusterModel, NodeModel
+from forge.model.cluster import LABEL_DOMAIN, MIG_DISABLED, UNTESTED_TOLERATION, ClusterModel, NodeModel
 
 TESTS_DIR = "node-tests"
 # JOB_PREFIX (+ "<test>-<node>": the Jobs' names) and TESTS (in the order they run) are shared
-# with the alerts: forge.day_two.
+# with the alerts: forge.model.day_two.
 TEST_LABEL = f"{LABEL_DOMAIN}/node-test"
 NODE_LABEL = f"{LABEL_DOMAIN}/node"
 PEER_LABEL = f"{LABEL_DOMAIN}/peer"

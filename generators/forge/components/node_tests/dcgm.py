@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from forge import versions
+from forge.facts import versions
 from forge.components.node_tests.base import GPU_RESOURCE, HOSTNAME, NODE_LABEL, TEST_LABEL, job, job_name, tolerations
 from forge.components.scheduling import SYSTEM_NODE_CRITICAL
-from forge.model import ClusterModel, NodeModel
+from forge.model.cluster import ClusterModel, NodeModel
 
 TEST = "dcgm"
 DCGM_IMAGE = "dcgm"  # images in charts/versions.yaml

@@ -26,14 +26,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from forge import hardware, versions
+from forge.facts import hardware, versions
 from forge.components.network_operator import MULTUS_NETWORKS_ANNOTATION
 from forge.components.network_operator.ipoib import nccl_env
 from forge.components.node_tests import allreduce
 from forge.components.node_tests.base import (GPU_RESOURCE, HOSTNAME, NODE_LABEL, PEER_LABEL, TEST_LABEL, job,
                                              job_name, tolerations)
 from forge.components.scheduling import NODE_TEST_CLASS, Scheduling
-from forge.model import MIG_DISABLED, ClusterModel, NodeModel, fabric_nics
+from forge.model.cluster import MIG_DISABLED, ClusterModel, NodeModel, fabric_nics
 
 TEST = "nccl"
 IMAGE = "pytorch-example"  # images in charts/versions.yaml: the pinned nvcr.io/nvidia/pytorch

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from forge import hardware, versions
+from forge.facts import hardware, versions
 from forge.components.node_tests import allreduce
 from forge.components.node_tests.base import GPU_RESOURCE, HOSTNAME, NODE_LABEL, TEST_LABEL, job, job_name, tolerations
 from forge.components.node_tests.nccl import IMAGE
-from forge.model import ClusterModel, NodeModel
+from forge.model.cluster import ClusterModel, NodeModel
 
 TEST = "nvlink"
 DEADLINE_SECONDS = 4 * 3600  # it waits for the GPUs of the node's DCGM diagnostics (an hour and more at level 4)

@@ -1,5 +1,5 @@
 """The release of a tested node: a Job that waits for the node's test Jobs and, once every one
-passed, removes the untested taint (forge.node_release, standard library, in a ConfigMap).
+passed, removes the untested taint (forge.pod_scripts.node_release, standard library, in a ConfigMap).
 
 Least privilege, per node: its own ServiceAccount, a Role that may only `get` that node's test
 Jobs (resourceNames) and a ClusterRole that may only `get` and `patch` that one node
@@ -13,12 +13,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from forge import node_release, versions
+from forge.facts import versions
+
+from forge.pod_scripts import node_release
 from forge.components.node_tests.base import NODE_LABEL, TEST_LABEL, job, job_name
-from forge.model import UNTESTED_TAINT_KEY, ClusterModel, NodeModel
+from forge.model.cluster import UNTESTED_TAINT_KEY, ClusterModel, NodeModel
 
 TEST = "release"
-SCRIPT = "forge-node-release"  # the ConfigMap with forge.node_release
+SCRIPT = "forge-node-release"  # the ConfigMap with forge.pod_scripts.node_release
 IMAGE = "prerequisites-check"  # images in charts/versions.yaml: the pinned Python image
 TIMEOUT_SECONDS = 6 * 3600  # past the NCCL Job's deadline (nccl.DEADLINE_SECONDS), which covers the DCGM run
 RBAC = "rbac.authorization.k8s.io"

@@ -1,6 +1,6 @@
 """The bootstrap as docs/bootstrap.md has a person do it: Argo CD itself (its CRDs and the objects
 its install creates empty: argocd-cm, argocd-secret, argocd-rbac-cm), the bootstrap Secret (box
-values, no real credential), the root's AppProject and the root Application (forge.argocd.BY_HAND);
+values, no real credential), the root's AppProject and the root Application (forge.argocd.bootstrap.BY_HAND);
 then Argo CD does the rest, and the box waits until every Application is Synced and Healthy or
 names the one that is not, in Argo CD's words."""
 from __future__ import annotations

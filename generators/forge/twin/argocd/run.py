@@ -7,8 +7,8 @@ from typing import Callable
 
 import yaml
 
-from forge.argocd import BY_HAND
-from forge.paths import ARGOCD_DIR, CLUSTERS_DIR
+from forge.argocd.bootstrap import BY_HAND
+from forge.files.paths import ARGOCD_DIR, CLUSTERS_DIR
 from forge.twin.argocd import bootstrap, components, served
 from forge.twin.binaries import ensure_program
 from forge.twin.pins import argocd_crds_dir

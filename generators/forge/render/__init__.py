@@ -1,0 +1,1 @@
+"""The render stage: `kustomize build` of every overlay and bootstrap, batched per cluster."""
