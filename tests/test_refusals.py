@@ -142,6 +142,23 @@ def chart_folder(root: Path) -> str:
     return result.output
 
 
+def kustomize_mirror(root: Path) -> str:
+    from forge.errors import ForgeError
+    from forge.components.base import RemoteBase
+    from forge.upstream.remote import RemoteKey, pull_remote
+    from tests.upstream.test_hydrated_components import _fake_trainer
+
+    base = _fake_trainer(root.parent / "mirror" / "training-operator-v1.9.4") / "manifests" / "base" / "deployment.yaml"
+    base.unlink()
+    base.symlink_to(Path.home() / ".kube" / "config")
+    key = RemoteKey.of("training-operator", RemoteBase("https://github.com/kubeflow/trainer.git", "v1.9.4", "manifests/overlays/standalone"))
+    try:
+        pull_remote(root.parent / "cache", key, root.parent / "mirror")
+    except ForgeError as exc:
+        return str(exc)
+    return "copied"
+
+
 def promote_answer(root: Path) -> str:
     from forge.rollout import api
     from tests.rollout.test_promote_hostile import Server, send
@@ -192,6 +209,7 @@ PROBES = {
                                                     "reason: r, reviewed_by: bob}\n")}),
     "chart-member": chart_member,
     "chart-folder": chart_folder,
+    "kustomize-mirror": kustomize_mirror,
     "promote-answer": promote_answer,
 }
 

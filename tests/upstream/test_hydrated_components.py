@@ -416,3 +416,38 @@ def test_the_real_charts_carry_the_inventory(data_repo: Path):
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines()[-1].endswith(": 0 failures, 0 warnings")
     shutil.rmtree(data_repo / ".cache", ignore_errors=True)
+
+
+@pytest.mark.parametrize("plant", ["link-outside", "dangling-link", "fifo"])
+def test_a_mirrored_base_with_a_link_out_or_a_fifo_is_refused_and_nothing_cached(tmp_path: Path, plant: str):
+    """Issue 36: `forge charts pull --from MIRROR` copied the base's folder following every link, so a
+    `deployment.yaml` linked to a kubeconfig went into the cache (and into what kustomize renders),
+    and a FIFO hung the copy. A link that stays inside the folder (git checkouts hold them) is kept."""
+    from forge.errors import ForgeError
+    secret = tmp_path / "kubeconfig"
+    secret.write_text("token: s3cr3t-token\n")
+    root = _fake_trainer(tmp_path / "mirror" / "training-operator-v1.9.4")
+    target = root / "manifests" / "base" / "deployment.yaml"
+    target.unlink()
+    if plant == "link-outside":
+        target.symlink_to(secret)
+    elif plant == "dangling-link":
+        target.symlink_to(tmp_path / "gone.yaml")
+    else:
+        os.mkfifo(target)
+    key = RemoteKey.of("training-operator", RemoteBase("https://github.com/kubeflow/trainer.git", "v1.9.4", "manifests/overlays/standalone"))
+    with pytest.raises(ForgeError) as err:
+        pull_remote(tmp_path / "cache", key, tmp_path / "mirror")
+    message = str(err.value)
+    assert message.startswith(f"{target}: is a ") and "s3cr3t" not in message
+    assert "inside its own folder only; copy the file in (nothing was cached)" in message
+    assert cached_tree(tmp_path / "cache", key) is None
+
+
+def test_a_mirrored_base_keeps_a_link_inside_its_folder(tmp_path: Path):
+    root = _fake_trainer(tmp_path / "mirror" / "training-operator-v1.9.4")
+    (root / "manifests" / "base" / "same.yaml").symlink_to("deployment.yaml")
+    key = RemoteKey.of("training-operator", RemoteBase("https://github.com/kubeflow/trainer.git", "v1.9.4", "manifests/overlays/standalone"))
+    pull_remote(tmp_path / "cache", key, tmp_path / "mirror")
+    tree = cached_tree(tmp_path / "cache", key)
+    assert (tree / "manifests/base/same.yaml").read_text() == (root / "manifests/base/deployment.yaml").read_text()

@@ -20,7 +20,9 @@ kustomization file (`commonLabels` as `kustomize edit add label [--without-selec
 """
 from __future__ import annotations
 
+import os
 import shutil
+import stat
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -91,6 +93,30 @@ def _in_mirror(mirror: Path, key: RemoteKey) -> Path:
                      f"{' and '.join(f'{n}/{key.path}/kustomization.yaml' for n in names)})")
 
 
+def _refuse_unsafe(tree: Path) -> None:
+    """A mirror's folder is copied into the cache, and kustomize reads what is copied: every entry
+    must be a folder, a regular file or a symbolic link that stays inside the folder (git checkouts
+    hold such links). A link leading outside (a kubeconfig, /etc) would be copied in and rendered;
+    a FIFO or device would hang the copy or read without end. Refused before anything is copied."""
+    top = Path(os.path.realpath(tree))
+    for folder, dirs, files in os.walk(tree):
+        for name in sorted(dirs + files):
+            path = Path(folder) / name
+            mode = os.lstat(path).st_mode
+            if stat.S_ISLNK(mode):
+                real = Path(os.path.realpath(path))
+                if real.is_relative_to(top) and real.exists():
+                    continue
+                leads = "to nothing" if not real.exists() else f"to {real}, outside {tree}"
+                problem = f"is a symbolic link {leads}"
+            elif stat.S_ISDIR(mode) or stat.S_ISREG(mode):
+                continue
+            else:
+                problem = "is a FIFO, socket or device"
+            raise ForgeError(f"{path}: {problem}: a mirrored kustomize base holds folders, regular files and links "
+                             "inside its own folder only; copy the file in (nothing was cached)")
+
+
 def _clone(key: RemoteKey, dest: Path) -> None:
     git = shutil.which("git")
     if not git:
@@ -113,6 +139,7 @@ def pull_remote(cache: Path, key: RemoteKey, mirror: Path | None = None) -> str:
     try:
         if mirror is not None:
             found = _in_mirror(mirror, key)
+            _refuse_unsafe(found)
             shutil.copytree(found, staging / TREE, symlinks=False)
             source = str(found)
         else:
