@@ -17,7 +17,7 @@ def repo(tmp_path):
 
 @pytest.mark.parametrize("old, new, field, message", [
     ("{name: pretrain, task: pretrain.train_h200,", "{name: pretrain, task: pretrain.train_h200, kind: TFJob,", "steps[0].submit[0].kind",
-     "input should be 'pytorchjob', 'pod' or 'workload'"),
+     "input should be 'pytorchjob', 'pod', 'workload' or 'spawn'"),
     ("{name: pretrain, task: pretrain.train_h200,", "{name: pretrain, gpus: 8, task: pretrain.train_h200,", "steps[0].submit[0].gpus", "unknown key"),
     ("{job: pretrain, admitted: all,", "{job: pretrian, admitted: all,", "steps[0].expect[0].job",
      "no job 'pretrian' is submitted by this step or an earlier one (have: pretrain)"),
@@ -40,6 +40,29 @@ def test_a_bad_scenario_file_is_named_by_file_line_and_field(repo, upstream, old
 def test_a_bad_busy_step_is_named_by_file_line_and_field(repo, upstream, old, new, scenario, field, message):
     names = [s["name"] for s in yaml.safe_load((repo / "clusters/h200/scenarios.yaml").read_text())["scenarios"]]
     _refused(repo, upstream, old, new, names.index(scenario), field, message)
+
+
+SPAWN = "{name: first, kind: Spawn, project: research, domain: development, user: alice, profile: gpu}"
+
+
+@pytest.mark.parametrize("new, field, message", [
+    (SPAWN.replace(" user: alice,", ""), "steps[0].submit[0]", "spawn 'first' needs `user` and `profile`"),
+    (SPAWN.replace("domain: development", "domain: production"), "steps[0].submit[0]",
+     "developer pods run in the project's 'development' domain"),
+    (SPAWN.replace("profile: gpu}", "profile: gpu, resources: {cpu: '1'}}"), "steps[0].submit[0]",
+     "its resources, queue and priority come from the hub's profile"),
+    (SPAWN.replace("user: alice", "user: Alice"), "steps[0].submit[0].user", "string should match pattern"),
+])
+def test_a_bad_spawn_is_named_by_file_line_and_field(repo, upstream, new, field, message):
+    names = [s["name"] for s in yaml.safe_load((repo / "clusters/h200/scenarios.yaml").read_text())["scenarios"]]
+    _refused(repo, upstream, SPAWN, new, names.index("developer-pod-two-spawns"), field, message)
+
+
+def test_user_and_profile_are_for_spawns_only(repo, upstream):
+    names = [s["name"] for s in yaml.safe_load((repo / "clusters/h200/scenarios.yaml").read_text())["scenarios"]]
+    old = "{name: slice, kind: Pod, project: research, domain: development,"
+    _refused(repo, upstream, old, old.replace("kind: Pod,", "kind: Pod, user: alice,"), names.index("mig-slices"),
+             "steps[0].submit[0]", "`user` and `profile` are for `kind: spawn`")
 
 
 def _refused(repo, upstream, old, new, scenario, field, message):

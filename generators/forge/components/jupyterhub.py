@@ -265,6 +265,12 @@ def hub_values(cluster: ClusterModel, s: Settings, project: str) -> dict[str, An
             "storage": {"dynamic": {"storageClass": s.home_storage_class or storage_class(cluster, None)}},
             "profileList": profiles(cluster, s),
             "networkPolicy": {"enabled": False},  # the project namespace's own policies apply
+            # The chart's default adds a privileged init container (iptables, NET_ADMIN, root) to
+            # every server: the project namespaces admit none (forge's baseline fence,
+            # forge.components.flyte.fence), so every spawn would be refused. No pod needs the
+            # block: on premises there is no metadata server, and in the cloud forge's
+            # EC2NodeClasses require IMDSv2 with a hop limit of 1, which a pod cannot reach.
+            "cloudMetadata": {"blockWithIptables": False},
         },
         "cull": {"enabled": True, "timeout": s.idle_minutes * 60, "every": 300},
         # No user placeholders: user servers run in the project namespaces, queued by Kueue, so

@@ -23,7 +23,7 @@ POD_FINALIZER = "kueue.x-k8s.io/managed"
 WORKLOAD_FINALIZER = "kueue.x-k8s.io/resource-in-use"
 POLL_SECONDS = 0.2
 # (api, kind) a scenario submits, deleted by its label; then whatever they made
-SUBMITTED = (("kubeflow.org/v1", "PyTorchJob"), ("v1", "Pod"), (KUEUE, "Workload"))
+SUBMITTED = (("kubeflow.org/v1", "PyTorchJob"), ("v1", "Pod"), (KUEUE, "Workload"), ("v1", "PersistentVolumeClaim"))
 LEFT = (("v1", "Pod", POD_FINALIZER), (KUEUE, "Workload", WORKLOAD_FINALIZER))
 
 

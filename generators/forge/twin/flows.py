@@ -37,7 +37,7 @@ NAME_LABEL = "kubernetes.io/metadata.name"  # the API server sets it on every Na
 POD_ADDRESS = "198.51.100.1"
 Name = Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=40)]
 KINDS = ("any", "task", "user-server", "jupyterhub-hub", "jupyterhub-proxy", "flyte", "alluxio-proxy", "prometheus",
-         "kuberay-operator", "ingress-controller", "dns", "kubernetes-api", "scrape-targets")
+         "grafana", "loki-gateway", "kuberay-operator", "ingress-controller", "dns", "kubernetes-api", "scrape-targets")
 
 OWN_PORT = ("scrape-targets", "kubernetes-api")  # destinations with their own port: each target's, the API's
 

@@ -60,6 +60,14 @@ class Kube:
         self._lock = threading.Lock()
         self._resources: dict[tuple[str, str], Resource] = {}
         self._asking: dict[str, threading.Lock] = {}  # group version -> held while one thread asks
+        self.impersonate: str | None = None  # requests made as this user (Impersonate-User)
+
+    def as_user(self, user: str) -> "Kube":
+        """A client whose requests the API server authorizes as `user` (a controller's
+        ServiceAccount, system:serviceaccount:<namespace>:<name>): what its RBAC lets it do."""
+        other = Kube(self.server, self.token, self.ca)
+        other.impersonate = user
+        return other
 
     # ---- transport -------------------------------------------------------------------------------
 
@@ -70,6 +78,8 @@ class Kube:
         headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
         if data is not None:
             headers["Content-Type"] = content_type
+        if self.impersonate:
+            headers["Impersonate-User"] = self.impersonate
         for attempt in range(3):
             conn = self._connection(timeout)
             try:

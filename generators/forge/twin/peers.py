@@ -18,6 +18,8 @@ from forge.components.alluxio import NAMESPACE as ALLUXIO_NAMESPACE, pod_labels 
 from forge.components.flyte.objects import NAMESPACE as FLYTE_NAMESPACE, RELEASE as FLYTE_RELEASE
 from forge.components.flyte.plan import namespace_for
 from forge.components.kuberay_operator import KuberayOperator
+from forge.components.loki import NAMESPACE as LOKI_NAMESPACE
+from forge.components.prometheus import GRAFANA_PODS
 from forge.errors import ForgeError
 from forge.fleet import ClusterPlan
 from forge.twin.flows import Peer
@@ -32,6 +34,8 @@ FLYTE_PODS = {"app.kubernetes.io/name": "flyte-binary", "app.kubernetes.io/insta
 KUBERAY_PODS = {"app.kubernetes.io/name": KuberayOperator.name, "app.kubernetes.io/instance": KuberayOperator.name}
 INGRESS_PODS = {"app.kubernetes.io/name": "ingress-nginx", "app.kubernetes.io/component": "controller"}
 PROMETHEUS_PODS = {**network.PROMETHEUS_PODS, "app.kubernetes.io/managed-by": "prometheus-operator"}
+# chart loki 7.3.0's gateway (its selector labels and component): Grafana's Loki data source
+LOKI_GATEWAY_PODS = {"app.kubernetes.io/name": "loki", "app.kubernetes.io/instance": "loki", "app.kubernetes.io/component": "gateway"}
 
 
 class Peers:
@@ -50,6 +54,8 @@ class Peers:
             "flyte": lambda: [self._need("flyte", Peer("flyte", FLYTE_NAMESPACE, FLYTE_PODS))],
             "alluxio-proxy": lambda: [self._need("alluxio", Peer("alluxio-proxy", ALLUXIO_NAMESPACE, alluxio_pods("alluxio-proxy")))],
             "prometheus": lambda: [self._need("prometheus", Peer("prometheus", network.MONITORING, PROMETHEUS_PODS))],
+            "grafana": lambda: [self._need("prometheus", Peer("grafana", network.MONITORING, GRAFANA_PODS))],
+            "loki-gateway": lambda: [self._need("loki", Peer("loki-gateway", LOKI_NAMESPACE, LOKI_GATEWAY_PODS))],
             "kuberay-operator": lambda: [self._need(KuberayOperator.name, Peer(KuberayOperator.name, KuberayOperator.namespace, KUBERAY_PODS))],
             "ingress-controller": lambda: [Peer("ingress-controller", self.plan.cluster.settings.ingress_namespace, INGRESS_PODS)],
             "dns": lambda: [Peer("dns", "kube-system", DNS_PODS)],
@@ -73,7 +79,7 @@ class Peers:
         hub = self.plan.component(jupyterhub.JupyterHub.name)
         for project in hub.projects(self.plan.cluster) if hub else []:
             out += [self.user_server(project), self.hub_pod("hub", project), self.hub_pod("proxy", project)]
-        for kind in ("flyte", "alluxio-proxy", "prometheus", "kuberay-operator"):
+        for kind in ("flyte", "alluxio-proxy", "prometheus", "grafana", "loki-gateway", "kuberay-operator"):
             try:
                 out += self.of(kind, None, None)
             except ForgeError:

@@ -6,16 +6,13 @@ made and the scheduler bound, and the pods of the infrastructure before and afte
 """
 from __future__ import annotations
 
-import re
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from forge.model.capacity import MEMORY, node_resources
 from forge.fleet import ClusterPlan
-from forge.model.capacity import capacity
 from forge.model.queues import FLYTE_PROJECT_LABEL
 from forge.errors import ForgeError
 from forge.twin.flows import ENGINE, ENGINE_PROGRAM, Flow, FlowJudge
@@ -26,7 +23,9 @@ from forge.twin.kube import ApiError, Kube
 from forge.twin.peers import Peers
 from forge.twin.day import Day
 from forge.twin.scenario import WHOLE_POOL, Expect, Job, Scenario, Step
+from forge.twin.spawn import Spawner
 from forge.twin.submit import SUBMITTED_LABEL, Propeller, build, namespace_of
+from forge.twin.workloads import condition as _condition, is_true as _true, shortfall as _shortfall, whole_pool
 
 POLL_SECONDS = 0.5
 HEARTBEAT_SECONDS = 10
@@ -40,20 +39,6 @@ CLEANUP_SECONDS = 120.0
 HOLD_SECONDS = 30.0
 KUEUE = "kueue.x-k8s.io/v1beta2"
 JOB_NAME_LABEL = "training.kubeflow.org/job-name"
-
-
-def _amount(quantity: str) -> float:
-    units = {"m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
-    found = re.fullmatch(r"([0-9.]+)([A-Za-z]*)", quantity)
-    return float(found[1]) * units.get(found[2], 1) if found else 0.0
-
-
-def whole_pool(plan: ClusterPlan, resources: dict[str, str]) -> int:
-    """Nodes of the largest pool whose allocatable holds one replica of `resources`."""
-    def fits(node) -> bool:
-        have = node_resources(plan.cluster, node)
-        return all(_amount(q) <= (have.get(r, 0) * (2**30 if r == MEMORY else 1)) for r, q in resources.items())
-    return max((sum(1 for n in pool.nodes if fits(n)) for pool in capacity(plan.cluster).pools), default=0)
 
 
 @dataclass
@@ -70,31 +55,6 @@ class Outcome:
     seconds: float
 
 
-def _condition(wl: dict[str, Any], kind: str) -> dict[str, Any] | None:
-    return next((c for c in (wl.get("status") or {}).get("conditions") or [] if c.get("type") == kind), None)
-
-
-def _true(wl: dict[str, Any], kind: str) -> bool:
-    c = _condition(wl, kind)
-    return bool(c and c.get("status") == "True")
-
-
-_INSUFFICIENT = re.compile(r"insufficient quota for (\S+) in flavor ([^,\s]+), .*?current podset request \((\d+)(\w*)\) "
-                           r"> maximum capacity \((\d+)(\w*)\)")
-
-
-def _shortfall(message: str) -> str:
-    """Kueue says `insufficient quota for R in flavor F, ... request (128) > maximum capacity (126)`
-    per flavor it tried:
-    what each flavor lacks, in Kueue's units (the request against what the queue can reach)."""
-    found = []
-    for part in message.split("insufficient quota for ")[1:]:
-        hit = _INSUFFICIENT.match("insufficient quota for " + part)
-        if hit and hit[4] == hit[6]:
-            found.append(f"{hit[2]} {hit[1]} {int(hit[3]) - int(hit[5])}{hit[4]}")
-    return f"; short: {', '.join(found)}" if found else ""
-
-
 def box_runner(root: Path, kube: Kube, plan: ClusterPlan, say: Callable[[str], None]) -> "Runner":
     """The Runner `forge twin run` and `forge bench` both use: the cluster's Flyte settings, the
     NetworkPolicy engine its flows need, the box's logs folder for a rollout step's gate."""
@@ -108,6 +68,8 @@ class Runner:
                  root: Path | None = None, engine: Path | None = None, logs: Path | None = None) -> None:
         self.kube, self.plan, self.propeller, self.say = kube, plan, propeller, say
         self.day = Day(kube, root or Path.cwd(), plan.name, say)
+        self.spawner = Spawner(kube, plan, SUBMITTED_LABEL)  # developer pods, as their hub starts them
+        self.ran: dict[str, set[str]] = {}  # a finished job -> the nodes its pods were on
         # Pods of a `never_preempted` job once seen bound (uid -> name): each must stay.
         self.watched: dict[str, dict[str, str]] = {}
         self.engine = engine  # the NetworkPolicy engine a step's flows need (forge.twin.flows)
@@ -276,6 +238,11 @@ class Runner:
                 said = "; ".join(f"{c['type']}={c['status']} {c.get('reason', '')}: {c.get('message', '')}"
                                  for c in ((wl or {}).get("status") or {}).get("conditions") or [])
                 lines.append(f"  {obj['kind']} {obj['metadata']['name']}: {said or 'no Workload'}")
+            for pod in self.pods(sub):  # the scheduler's reason for a pod Kueue admitted but nothing placed
+                held = next((c for c in (pod.get("status") or {}).get("conditions") or []
+                             if c.get("type") == "PodScheduled" and c.get("status") == "False"), None)
+                if held and not (pod.get("spec") or {}).get("schedulingGates"):
+                    lines.append(f"  pod {pod['metadata']['name']}: not scheduled: {held.get('message', '')}")
         for node in self.kube.list("v1", "Node"):
             ready = next((c for c in node["status"].get("conditions") or [] if c["type"] == "Ready"), {})
             if ready.get("status") != "True" or node["spec"].get("unschedulable"):
@@ -286,6 +253,9 @@ class Runner:
     # ---- running ------------------------------------------------------------------------------------
 
     def submit(self, job: Job, scenario: str) -> Submitted:
+        if job.kind == "Spawn":
+            assert job.user and job.profile  # the scenario file's rules
+            return Submitted(job, [self.spawner.spawn(job.project, job.user, job.profile, scenario)])
         replicas = whole_pool(self.plan, job.resources) if job.replicas == WHOLE_POOL else job.replicas
         sub = Submitted(job)
         for i in range(job.count):
@@ -338,11 +308,15 @@ class Runner:
         """The day goes on: jobs that end, a node that goes NotReady (forge.twin.day)."""
         for name in step.finish:
             sub = subs.pop(name)
+            self.ran[name] = {p["spec"]["nodeName"] for p in self.pods(sub) if (p.get("spec") or {}).get("nodeName")}
             if (problem := self.day.finish(sub.objects, namespace_of(sub.job), lambda: [w for w in self.workloads(sub) if w])):
                 return f"job {name} finished, but {problem}"
         if step.node_down:
-            running = {p["spec"]["nodeName"] for p in self.pods(subs[step.node_down.runs]) if (p.get("spec") or {}).get("nodeName")} \
-                if step.node_down.runs else set()
+            runs = step.node_down.runs
+            # a job finished in this step: the nodes it ran on (its server stopped, its node then went)
+            running = (self.ran[runs] if runs not in subs else
+                       {p["spec"]["nodeName"] for p in self.pods(subs[runs]) if (p.get("spec") or {}).get("nodeName")}) \
+                if runs else set()
             return self.day.node_down(step.node_down, running, self.day.busy_nodes(self.projects))
         return None
 
@@ -368,6 +342,7 @@ class Runner:
         holds = any(e.pending or e.never_preempted for e in expects)
         met: float | None = None  # when every eventual expectation was first met
         while True:
+            self.spawner.provision()  # the homes' volumes, as the cluster's provisioner makes them
             broken = next((p for e in lasting if (p := self.judge(e, subs, infra))), None)
             if broken:
                 return broken
@@ -390,6 +365,7 @@ class Runner:
         """Delete what the scenario left and wait until the cluster is idle again
         (forge.twin.cleanup), so the next scenario starts on an idle cluster."""
         seconds, left = clean(self.kube, self.projects, f"{SUBMITTED_LABEL}={scenario}", CLEANUP_SECONDS)
+        self.spawner.clean(scenario)
         if left:
             self.say(f"twin run: {scenario}: not idle after {seconds:.0f}s: {left}")
         else:

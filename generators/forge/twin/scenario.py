@@ -27,6 +27,7 @@ from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from forge.components.jupyterhub import DOMAIN as SPAWN_DOMAIN
 from forge.files import datafile
 from forge.errors import ForgeError
 from forge.files.paths import CLUSTERS_DIR
@@ -51,8 +52,9 @@ class Job(_Strict):
     # (forge.twin.tasks), as propeller 1.16.8 would make them; the fields below then stay unset.
     task: Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*$")] | None = None
     # How Flyte submits it: PyTorchJob (the PyTorch plugin), Pod (a plain container task), or
-    # Workload (Kueue's own object, for a kind whose controller is not in the box).
-    kind: Literal["PyTorchJob", "Pod", "Workload"] | None = None
+    # Workload (Kueue's own object, for a kind whose controller is not in the box); or Spawn, a
+    # developer pod the project's JupyterHub starts for `user` with `profile` (forge.twin.spawn).
+    kind: Literal["PyTorchJob", "Pod", "Workload", "Spawn"] | None = None
     project: Name
     domain: Name
     count: Annotated[int, Field(ge=1, le=500)] = 1
@@ -64,6 +66,8 @@ class Job(_Strict):
     queue: Name | None = None  # a LocalQueue; default: Flyte's default label
     pod_template: Name | None = None  # default: propeller's default-pod-template-name
     annotations: dict[str, str] = {}
+    user: Name | None = None  # a Spawn: who opens the server (its home is claim-<user>)
+    profile: Name | None = None  # a Spawn: the slug of one of the hub's profiles
 
 
 class Expect(_Strict):
@@ -134,8 +138,12 @@ def _rules(model: ScenarioFile):
                     yield (("scenarios", i, "steps", s, field), f"no job {name!r} is submitted by this step or an earlier one")
             for j, job in enumerate(step.submit):
                 where = ("scenarios", i, "steps", s, "submit", j)
-                if job.task is None and (job.kind is None or not job.resources):
+                if job.kind == "Spawn":
+                    yield from _spawn_rules(job, where)
+                elif job.task is None and (job.kind is None or not job.resources):
                     yield where, f"job {job.name!r} names no task: give `task` (a compiled task of workflows/) or `kind` and `resources`"
+                elif job.user or job.profile:
+                    yield where, f"job {job.name!r}: `user` and `profile` are for `kind: Spawn` (a developer pod) only"
                 if job.task is not None and (job.kind or job.resources or job.pod_template or job.queue or job.priority):
                     yield where, f"job {job.name!r} names task {job.task}: its kind, resources, pod_template, queue and priority come from it"
             jobs = (jobs - set(step.finish)) | {j.name for j in step.submit} | ({step.node_test.name} if step.node_test else set())
@@ -143,6 +151,16 @@ def _rules(model: ScenarioFile):
                 if expect.job is not None and expect.job not in jobs:
                     yield (("scenarios", i, "steps", s, "expect", e, "job"),
                            f"no job {expect.job!r} is submitted by this step or an earlier one (have: {', '.join(sorted(jobs)) or 'none'})")
+
+
+def _spawn_rules(job: Job, where: tuple):
+    if not job.user or not job.profile:
+        yield where, f"spawn {job.name!r} needs `user` and `profile` (a slug of the hub's profileList)"
+    if job.domain != SPAWN_DOMAIN:
+        yield where, f"spawn {job.name!r}: developer pods run in the project's '{SPAWN_DOMAIN}' domain"
+    if job.resources or job.task or job.count != 1 or job.replicas != 1 or job.queue or job.priority or job.pod_template:
+        yield where, (f"spawn {job.name!r}: its resources, queue and priority come from the hub's profile and values; "
+                      "give only project, domain, user and profile")
 
 
 def scenario_file(root: Path, cluster: str) -> Path:
