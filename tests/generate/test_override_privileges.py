@@ -102,6 +102,20 @@ def test_a_binding_to_everyone_or_of_cluster_admin_is_refused(repo_inputs: Path,
     refused(planted(repo_inputs, {f"{O}/external-secrets/crb.yaml": binding(kind, name, role)}), f"{expected}")
 
 
+ROLE = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: mine\n"
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    (ROLE + "rules:\n  - apiGroups: ['*']\n    resources: ['*']\n    verbs: ['*']\n",
+     "role.yaml:6: rules[0]: grants every verb on every resource (cluster-admin by another name)"),
+    (ROLE + "  labels:\n    rbac.authorization.k8s.io/aggregate-to-edit: 'true'\nrules:\n  - apiGroups: ['']\n"
+     "    resources: [secrets]\n    verbs: [get]\n",
+     "role.yaml:6: metadata.labels.rbac.authorization.k8s.io/aggregate-to-edit: aggregates its rules into Kubernetes' 'edit' role"),
+])
+def test_a_role_of_every_right_or_aggregated_to_edit_is_refused(repo_inputs: Path, text, expected):
+    refused(planted(repo_inputs, {f"{O}/external-secrets/role.yaml": text}), f"{O}/external-secrets/{expected}")
+
+
 def test_a_binding_of_a_role_to_a_named_group_is_accepted(repo_inputs: Path):
     accepted(planted(repo_inputs, {f"{O}/external-secrets/crb.yaml": binding("Group", "platform-admins", "view")}))
 
@@ -183,6 +197,9 @@ def test_flyte_s_login_off_stays_refused(repo_inputs: Path):
     ("worker:\n  extraVolumes:\n    - name: etc\n      hostPath: {path: /etc, type: Directory}\n",
      "values.yaml:4: worker.extraVolumes[0].hostPath.path: hostPath '/etc' is a system folder"),
     ("shortCircuit:\n  volumeType: hostPath\n  hostPath: /\n", "values.yaml:3: shortCircuit.hostPath: hostPath '/' is the host root"),
+    # Spellings of one folder: a leading '//' (POSIX keeps it, the kubelet does not), a space after a comma.
+    ("shortCircuit:\n  hostPath: //etc/\n", "values.yaml:2: shortCircuit.hostPath: hostPath '//etc/' is a system folder"),
+    (TIERS.replace("{path}", "'/mnt/nvme0, /etc'"), "values.yaml:8: tieredstore.levels[1].path: hostPath '/etc' is a system"),
 ])
 def test_an_alluxio_tier_or_volume_on_a_system_folder_is_refused(repo_inputs: Path, text, expected):
     out = refused(planted(repo_inputs, {f"{O}/alluxio/values.yaml": text}), f"{O}/alluxio/{expected}")

@@ -7,7 +7,10 @@ clusters/<cluster>/overrides/exceptions.yaml.
 * RBAC: no binding (RoleBinding, ClusterRoleBinding) of any role to everyone (the groups
   `system:authenticated`, `system:unauthenticated`, `system:serviceaccounts`, the user
   `system:anonymous`), and none of `cluster-admin` to anyone: forge's components bind their own
-  roles to their own service accounts.
+  roles to their own service accounts. No role (Role, ClusterRole) of every verb on every
+  resource (cluster-admin by another name), and no ClusterRole aggregated into Kubernetes'
+  `admin`, `edit` or `view` (label `rbac.authorization.k8s.io/aggregate-to-*`): every namespace
+  editor or viewer would get its rules.
 * Admission webhooks (Mutating/ValidatingWebhookConfiguration): the API server calls an
   in-cluster Service (`clientConfig.service`), never a URL (`clientConfig.url`: every object a
   webhook sees leaves the cluster), and a webhook names the resources it needs (no `*`).
@@ -36,6 +39,8 @@ EVERYONE = {("Group", "system:authenticated"): "every signed-in user and service
             ("User", "system:anonymous"): "every anonymous request"}
 ADMIN_ROLE = "cluster-admin"
 BINDINGS = {"RoleBinding", "ClusterRoleBinding"}
+ROLES = {"Role", "ClusterRole"}
+AGGREGATE = "rbac.authorization.k8s.io/aggregate-to-"
 WEBHOOKS = {"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"}
 STORE_KIND = "ClusterSecretStore"
 ENFORCE = "pod-security.kubernetes.io/enforce"
@@ -48,6 +53,8 @@ def document_findings(doc: dict[str, Any], patch: bool) -> list[Finding]:
     out: list[Finding] = []
     if kind in BINDINGS:
         out += _binding(doc)
+    if kind in ROLES:
+        out += _role(doc)
     if kind in WEBHOOKS:
         out += _webhooks(doc)
     if kind == STORE_KIND:
@@ -71,6 +78,20 @@ def _binding(doc: dict[str, Any]) -> Iterator[Finding]:
             yield ("subjects", i, "name"), (f"binds {role.get('kind', 'a role')} {role.get('name', '')} to {subject.get('kind')} "
                                             f"'{subject.get('name')}' ({who}): a binding names the users, groups or "
                                             "service accounts it is for")
+
+
+def _role(doc: dict[str, Any]) -> Iterator[Finding]:
+    meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+    labels = meta.get("labels") if isinstance(meta.get("labels"), dict) else {}
+    for label in sorted(k for k in labels if isinstance(k, str) and k.startswith(AGGREGATE)):
+        if str(labels[label]).lower() == "true":
+            yield ("metadata", "labels", label), (
+                f"aggregates its rules into Kubernetes' '{label.removeprefix(AGGREGATE)}' role, which every namespace's "
+                "editors or viewers hold: bind the role to the users it is for instead")
+    for i, rule in enumerate(doc.get("rules") or []):
+        if isinstance(rule, dict) and all("*" in (rule.get(f) or []) for f in ("apiGroups", "resources", "verbs")):
+            yield ("rules", i), ("grants every verb on every resource (cluster-admin by another name): a role names the "
+                                 "API groups, resources and verbs it needs")
 
 
 def _webhooks(doc: dict[str, Any]) -> Iterator[Finding]:
@@ -127,8 +148,8 @@ def _namespace(doc: dict[str, Any]) -> Iterator[Finding]:
 
 
 def system_folder(path: str) -> bool:
-    normal = posixpath.normpath(path.strip())
-    return normal in ("/", "//") or any(normal == s or normal.startswith(s + "/") for s in SYSTEM_FOLDERS)
+    normal = "/" + posixpath.normpath(path.strip()).lstrip("/")  # POSIX keeps a leading '//'; the kubelet does not
+    return normal == "/" or any(normal == s or normal.startswith(s + "/") for s in SYSTEM_FOLDERS)
 
 
 def host_folders(node: Any, at: Key = ()) -> Iterator[Finding]:
@@ -143,15 +164,16 @@ def host_folders(node: Any, at: Key = ()) -> Iterator[Finding]:
         return
     paths: list[tuple[Key, str]] = []
     if node.get("type") == "hostPath" and isinstance(node.get("path"), str):
-        paths += [((*at, "path"), p) for p in node["path"].split(",")]
+        paths += [((*at, "path"), p.strip()) for p in node["path"].split(",")]
     host = node.get("hostPath")
     if isinstance(host, str):
-        paths.append(((*at, "hostPath"), host))
+        paths.append(((*at, "hostPath"), host.strip()))
     elif isinstance(host, dict) and isinstance(host.get("path"), str):
-        paths.append(((*at, "hostPath", "path"), host["path"]))
+        paths.append(((*at, "hostPath", "path"), host["path"].strip()))
     for where, path in paths:
         if path.startswith("/") and system_folder(path):
-            yield where, (f"hostPath '{path}' is {'the host root' if posixpath.normpath(path) == '/' else 'a system folder'}: "
+            root = "/" + posixpath.normpath(path).lstrip("/") == "/"
+            yield where, (f"hostPath '{path}' is {'the host root' if root else 'a system folder'}: "
                           "a pod mounting it can read or rewrite the node; a hostPath is a folder of its own "
                           f"(under /mnt, say), not / nor under {', '.join(SYSTEM_FOLDERS)}")
     for key, value in node.items():
