@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from forge.commands.main import main
+from tests.generate.test_override_privileges import NAMESPACE_PRIVILEGED, STORE, TIERS, binding, webhook
 from tests.helpers import REPO, copy_repo_inputs, edit, inventory_text, problems
 
 H200 = inventory_text("h200")
@@ -113,6 +114,7 @@ def override_file(root: Path) -> str:
 
 
 def override_write(root: Path, files: dict[str, str]) -> str:
+    """Plant override files and generate (forge.generate.overrides, forge.generate.override_rules)."""
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text, encoding="utf-8")
@@ -207,6 +209,18 @@ PROBES = {
         "clusters/h200/overrides/loki/values.yaml": "loki: {limits_config: {retention_period: 336h}}\n",
         "clusters/h200/overrides/exceptions.yaml": ("exceptions:\n  - {component: loki, path: loki.limits_config, "
                                                     "reason: r, reviewed_by: bob}\n")}),
+    "override-rbac": lambda root: override_write(root, {
+        "clusters/h200/overrides/external-secrets/crb.yaml": binding("Group", "system:authenticated")}),
+    "override-webhook": lambda root: override_write(root, {
+        "clusters/h200/overrides/prometheus/webhook.yaml": webhook("url: https://hooks.example.com/mutate")}),
+    "override-secret-store": lambda root: override_write(root, {
+        "clusters/h200/overrides/external-secrets/patches/store.yaml": STORE + "spec:\n  conditions: null\n"}),
+    "override-aggregate": lambda root: override_write(root, {
+        "clusters/h200/overrides/external-secrets/values.yaml": "rbac:\n  aggregateToEdit: true\n"}),
+    "override-namespace": lambda root: override_write(root, {
+        "clusters/h200/overrides/loki/patches/namespace.yaml": NAMESPACE_PRIVILEGED}),
+    "override-host-folder": lambda root: override_write(root, {
+        "clusters/h200/overrides/alluxio/values.yaml": TIERS.replace("{path}", "/etc")}),
     "chart-member": chart_member,
     "chart-folder": chart_folder,
     "kustomize-mirror": kustomize_mirror,

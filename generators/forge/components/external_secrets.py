@@ -138,6 +138,11 @@ class ExternalSecrets(Component):
             "rbac": {"aggregateToEdit": False, "aggregateToAdmin": False},
         }
 
+    def guarded_values(self, cluster: ClusterModel) -> dict[str, str]:
+        why = ("External Secrets' write rights stay out of the edit and admin roles (whoever edits a namespace could read "
+               "any remote key the store reads)")
+        return dict.fromkeys(("rbac.aggregateToEdit", "rbac.aggregateToAdmin"), why)
+
     def expected_in_hydrated(self, cluster: ClusterModel) -> list[Expected]:
         """All three Deployments on the control plane at system-cluster-critical."""
         pod = ("spec", "template", "spec")

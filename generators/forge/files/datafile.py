@@ -129,11 +129,18 @@ def parse(text: str, file: str, max_depth: int = textguard.MAX_NESTING_DEPTH) ->
 
 def parse_all(text: str, file: str, max_depth: int = textguard.MAX_NESTING_DEPTH) -> list[Any]:
     """Every document of a YAML stream (Kubernetes manifests), within the same guards."""
+    return [doc for doc, _ in parse_all_lines(text, file, max_depth)]
+
+
+def parse_all_lines(text: str, file: str, max_depth: int = textguard.MAX_NESTING_DEPTH) -> list[tuple[Any, dict[Key, int]]]:
+    """parse_all, each document with the line (in `text`) of every key and list item."""
     loader = _guarded(text, file)
     docs = []
     try:
         while loader.check_node():
-            docs.append(_Builder(loader, file, max_depth).build(loader.get_node(), ()))
+            builder, node = _Builder(loader, file, max_depth), loader.get_node()
+            builder.lines[()] = node.start_mark.line + 1
+            docs.append((builder.build(node, ()), builder.lines))
     except yaml.YAMLError as exc:
         raise _yaml_error(exc, text, file) from None
     finally:

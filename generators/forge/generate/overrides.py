@@ -13,7 +13,11 @@ them as any other object. Anything else in the folder is refused with its path.
 
 An override is held to what the generated output is held to, after merging (issue 36): no
 credential in it (Helm's camelCase names too: `adminPassword: admin`), and no change to what a
-component guards (`Component.guarded_values`: Flyte's login when the inventory asks for one).
+component guards (`Component.guarded_values`: Flyte's login when the inventory asks for one, External
+Secrets' aggregation to the edit and admin roles), and no privilege an override widens
+(forge.generate.override_rules: bindings to everyone or of cluster-admin, webhooks calling a URL or
+seeing every resource, the secret store's conditions, a privileged Namespace, a hostPath on / or a
+system folder, in manifests and patches as written and in the merged values).
 A deliberate exception is one reviewed entry of clusters/<cluster>/overrides/exceptions.yaml
 (component, path, reason, reviewed_by): it lets exactly that key path through, `forge validate`
 reports it as a warning every run, and one that matches nothing is refused as stale.
@@ -27,6 +31,7 @@ from typing import Any
 
 from forge.files import datafile
 from forge.errors import ForgeError, Problem
+from forge.generate import override_rules
 from forge.inventory import credentials
 from forge.files.paths import CLUSTERS_DIR
 
@@ -80,19 +85,23 @@ def _suggest(name: str, allowed: list[str]) -> str:
     return f"did you mean '{close[0]}'? " if close else ""
 
 
-def _read(path: Path, rel: str, root: Path, hand: Overrides | None = None) -> tuple[str, list[Any], dict[tuple, int]]:
+def _read(path: Path, rel: str, root: Path, hand: Overrides | None = None
+          ) -> tuple[str, list[Any], dict[tuple, int], list[dict[tuple, int]]]:
     """The text, documents and (values.yaml) key lines of one override file, read as the inventory
     is (forge.files.textguard: a regular file inside the repository, bounded, UTF-8; no alias bomb) and
     scanned for credentials as the inventory is: an override is committed, and copied into
-    generated files. Helm values are scanned as Helm values (credentials.find_credentials(helm))."""
+    generated files. Helm values are scanned as Helm values (credentials.find_credentials(helm)).
+    The last item: the key lines of each document of a manifest or patch."""
     lines: dict[tuple, int] = {}
+    doc_lines: list[dict[tuple, int]] = []
     try:
         text = datafile.read(path, rel, root, "an override")
         if path.name == VALUES_FILE and path.parent.name != PATCHES_DIR:
             doc, lines = datafile.parse(text, rel)
             docs = [doc] if doc is not None else []
         else:
-            docs = [d for d in datafile.parse_all(text, rel) if d is not None]
+            pairs = [(d, at) for d, at in datafile.parse_all_lines(text, rel) if d is not None]
+            docs, doc_lines = [d for d, _ in pairs], [at for _, at in pairs]
     except datafile.DataFileError as exc:  # one line per problem, as every override error
         raise ForgeError("\n".join(f"{p.file}:{p.line}: {p.path or '<yaml>'}: {p.message}" for p in exc.problems)) from None
     found = [Problem(rel, line, "", f"looks like {what}: {FIX}") for line, what in credentials.find_in_text(text)]
@@ -101,7 +110,25 @@ def _read(path: Path, rel: str, root: Path, hand: Overrides | None = None) -> tu
             where = where if lines or len(docs) == 1 else (i, *where)
             found.append(Problem(rel, _line(lines, where), datafile.dotted(where), f"looks like {what}: {FIX}"))
     refuse(found, hand)
-    return text, docs, lines
+    return text, docs, lines, doc_lines
+
+
+def excepting(hand: Overrides, file: str, path: str) -> str:
+    """How to let one finding through on purpose (docs/overrides.md, "A deliberate exception")."""
+    component = hand.folder.rsplit("/", 1)[-1]
+    return (f"if it is meant, a reviewed entry of {hand.folder.rsplit('/', 1)[0]}/{EXCEPTIONS_FILE} (component: {component}, "
+            f"file: {file.removeprefix(hand.folder + '/')}, path: {path}, reason, reviewed_by) lets exactly this through")
+
+
+def check_rules(hand: Overrides, rel: str, docs: list[Any], doc_lines: list[dict[tuple, int]], patch: bool) -> None:
+    """A manifest or patch held to forge.generate.override_rules (RBAC, webhooks, the secret
+    store's conditions, Pod Security, host folders), each finding at its line."""
+    found = []
+    for i, (doc, lines) in enumerate(zip(docs, doc_lines)):
+        for where, why in override_rules.document_findings(doc, patch):
+            path = datafile.dotted((i, *where) if len(docs) > 1 else where)
+            found.append(Problem(rel, _line(lines, where), path, f"{why}; {excepting(hand, rel, path)}"))
+    refuse(found, hand)
 
 
 def _line(lines: dict[tuple, int], where: tuple) -> int:
@@ -223,6 +250,11 @@ def check_merged(hand: Overrides, generated: dict[str, Any], merged: dict[str, A
             refuse([found], hand)  # marks the exception used
         else:
             problems.setdefault(touched, found)
+    rel = f"{hand.folder}/{VALUES_FILE}"
+    for where, why in override_rules.values_findings(generated, merged):
+        path = datafile.dotted(where)
+        touched = next((where[:n] for n in range(len(where), 0, -1) if where[:n] in hand.lines), ())
+        problems.setdefault(where, Problem(rel, _line(hand.lines, touched), path, f"{why}; {excepting(hand, rel, path)}"))
     refuse(list(problems.values()), hand)
 
 
@@ -250,16 +282,18 @@ def _load_component(folder: Path, rel: str, root: Path, found: Overrides | None 
         where = f"{rel}/{name}"
         if not name.endswith(".yaml"):
             raise ForgeError(f"{where}: not an override forge reads; allowed in {rel}/: {ALLOWED}")
-        text, docs, lines = _read(path, where, root, found)
+        text, docs, lines, doc_lines = _read(path, where, root, found)
         if name == VALUES_FILE:
             if len(docs) != 1 or not isinstance(docs[0], dict):
                 raise ForgeError(f"{where}:1: <top>: Helm values are one YAML mapping (key: value), merged last into the generated values")
             found.values, found.lines = docs[0], lines
         elif name.endswith(".yaml") and name.count("/") == 0:
             _check_objects(docs, where, "manifest")
+            check_rules(found, where, docs, doc_lines, patch=False)
             found.manifests[where] = text
         elif name.endswith(".yaml") and name.startswith(f"{PATCHES_DIR}/") and name.count("/") == 1:
             _check_objects(docs, where, "patch")
+            check_rules(found, where, docs, doc_lines, patch=True)
             found.patches[where] = text
         else:
             raise ForgeError(f"{where}: not an override forge reads; allowed in {rel}/: {ALLOWED}")
