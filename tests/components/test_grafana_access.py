@@ -167,3 +167,21 @@ def test_the_networkpolicy_engine_lets_only_grafana_reach_prometheus(cluster, en
     answers = verdicts(engine, policies, [traffic(s, d, port, "TCP", namespaces) for s, d, port, _ in flows])
     assert [(s.name, d.name, port, a["allowed"]) for (s, d, port, _), a in zip(flows, answers)] == [
         (s.name, d.name, port, want) for s, d, port, want in flows]
+
+
+@pytest.mark.parametrize("cluster", [*CLUSTERS, "h200-burst"])
+def test_the_app_project_admits_grafanas_ingress_where_the_inventory_asks_for_it(cluster):
+    """Hydrated with the real kube-prometheus-stack 88.5.3 (its grafana 12.11.1 subchart), the
+    Ingress failed `forge validate --hydrated`: networking.k8s.io/Ingress was not in the AppProject
+    of `prometheus`, so Argo CD would have refused the whole Application. A cluster without
+    `grafana` (h200-burst) renders no Ingress, and its project admits none."""
+    from forge.argocd.projects import fence_problems
+    from forge.fleet import components_of
+    project = generated(f"clusters/{cluster}/argocd/appproject-prometheus.yaml")
+    ingress = {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",  # as the real chart renders it
+               "metadata": {"name": GRAFANA_DEPLOYMENT, "namespace": "monitoring"}}
+    found = fence_problems(ingress, project, "monitoring", list(components_of(model(cluster))))
+    if model(cluster).component_settings["prometheus"].grafana is None:
+        assert cluster == "h200-burst" and [field for field, _ in found] == ["kind"]
+    else:
+        assert found == []

@@ -231,6 +231,11 @@ class Component:
         `loaded.problem(...)`."""
         return iter(())
 
+    def chart_kinds(self, cluster: ClusterModel) -> tuple[tuple[str, str], ...]:
+        """The namespaced kinds its chart renders on `cluster`: `namespaced_kinds`, plus any the
+        inventory switches on (Grafana's Ingress, forge.components.prometheus)."""
+        return self.namespaced_kinds
+
     def namespaces(self, cluster: ClusterModel) -> tuple[str, ...]:
         """Every namespace the component's Application deploys into (for the AppProject): its own,
         `other_namespaces`, plus any its manifests name from the inventory (Flyte's project namespaces)."""

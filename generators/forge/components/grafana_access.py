@@ -148,6 +148,12 @@ def chart_values(access: GrafanaAccess, flyte: Any) -> dict[str, Any]:
     }
 
 
+def kinds(access: GrafanaAccess | None) -> tuple[tuple[str, str], ...]:
+    """What the subchart renders for it that the AppProject of `prometheus` must admit: its Ingress
+    (without it Argo CD refuses the whole Application, as the real chart's hydration showed)."""
+    return () if access is None else (("networking.k8s.io", "Ingress"),)
+
+
 def secret_uses(access: GrafanaAccess | None, namespace: str) -> list[SecretUse]:
     if access is None:
         return []

@@ -180,6 +180,9 @@ class Prometheus(Component):
     def owned_namespaces(self, cluster: ClusterModel) -> tuple[str, ...]:
         return (self.namespace,)  # kube-system holds Services the chart adds, not ours to isolate
 
+    def chart_kinds(self, cluster: ClusterModel) -> tuple[tuple[str, str], ...]:
+        return (*self.namespaced_kinds, *grafana_access.kinds(self.settings(cluster).grafana))
+
     def ingress(self, cluster: ClusterModel) -> tuple[network.Allow, ...]:
         # Alertmanager, Grafana, kube-state-metrics: from inside monitoring (node-exporter is on the
         # host network). Prometheus (isolated_pods): from Grafana and its replicas (self-scrape) only.
