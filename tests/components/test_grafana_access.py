@@ -87,6 +87,19 @@ def test_the_hydrated_check_catches_a_chart_that_drops_tls_source_range_or_secre
     found = {(kind, path) for kind, path, _ in problems(kps_render(ours), expected)}
     assert found == {("Ingress", "spec.tls"), ("Ingress", f"metadata.annotations.{SOURCE_RANGE}"),
                      ("Deployment", f"spec.template.spec.containers.name=grafana.env.name={SECRET_ENV}")}
+    # A chart that relabels the pods (the NetworkPolicies would select nothing), moves the port, or
+    # drops PKCE and the login form switch from grafana.ini.
+    ours = Prometheus().values(cluster)
+    del ours["grafana"]["grafana.ini"]["auth"], ours["grafana"]["grafana.ini"]["auth.generic_oauth"]["use_pkce"]
+    out = kps_render(ours)
+    [pod] = [o["spec"]["template"] for o in out if o["kind"] == "Deployment"]
+    pod["metadata"]["labels"]["app.kubernetes.io/instance"] = "grafana"
+    pod["spec"]["containers"][1]["ports"][0]["containerPort"] = 8080
+    found = {(kind, path) for kind, path, _ in problems(out, expected)}
+    assert found == {("Deployment", "spec.template.metadata.labels.app.kubernetes.io/instance"),
+                     ("Deployment", "spec.template.spec.containers.name=grafana.ports.name=grafana.containerPort"),
+                     ("ConfigMap", "data.grafana.ini.auth.disable_login_form"),
+                     ("ConfigMap", "data.grafana.ini.auth.generic_oauth.use_pkce")}
 
 
 def selects(policy: dict, labels: dict[str, str]) -> bool:

@@ -65,6 +65,25 @@ def test_a_container_by_name_a_configmap_file_as_yaml_and_contains():
     ]
 
 
+def test_an_ini_file_in_a_configmap_is_read_by_section():
+    # Grafana's chart writes grafana.ini as INI (templates/_config.tpl): not YAML, so it was unreadable.
+    ini = {"kind": "ConfigMap", "metadata": {"name": "g"}, "data": {"grafana.ini": (
+        "instance_name = x\n[auth]\ndisable_login_form = true\n; a comment = no\n[auth.generic_oauth]\n"
+        "use_pkce = true\nrole_attribute_path = a == 'b' && 'Admin'\n")}}
+    ok = [Expected("ConfigMap", "g", ("data", "grafana.ini", "auth", "disable_login_form"), "true"),
+          Expected("ConfigMap", "g", ("data", "grafana.ini", "auth.generic_oauth", "use_pkce"), "true"),
+          Expected("ConfigMap", "g", ("data", "grafana.ini", "auth.generic_oauth", "role_attribute_path"), "a == 'b' && 'Admin'"),
+          Expected("ConfigMap", "g", ("data", "grafana.ini", "", "instance_name"), "x")]
+    assert failures([ini], ok) == []
+    bad = [Expected("ConfigMap", "g", ("data", "grafana.ini", "auth", "disable_login_form"), True),  # INI values are text
+           Expected("ConfigMap", "g", ("data", "grafana.ini", "auth.anonymous", "enabled"), "false"),
+           Expected("ConfigMap", "g", ("data", "grafana.ini", "auth", "a comment"), "no")]
+    assert failures([ini], bad) == [
+        'ConfigMap/g data.grafana.ini.auth.disable_login_form: is "true", the inventory asks for true',
+        'ConfigMap/g data.grafana.ini.auth.anonymous.enabled: missing: the inventory asks for "false"',
+        'ConfigMap/g data.grafana.ini.auth.a comment: missing: the inventory asks for "no"']
+
+
 def test_a_list_item_by_a_nested_field():
     sts = {"kind": "StatefulSet", "metadata": {"name": "m"}, "spec": {"volumeClaimTemplates": [
         {"metadata": {"name": "other"}, "spec": {"storageClassName": "x"}},

@@ -124,7 +124,8 @@ class Expected(NamedTuple):
 
     Path parts: a mapping key; a list index ("0"); `field=value`, the list item whose `field` is
     `value` (a container by its name: "containers", "name=flyte"). A string met before the path
-    ends is read as YAML (a ConfigMap's file: ("data", "003-storage.yaml", "storage", "type")).
+    ends is read as YAML (a ConfigMap's file: ("data", "003-storage.yaml", "storage", "type")), or
+    as INI when its key ends in .ini (("data", "grafana.ini", "auth", "disable_login_form"): "true").
     `value` is compared exactly, or is a `Contains`."""
 
     kind: str

@@ -348,7 +348,7 @@ class Prometheus(Component):
                                 {"name": env, "valueFrom": {"secretKeyRef": {"name": s.grafana_admin_secret, "key": key}}}))
         out.append(Expected("ConfigMap", GRAFANA_DATASOURCES,
                             ("data", "datasource.yaml", "datasources", "name=Loki", "url"), LOKI_URL))
-        out += grafana_access.expected(s.grafana, cluster.component_settings.get("flyte"), GRAFANA_DEPLOYMENT)
+        out += grafana_access.expected(s.grafana, cluster.component_settings.get("flyte"), GRAFANA_DEPLOYMENT, GRAFANA_PODS)
         out.append(Expected("ServiceMonitor", NODE_EXPORTER_MONITOR, "spec.endpoints.0.relabelings", [m.NODE_RELABELING]))
         return out
 
