@@ -45,6 +45,22 @@ def test_grafana_ingress_has_tls_the_source_range_and_flytes_log_link_host(clust
 
 
 @pytest.mark.parametrize("cluster", CLUSTERS)
+def test_grafana_access_sets_no_key_to_the_subcharts_own_default(cluster, upstream):
+    """The real hydration warned: `grafana.ingress.path: "/"` is already grafana 12.11.1's default."""
+    from forge.components.grafana_access import chart_values
+    from forge.upstream.chart import Chart
+    from forge.upstream.reads import redundant_keys
+    data = upstream / "kube-prometheus-stack-88.5.3"
+
+    def chart(name: str, folder, subcharts=None) -> Chart:
+        return Chart(name, "", "application", yaml.safe_load((folder / "values.yaml").read_text()), {}, {}, [], subcharts or {})
+    kps = chart("kube-prometheus-stack", data, {"grafana": chart("grafana", data / "subcharts" / "grafana")})
+    m = model(cluster)
+    ours = {"grafana": chart_values(Prometheus().settings(m).grafana, m.component_settings["flyte"])}
+    assert redundant_keys(kps, ours) == []
+
+
+@pytest.mark.parametrize("cluster", CLUSTERS)
 def test_prometheus_and_alertmanager_get_no_ingress(cluster, upstream):
     ours = values(cluster)
     defaults = yaml.safe_load((upstream / "kube-prometheus-stack-88.5.3" / "values.yaml").read_text())

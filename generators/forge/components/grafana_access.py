@@ -137,7 +137,7 @@ def chart_values(access: GrafanaAccess, flyte: Any) -> dict[str, Any]:
                   "allowed_groups": ",".join(sorted({*login.allowed_groups, *login.admin_groups}))}
     return {
         "ingress": {"enabled": True, "ingressClassName": access.class_name, "annotations": dict(sorted(annotations.items())),
-                    "hosts": [host], "path": "/", "tls": [{"secretName": access.tls_secret, "hosts": [host]}]},
+                    "hosts": [host], "tls": [{"secretName": access.tls_secret, "hosts": [host]}]},  # path: the chart's "/"
         "grafana.ini": {
             "server": {"root_url": f"https://{host}/"},
             "auth": {"disable_login_form": True},
@@ -188,6 +188,7 @@ def expected(access: GrafanaAccess | None, flyte: Any, fullname: str, pods: dict
     return [
         *out,
         Expected("Ingress", INGRESS, "spec.rules.0.host", host),
+        Expected("Ingress", INGRESS, "spec.rules.0.http.paths.0.path", "/"),  # every path, from the chart's default
         Expected("Ingress", INGRESS, "spec.ingressClassName", access.class_name),
         Expected("Ingress", INGRESS, "spec.tls", [{"hosts": [host], "secretName": access.tls_secret}]),
         Expected("Ingress", INGRESS, ("metadata", "annotations", SOURCE_RANGE), ",".join(ranges_of(access, flyte))),
