@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from forge.errors import ForgeError
 from forge.fleet import load_fleet
 from forge.tools import helm_command
 from forge.twin.argocd import served as git_served
@@ -167,3 +168,15 @@ def test_the_trainer_git_source_is_served_with_its_crds(box_charts, tmp_path, up
     names = {d["metadata"]["name"] for d in yaml.safe_load_all(built.stdout) if d}
     expected = {p.stem for p in (upstream / f"{source.component}-{source.revision}" / "crds").glob("*.yaml")}
     assert names == expected and "pytorchjobs.kubeflow.org" in names
+
+
+def test_a_chart_without_upstream_data_is_named(tmp_path):
+    """Upstream data without a chart's folder: one error naming the folder, the Application and
+    the chart, before anything is served."""
+    plan = {p.name: p for p in load_fleet(REPO)}["a100"]
+    served = stand_ins.sources(REPO, "a100", FORGE_REPO)
+    (tmp_path / "upstream").mkdir()
+    with pytest.raises(ForgeError) as caught:
+        stand_ins.build_charts(REPO, plan, tmp_path / "upstream", served, tmp_path / "work")
+    assert str(caught.value) == (f"{tmp_path / 'upstream' / 'alluxio-0.6.54'}: no such folder: the upstream data has "
+                                 "nothing for a100-alluxio's chart alluxio 0.6.54 (set FORGE_UPSTREAM to the upstream chart data)")
