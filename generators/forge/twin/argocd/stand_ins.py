@@ -41,6 +41,7 @@ from forge.fleet import ClusterPlan
 from forge.tools import helm_command
 from forge.twin.argocd.served import _answers, _git
 from forge.twin.processes import Process, free_ports, start, wait_until
+from forge.twin.sources import chart_crds
 
 LOCAL = "127.0.0.1"
 CHART_CONFIG_TYPE = "application/vnd.cncf.helm.config.v1+json"
@@ -159,8 +160,6 @@ def _data(upstream: Path, chart: str, version: str, application: str) -> Path:
 
 def _crds_by_release(root: Path, plan: ClusterPlan, upstream: Path, source: ChartSource, data: Path) -> dict[str, list[Path]]:
     """For each release of the chart, the upstream CRD files its component installs."""
-    from forge.twin.sources import chart_crds
-
     by_app = {app_name(plan.cluster, c.name): c for c in plan.components}
     out: dict[str, list[Path]] = {}
     for release in source.releases:
