@@ -2,8 +2,11 @@
 the ring refs forge owns, and Redis, Argo CD's cache.
 
 The served repository is a copy of the working tree (tracked and untracked, not ignored files) with
-one box-only commit on top: every repoURL of forge's own repository in clusters/<cluster>/argocd/
-rewritten to the box's Git server. The rewrites are returned so the box's report lists them."""
+one box-only commit on top: in clusters/<cluster>/argocd/, every repoURL of forge's own repository
+rewritten to the box's Git server, and every upstream chart repository and Git source to the box's
+stand-ins (forge.twin.argocd.stand_ins; the OCI ones' repository Secrets also get
+`insecureOCIForceHttp`, the local registry being plain HTTP). The rewrites are returned so the box's
+report lists them."""
 from __future__ import annotations
 
 import shutil
@@ -41,10 +44,10 @@ def served_tree(root: Path, dest: Path, cluster: str, rewrites: dict[str, str]) 
     changed = []
     for path in sorted((work / "clusters" / cluster / "argocd").rglob("*.yaml")):
         text = path.read_text(encoding="utf-8")
-        for old, new in rewrites.items():
+        for old, new in sorted(rewrites.items(), key=lambda kv: -len(kv[0])):  # a URL before any it starts with
             if old in text:
                 text = text.replace(old, new)
-                changed.append(f"{path.relative_to(work)}: {old} -> {new}")
+                changed.append(f"{path.relative_to(work)}: {_one_line(old)} -> {_one_line(new)}")
         path.write_text(text, encoding="utf-8")
     _git(work, "init", "-q", "-b", RING_REFS[0])
     _git(work, "add", "-A")
@@ -52,6 +55,10 @@ def served_tree(root: Path, dest: Path, cluster: str, rewrites: dict[str, str]) 
     for ref in RING_REFS[1:]:
         _git(work, "branch", ref)
     return changed
+
+
+def _one_line(text: str) -> str:
+    return "; ".join(line.strip() for line in text.strip().splitlines())
 
 
 def git_daemon(dest: Path, logs: Path) -> tuple[Process, int]:
