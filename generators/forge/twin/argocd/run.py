@@ -28,7 +28,7 @@ def run(root: Path, plan: ClusterPlan, kubeconfig: Path, upstream: Path, work: P
     say(f"twin argocd: Argo CD ready ({time.monotonic() - started:.1f}s)")
     procs: list[Process] = []
     try:
-        redis, redis_port = served.redis(work / "logs")
+        redis, redis_port = served.redis(root, work / "logs")
         git, git_port = served.git_daemon(work / "git", work / "logs")
         procs += [redis, git]
         repo_url = yaml.safe_load(root_application(root, cluster).read_text(encoding="utf-8"))["spec"]["source"]["repoURL"]

@@ -9,6 +9,7 @@ stand-ins (forge.twin.argocd.stand_ins; the OCI ones' repository Secrets also ge
 report lists them."""
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -73,9 +74,25 @@ def git_daemon(dest: Path, logs: Path) -> tuple[Process, int]:
     return proc, port
 
 
-def redis(logs: Path) -> tuple[Process, int]:
+def redis_server(root: Path) -> str:
+    """The redis-server on PATH, of the version ci/tools.json pins (`redis`), else what to install."""
+    pin = json.loads((root / "ci" / "tools.json").read_text(encoding="utf-8"))["redis"]
+    found = shutil.which("redis-server")
+    if found is None:
+        raise ForgeError(f"twin argocd: redis-server is not installed (Argo CD's cache): install Debian's "
+                         f"`{pin['debian_package']}` (apt-get install {pin['debian_package']}; ci/tools.json pins {pin['version']})")
+    said = subprocess.run([found, "--version"], capture_output=True, text=True, timeout=30).stdout
+    version = next((w[2:] for w in said.split() if w.startswith("v=")), "")
+    if version != pin["version"]:
+        raise ForgeError(f"twin argocd: {found} is redis {version or '(no version)'}, ci/tools.json pins {pin['version']}: "
+                         f"install Debian's `{pin['debian_package']}` of that version, or move the pin after checking Argo CD with it")
+    return found
+
+
+def redis(root: Path, logs: Path) -> tuple[Process, int]:
+    server = redis_server(root)
     port = free_ports(1)[0]
-    proc = start("redis", ["redis-server", "--bind", "127.0.0.1", "--port", str(port), "--save", "",
+    proc = start("redis", [server, "--bind", "127.0.0.1", "--port", str(port), "--save", "",
                            "--appendonly", "no", "--protected-mode", "yes"], logs)
     wait_until(lambda: _answers(port), proc, "serving Redis", 30)
     return proc, port
