@@ -45,6 +45,22 @@ def test_grafana_ingress_has_tls_the_source_range_and_flytes_log_link_host(clust
 
 
 @pytest.mark.parametrize("cluster", CLUSTERS)
+def test_grafana_access_sets_no_key_to_the_subcharts_own_default(cluster, upstream):
+    """The real hydration warned: `grafana.ingress.path: "/"` is already grafana 12.11.1's default."""
+    from forge.components.grafana_access import chart_values
+    from forge.upstream.chart import Chart
+    from forge.upstream.reads import redundant_keys
+    data = upstream / "kube-prometheus-stack-88.5.3"
+
+    def chart(name: str, folder, subcharts=None) -> Chart:
+        return Chart(name, "", "application", yaml.safe_load((folder / "values.yaml").read_text()), {}, {}, [], subcharts or {})
+    kps = chart("kube-prometheus-stack", data, {"grafana": chart("grafana", data / "subcharts" / "grafana")})
+    m = model(cluster)
+    ours = {"grafana": chart_values(Prometheus().settings(m).grafana, m.component_settings["flyte"])}
+    assert redundant_keys(kps, ours) == []
+
+
+@pytest.mark.parametrize("cluster", CLUSTERS)
 def test_prometheus_and_alertmanager_get_no_ingress(cluster, upstream):
     ours = values(cluster)
     defaults = yaml.safe_load((upstream / "kube-prometheus-stack-88.5.3" / "values.yaml").read_text())
@@ -87,6 +103,19 @@ def test_the_hydrated_check_catches_a_chart_that_drops_tls_source_range_or_secre
     found = {(kind, path) for kind, path, _ in problems(kps_render(ours), expected)}
     assert found == {("Ingress", "spec.tls"), ("Ingress", f"metadata.annotations.{SOURCE_RANGE}"),
                      ("Deployment", f"spec.template.spec.containers.name=grafana.env.name={SECRET_ENV}")}
+    # A chart that relabels the pods (the NetworkPolicies would select nothing), moves the port, or
+    # drops PKCE and the login form switch from grafana.ini.
+    ours = Prometheus().values(cluster)
+    del ours["grafana"]["grafana.ini"]["auth"], ours["grafana"]["grafana.ini"]["auth.generic_oauth"]["use_pkce"]
+    out = kps_render(ours)
+    [pod] = [o["spec"]["template"] for o in out if o["kind"] == "Deployment"]
+    pod["metadata"]["labels"]["app.kubernetes.io/instance"] = "grafana"
+    pod["spec"]["containers"][1]["ports"][0]["containerPort"] = 8080
+    found = {(kind, path) for kind, path, _ in problems(out, expected)}
+    assert found == {("Deployment", "spec.template.metadata.labels.app.kubernetes.io/instance"),
+                     ("Deployment", "spec.template.spec.containers.name=grafana.ports.name=grafana.containerPort"),
+                     ("ConfigMap", "data.grafana.ini.auth.disable_login_form"),
+                     ("ConfigMap", "data.grafana.ini.auth.generic_oauth.use_pkce")}
 
 
 def selects(policy: dict, labels: dict[str, str]) -> bool:
@@ -167,3 +196,21 @@ def test_the_networkpolicy_engine_lets_only_grafana_reach_prometheus(cluster, en
     answers = verdicts(engine, policies, [traffic(s, d, port, "TCP", namespaces) for s, d, port, _ in flows])
     assert [(s.name, d.name, port, a["allowed"]) for (s, d, port, _), a in zip(flows, answers)] == [
         (s.name, d.name, port, want) for s, d, port, want in flows]
+
+
+@pytest.mark.parametrize("cluster", [*CLUSTERS, "h200-burst"])
+def test_the_app_project_admits_grafanas_ingress_where_the_inventory_asks_for_it(cluster):
+    """Hydrated with the real kube-prometheus-stack 88.5.3 (its grafana 12.11.1 subchart), the
+    Ingress failed `forge validate --hydrated`: networking.k8s.io/Ingress was not in the AppProject
+    of `prometheus`, so Argo CD would have refused the whole Application. A cluster without
+    `grafana` (h200-burst) renders no Ingress, and its project admits none."""
+    from forge.argocd.projects import fence_problems
+    from forge.fleet import components_of
+    project = generated(f"clusters/{cluster}/argocd/appproject-prometheus.yaml")
+    ingress = {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",  # as the real chart renders it
+               "metadata": {"name": GRAFANA_DEPLOYMENT, "namespace": "monitoring"}}
+    found = fence_problems(ingress, project, "monitoring", list(components_of(model(cluster))))
+    if model(cluster).component_settings["prometheus"].grafana is None:
+        assert cluster == "h200-burst" and [field for field, _ in found] == ["kind"]
+    else:
+        assert found == []

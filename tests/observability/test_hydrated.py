@@ -19,8 +19,8 @@ from forge.argocd.projects import component_project
 from forge.facts.versions import chart_pins
 from forge.components.base import Expected
 from forge.components.loki import CACHES, CONFIG_OBJECT, WORKLOADS, Loki
-from forge.components.prometheus import (ALERTMANAGER_CR, GRAFANA_DATASOURCES, GRAFANA_DEPLOYMENT, NODE_EXPORTER_MONITOR,
-                                         PROMETHEUS_CR, Prometheus)
+from forge.components.prometheus import (ALERTMANAGER_CR, GRAFANA_DATASOURCES, GRAFANA_DEPLOYMENT, GRAFANA_PODS,
+                                         NODE_EXPORTER_MONITOR, PROMETHEUS_CR, Prometheus)
 from forge.components.loki import GATEWAY_URL as LOKI_URL
 from forge.errors import InventoryError
 from forge.fleet import components_of as enabled_components
@@ -93,8 +93,14 @@ def kps_render(values: dict[str, Any]) -> list[dict[str, Any]]:
         {"kind": "Prometheus", "metadata": {"name": PROMETHEUS_CR}, "spec": prom},
         {"kind": "Alertmanager", "metadata": {"name": ALERTMANAGER_CR},
          "spec": {"nodeSelector": am["nodeSelector"], **{k: am[k] for k in ("configSecret", "priorityClassName", "storage", "replicas") if k in am}}},
-        {"kind": "Deployment", "metadata": {"name": GRAFANA_DEPLOYMENT}, "spec": {"template": {"spec": {"containers": [
-            {"name": "grafana-sc-dashboard", "env": []}, {"name": "grafana", "env": env}]}}}},
+        {"kind": "Deployment", "metadata": {"name": GRAFANA_DEPLOYMENT}, "spec": {"template": {
+            "metadata": {"labels": {"helm.sh/chart": "grafana-12.11.1", **GRAFANA_PODS}},
+            "spec": {"containers": [{"name": "grafana-sc-dashboard", "env": []}, {"name": "grafana", "env": env, "ports": [
+                {"name": "grafana", "containerPort": 3000, "protocol": "TCP"}]}]}}}},
+        # The subchart's templates/_config.tpl: one `[section]` per map of grafana.ini, sorted, `key = value`.
+        {"kind": "ConfigMap", "metadata": {"name": GRAFANA_DEPLOYMENT}, "data": {"grafana.ini": "".join(
+            f"[{section}]\n" + "".join(f"{k} = {str(v).lower() if isinstance(v, bool) else v}\n" for k, v in sorted(keys.items()))
+            for section, keys in sorted(values["grafana"].get("grafana.ini", {}).items()))}},
         {"kind": "ConfigMap", "metadata": {"name": GRAFANA_DATASOURCES},
          "data": {"datasource.yaml": yaml.safe_dump(datasources, sort_keys=False)}},
         {"kind": "ServiceMonitor", "metadata": {"name": NODE_EXPORTER_MONITOR},

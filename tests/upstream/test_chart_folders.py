@@ -198,3 +198,62 @@ def test_the_chart_reader_refuses_a_huge_values_file_too(tmp_path):
     chart = folder(tmp_path, {"values.yaml": "a: 1\n" + "#" * BIG + "\n"})
     with pytest.raises(ChartRefused, match="is more than 4 MiB"):
         load_chart(chart)
+
+
+def test_empty_subfolders_count_against_the_member_limit(tmp_path):
+    """Folders were not counted: a chart folder of a million empty folders was walked to the end
+    (10,001 here: one over forge.upstream.members.MAX_MEMBERS)."""
+    from forge.upstream.members import ChartRefused
+
+    chart = folder(tmp_path, {})
+    for i in range(10_001):
+        (chart / "templates" / f"d{i}").mkdir(parents=True)
+    with pytest.raises(ChartRefused, match="more than 10,000 files and folders"):
+        load_chart(chart)
+
+
+def test_a_subfolder_swapped_for_a_link_during_the_walk_is_never_followed(tmp_path, monkeypatch):
+    """The walk listed `crds` as a folder, then descended by its path: a link swapped in between was
+    followed and a file outside the chart read. Swapped right after the top folder is listed."""
+    from forge.upstream.members import ChartRefused, from_folder
+
+    chart = folder(tmp_path, {"crds/a.yaml": crd("a.ray.io")})
+    outside = _outside_folder(tmp_path)
+    real_scandir, swapped = os.scandir, []
+
+    def scandir(target):
+        entries = list(real_scandir(target))
+        if not swapped:  # the first listing is the chart folder's own
+            swapped.append(True)
+            os.rename(chart / "crds", tmp_path / "crds-moved")
+            (chart / "crds").symlink_to(outside)
+        return iter(entries)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    try:
+        files = from_folder(chart)
+    except ChartRefused as refused:
+        assert f"{chart}/crds: " in str(refused) and "outside the chart folder" in str(refused), refused
+    else:
+        pytest.fail(f"read through the swapped link: {sorted(files)}")
+    assert swapped
+
+
+@pytest.mark.parametrize("schema, words", [
+    (b"{not json", "not JSON"),
+    (b"[" * 200_000 + b"]" * 200_000, "nests deeper than JSON can be read"),
+    (b"[1, 2]", "is a JSON list, not an object"),
+    (b"\xff\xfe{}", "UTF-8"),
+])
+def test_a_values_schema_that_is_not_a_json_object_is_refused(schema, words, tmp_path):
+    """values.schema.json was copied into the upstream data unparsed; helm and validate then failed
+    on it later, away from the chart (a 200,000-deep one: a RecursionError traceback)."""
+    root = copy_repo_inputs(tmp_path / "repo")
+    data = tmp_path / "upstream"
+    data.mkdir()
+    chart = folder(tmp_path, {"values.schema.json": schema})
+    result = bump(tmp_path, chart, root, data)
+    out = result.stdout + result.stderr
+    assert result.returncode == 2, out
+    assert out.startswith(f"error: {chart}/values.schema.json") and words in out, out
+    assert "Traceback" not in out and list(data.iterdir()) == []

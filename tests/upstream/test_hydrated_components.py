@@ -6,7 +6,7 @@ ConfigMap files read as YAML, `Contains`).
 The real charts are not in CI: objects below that stand in for chart output say so, and are
 shaped as the pinned chart renders them (alluxio 0.6.54, flyte-binary v1.16.8). Real helm and
 kustomize run where a test renders. With FORGE_DATA_MIRROR set to a mirror of the real charts and
-manifests (see the last test), the real ones are hydrated and checked too.
+manifests (see the tests at the end), the real ones are hydrated and checked too.
 """
 from __future__ import annotations
 
@@ -63,6 +63,25 @@ def test_a_container_by_name_a_configmap_file_as_yaml_and_contains():
         'ConfigMap/c data.opts: lacks ["-Dx.z=2"]: the inventory asks for them',
         'ConfigMap/c data.003-storage.yaml.storage: is {"type": "stow", "container": "bucket"}, not a list or string "containing x"',
     ]
+
+
+def test_an_ini_file_in_a_configmap_is_read_by_section():
+    # Grafana's chart writes grafana.ini as INI (templates/_config.tpl): not YAML, so it was unreadable.
+    ini = {"kind": "ConfigMap", "metadata": {"name": "g"}, "data": {"grafana.ini": (
+        "instance_name = x\n[auth]\ndisable_login_form = true\n; a comment = no\n[auth.generic_oauth]\n"
+        "use_pkce = true\nrole_attribute_path = a == 'b' && 'Admin'\n")}}
+    ok = [Expected("ConfigMap", "g", ("data", "grafana.ini", "auth", "disable_login_form"), "true"),
+          Expected("ConfigMap", "g", ("data", "grafana.ini", "auth.generic_oauth", "use_pkce"), "true"),
+          Expected("ConfigMap", "g", ("data", "grafana.ini", "auth.generic_oauth", "role_attribute_path"), "a == 'b' && 'Admin'"),
+          Expected("ConfigMap", "g", ("data", "grafana.ini", "", "instance_name"), "x")]
+    assert failures([ini], ok) == []
+    bad = [Expected("ConfigMap", "g", ("data", "grafana.ini", "auth", "disable_login_form"), True),  # INI values are text
+           Expected("ConfigMap", "g", ("data", "grafana.ini", "auth.anonymous", "enabled"), "false"),
+           Expected("ConfigMap", "g", ("data", "grafana.ini", "auth", "a comment"), "no")]
+    assert failures([ini], bad) == [
+        'ConfigMap/g data.grafana.ini.auth.disable_login_form: is "true", the inventory asks for true',
+        'ConfigMap/g data.grafana.ini.auth.anonymous.enabled: missing: the inventory asks for "false"',
+        'ConfigMap/g data.grafana.ini.auth.a comment: missing: the inventory asks for "no"']
 
 
 def test_a_list_item_by_a_nested_field():
@@ -415,6 +434,56 @@ def test_the_real_charts_carry_the_inventory(data_repo: Path):
     result = forge(data_repo, "validate", "--hydrated", *components)
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines()[-1].endswith(": 0 failures, 0 warnings")
+    shutil.rmtree(data_repo / ".cache", ignore_errors=True)
+
+
+@pytest.mark.skipif(not MIRROR, reason="FORGE_DATA_MIRROR is not set: no mirror of the real kube-prometheus-stack, loki and "
+                                       "external-secrets charts (CI has none)")
+def test_the_real_kube_prometheus_stack_serves_grafana_as_the_inventory_asks(data_repo: Path):
+    """Issue 33: Grafana's Ingress, login and client secret, hydrated with kube-prometheus-stack
+    88.5.3 and its grafana 12.11.1 subchart (docs/charts.md: building a mirror), with Loki for its
+    gateway Service and external-secrets for the ExternalSecret CRDs. Skipped in CI (no mirror)."""
+    from urllib.parse import urlsplit
+    from forge.components.grafana_access import PORT, SECRET_ENV
+    from forge.components.loki import GATEWAY_URL
+    from forge.components.prometheus import GRAFANA_PODS
+    result = forge(data_repo, "charts", "pull", "--from", MIRROR, "kube-prometheus-stack", "loki", "external-secrets")
+    assert result.exit_code == 0, result.output
+    components = [a for c in ("prometheus-crds", "prometheus", "loki", "external-secrets") for a in ("--component", c)]
+    assert forge(data_repo, "hydrate", *components).exit_code == 0
+    result = forge(data_repo, "validate", "--hydrated", *components)  # the Expected entries, the AppProject, the schemas
+    assert result.exit_code == 0 and ": 0 failures, " in result.stdout.splitlines()[-1], result.output
+    for cluster in ("h200", "a100"):
+        def objects(component: str) -> dict[tuple[str, str], dict]:
+            text = (data_repo / "build/hydrated" / cluster / f"{component}.yaml").read_text()
+            return {(o["kind"], o["metadata"]["name"]): o for o in yaml.safe_load_all(text) if o}
+        grafana, loki = objects("prometheus"), objects("loki")
+        host = f"grafana.{cluster}.exa.internal"
+        ingress = grafana[("Ingress", "prometheus-grafana")]
+        assert ingress["spec"]["ingressClassName"] == "nginx"
+        assert ingress["spec"]["tls"] == [{"hosts": [host], "secretName": "grafana-tls"}]
+        assert ingress["metadata"]["annotations"]["nginx.ingress.kubernetes.io/whitelist-source-range"]
+        [rule] = ingress["spec"]["rules"]
+        assert rule["host"] == host and rule["http"]["paths"][0]["backend"]["service"] == {
+            "name": "prometheus-grafana", "port": {"number": 80}}
+        service = grafana[("Service", "prometheus-grafana")]["spec"]
+        assert service["ports"][0]["port"] == 80 and service["selector"] == GRAFANA_PODS
+        pod = grafana[("Deployment", "prometheus-grafana")]["spec"]["template"]
+        assert GRAFANA_PODS.items() <= pod["metadata"]["labels"].items()
+        [container] = [c for c in pod["spec"]["containers"] if c["name"] == "grafana"]
+        ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+        assert ports[service["ports"][0]["targetPort"]] == PORT
+        assert {"name": SECRET_ENV, "valueFrom": {"secretKeyRef": {"key": "client_secret", "name": "grafana-oidc"}}} in container["env"]
+        ini = grafana[("ConfigMap", "prometheus-grafana")]["data"]["grafana.ini"]
+        for line in ("[auth.generic_oauth]", "use_pkce = true", "[auth]", "disable_login_form = true", "[auth.anonymous]",
+                     "enabled = false", f"root_url = https://{host}/"):
+            assert line in ini.splitlines()
+        sources = yaml.safe_load(grafana[("ConfigMap", "prometheus-kube-prometheus-grafana-datasource")]["data"]["datasource.yaml"])
+        [source] = [d for d in sources["datasources"] if d["name"] == "Loki"]
+        url = urlsplit(source["url"])
+        assert source["url"] == GATEWAY_URL and url.hostname == "loki-gateway.loki.svc.cluster.local" and url.port is None
+        gateway = loki[("Service", "loki-gateway")]
+        assert gateway["metadata"]["namespace"] == "loki" and [p["port"] for p in gateway["spec"]["ports"]] == [80]
     shutil.rmtree(data_repo / ".cache", ignore_errors=True)
 
 

@@ -5,7 +5,7 @@
 - `clusterResourceWhitelist` / `namespaceResourceWhitelist`: the kinds of the objects forge
   writes into its overlay (its manifests, ExternalSecrets, NetworkPolicies, the base's
   Namespace), plus the kinds its chart renders, which forge's own render cannot show: declared
-  on the component (`Component.cluster_kinds`, `Component.namespaced_kinds`), from the chart's
+  on the component (`Component.cluster_kinds`, `Component.chart_kinds`), from the chart's
   templates at the pinned version. `forge validate` (rendered and hydrated) fails on any object
   whose kind or namespace its Application's project does not allow (forge.validate.fences).
 
@@ -69,7 +69,7 @@ def component_kinds(cluster: ClusterModel, component: Component, components: lis
     found = {kind_of(o) for o in own_objects(cluster, component, components)}
     if component.owned_namespaces(cluster):
         found.add(("", "Namespace"))  # base/<component>/
-    found |= set(component.cluster_kinds) | set(component.namespaced_kinds)
+    found |= set(component.cluster_kinds) | set(component.chart_kinds(cluster))
     scoped = {k for k in found if cluster_scoped(k, components)}
     return scoped, found - scoped
 

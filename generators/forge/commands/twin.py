@@ -315,13 +315,13 @@ def argocd(root: Path, cluster: str, upstream: Path | None, timeout: float) -> N
     from forge.twin.argocd import run as argocd_run
 
     upstream = _need_upstream(upstream)
-    _plan(root, cluster)  # a cluster forge knows, its inventory valid
+    plan = _plan(root, cluster)  # a cluster forge knows, its inventory valid
     state = _live_state(root, cluster)
     if state is None:
         raise ForgeError(f"no box of {cluster} is up: `forge twin up {cluster}` first")
     work = state_folder(root, cluster) / "argocd"
     shutil.rmtree(work, ignore_errors=True)
-    progress = argocd_run.run(root, cluster, Path(state.kubeconfig), upstream, work, timeout, say)
+    progress = argocd_run.run(root, plan, Path(state.kubeconfig), upstream, work, timeout, say)
     click.echo(f"argocd {cluster}: {len(progress.order)} Applications Synced and Healthy")
 
 

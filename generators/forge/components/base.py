@@ -124,7 +124,8 @@ class Expected(NamedTuple):
 
     Path parts: a mapping key; a list index ("0"); `field=value`, the list item whose `field` is
     `value` (a container by its name: "containers", "name=flyte"). A string met before the path
-    ends is read as YAML (a ConfigMap's file: ("data", "003-storage.yaml", "storage", "type")).
+    ends is read as YAML (a ConfigMap's file: ("data", "003-storage.yaml", "storage", "type")), or
+    as INI when its key ends in .ini (("data", "grafana.ini", "auth", "disable_login_form"): "true").
     `value` is compared exactly, or is a `Contains`."""
 
     kind: str
@@ -230,6 +231,11 @@ class Component:
         not valid (its own problems are reported: a rule should not guess from it). Yields
         `loaded.problem(...)`."""
         return iter(())
+
+    def chart_kinds(self, cluster: ClusterModel) -> tuple[tuple[str, str], ...]:
+        """The namespaced kinds its chart renders on `cluster`: `namespaced_kinds`, plus any the
+        inventory switches on (Grafana's Ingress, forge.components.prometheus)."""
+        return self.namespaced_kinds
 
     def namespaces(self, cluster: ClusterModel) -> tuple[str, ...]:
         """Every namespace the component's Application deploys into (for the AppProject): its own,

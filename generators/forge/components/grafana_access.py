@@ -137,7 +137,7 @@ def chart_values(access: GrafanaAccess, flyte: Any) -> dict[str, Any]:
                   "allowed_groups": ",".join(sorted({*login.allowed_groups, *login.admin_groups}))}
     return {
         "ingress": {"enabled": True, "ingressClassName": access.class_name, "annotations": dict(sorted(annotations.items())),
-                    "hosts": [host], "path": "/", "tls": [{"secretName": access.tls_secret, "hosts": [host]}]},
+                    "hosts": [host], "tls": [{"secretName": access.tls_secret, "hosts": [host]}]},  # path: the chart's "/"
         "grafana.ini": {
             "server": {"root_url": f"https://{host}/"},
             "auth": {"disable_login_form": True},
@@ -146,6 +146,12 @@ def chart_values(access: GrafanaAccess, flyte: Any) -> dict[str, Any]:
         },
         "envValueFrom": {SECRET_ENV: {"secretKeyRef": {"name": login.secret, "key": SECRET_KEY}}},
     }
+
+
+def kinds(access: GrafanaAccess | None) -> tuple[tuple[str, str], ...]:
+    """What the subchart renders for it that the AppProject of `prometheus` must admit: its Ingress
+    (without it Argo CD refuses the whole Application, as the real chart's hydration showed)."""
+    return () if access is None else (("networking.k8s.io", "Ingress"),)
 
 
 def secret_uses(access: GrafanaAccess | None, namespace: str) -> list[SecretUse]:
@@ -163,18 +169,31 @@ def produced_by_issuer(access: GrafanaAccess | None) -> dict[str, str]:
     return {access.tls_secret: f"cert-manager issues it for the Ingress (annotation {ISSUER_ANNOTATION}: {access.cluster_issuer})"}
 
 
-def expected(access: GrafanaAccess | None, flyte: Any, deployment: str) -> list[Expected]:
-    """What the subchart must render: the Ingress on our host with TLS and the source range, and
-    the client secret as an environment variable from our Secret."""
+def expected(access: GrafanaAccess | None, flyte: Any, fullname: str, pods: dict[str, str]) -> list[Expected]:
+    """What the subchart must render (its Deployment and ConfigMap are named `fullname`): the pod
+    labels the NetworkPolicies select (`pods`) and the port they open; with `access`, the Ingress on
+    our host with TLS and the source range, the login in grafana.ini, and the client secret as an
+    environment variable from our Secret."""
+    template = ("spec", "template")
+    out = [*(Expected("Deployment", fullname, (*template, "metadata", "labels", k), v) for k, v in pods.items()),
+           Expected("Deployment", fullname, (*template, "spec", "containers", "name=grafana", "ports", "name=grafana",
+                                             "containerPort"), PORT)]
     if access is None:
-        return []
-    host = host_of(access, flyte)
-    env = ("spec", "template", "spec", "containers", "name=grafana", "env", f"name={SECRET_ENV}")
+        return out
+    host, login = host_of(access, flyte), access.login
+    env = (*template, "spec", "containers", "name=grafana", "env", f"name={SECRET_ENV}")
+    ini = {("auth.generic_oauth", "enabled"): "true", ("auth.generic_oauth", "use_pkce"): "true",
+           ("auth.generic_oauth", "client_id"): login.client_id, ("auth", "disable_login_form"): "true",
+           ("auth.anonymous", "enabled"): "false", ("server", "root_url"): f"https://{host}/"}
     return [
+        *out,
         Expected("Ingress", INGRESS, "spec.rules.0.host", host),
+        Expected("Ingress", INGRESS, "spec.rules.0.http.paths.0.path", "/"),  # every path, from the chart's default
         Expected("Ingress", INGRESS, "spec.ingressClassName", access.class_name),
         Expected("Ingress", INGRESS, "spec.tls", [{"hosts": [host], "secretName": access.tls_secret}]),
         Expected("Ingress", INGRESS, ("metadata", "annotations", SOURCE_RANGE), ",".join(ranges_of(access, flyte))),
-        Expected("Deployment", deployment, env,
-                 {"name": SECRET_ENV, "valueFrom": {"secretKeyRef": {"name": access.login.secret, "key": SECRET_KEY}}}),
+        Expected("Deployment", fullname, env,
+                 {"name": SECRET_ENV, "valueFrom": {"secretKeyRef": {"name": login.secret, "key": SECRET_KEY}}}),
+        # The chart writes grafana.ini as INI (values as text: `use_pkce = true`).
+        *(Expected("ConfigMap", fullname, ("data", "grafana.ini", *at), v) for at, v in ini.items()),
     ]

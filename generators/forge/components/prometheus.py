@@ -180,6 +180,9 @@ class Prometheus(Component):
     def owned_namespaces(self, cluster: ClusterModel) -> tuple[str, ...]:
         return (self.namespace,)  # kube-system holds Services the chart adds, not ours to isolate
 
+    def chart_kinds(self, cluster: ClusterModel) -> tuple[tuple[str, str], ...]:
+        return (*self.namespaced_kinds, *grafana_access.kinds(self.settings(cluster).grafana))
+
     def ingress(self, cluster: ClusterModel) -> tuple[network.Allow, ...]:
         # Alertmanager, Grafana, kube-state-metrics: from inside monitoring (node-exporter is on the
         # host network). Prometheus (isolated_pods): from Grafana and its replicas (self-scrape) only.
@@ -345,7 +348,7 @@ class Prometheus(Component):
                                 {"name": env, "valueFrom": {"secretKeyRef": {"name": s.grafana_admin_secret, "key": key}}}))
         out.append(Expected("ConfigMap", GRAFANA_DATASOURCES,
                             ("data", "datasource.yaml", "datasources", "name=Loki", "url"), LOKI_URL))
-        out += grafana_access.expected(s.grafana, cluster.component_settings.get("flyte"), GRAFANA_DEPLOYMENT)
+        out += grafana_access.expected(s.grafana, cluster.component_settings.get("flyte"), GRAFANA_DEPLOYMENT, GRAFANA_PODS)
         out.append(Expected("ServiceMonitor", NODE_EXPORTER_MONITOR, "spec.endpoints.0.relabelings", [m.NODE_RELABELING]))
         return out
 

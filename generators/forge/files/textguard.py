@@ -56,13 +56,16 @@ def check_size(size: int, file: str) -> None:
             "Split a larger fleet into clusters")])
 
 
-def read_regular(path: Path, limit: int, *, links: bool = True) -> bytes:
+def read_regular(path: Path, limit: int, *, links: bool = True, dir_fd: int | None = None) -> bytes:
     """A regular file's bytes, at most `limit` (more raises OSError EFBIG): a FIFO, a device or a
     folder is refused without blocking, and the size is what read returns, not st_size.
     `links=False` (a chart folder's files, held to the archive rule): a symbolic link as the last
     part of `path` raises ELOOP (checked by the open itself, so a link swapped in after a walk's
-    lstat is not followed), a file with more than one name (a hard link) EMLINK."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | (0 if links else os.O_NOFOLLOW))
+    lstat is not followed), a file with more than one name (a hard link) EMLINK. With `dir_fd`
+    (an open folder of a walk), `path`'s name is opened in that folder, so no part of the path
+    before it can be swapped for a link either."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | (0 if links else os.O_NOFOLLOW)
+    fd = os.open(path.name, flags, dir_fd=dir_fd) if dir_fd is not None else os.open(path, flags)
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):

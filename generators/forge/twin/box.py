@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -101,6 +102,29 @@ def _subset(app: Application, kinds: tuple[str, ...]) -> Application:
     return Application(app.name, app.component, app.wave, app.hydrated, [i for i in app.items if i.obj.get("kind") in kinds])
 
 
+CONTROLLER_CRDS = ("kueue", "training-operator", "kuberay-operator")  # the box's controllers need them to start
+
+
+class _Background:
+    """A call run in a thread; join() re-raises what it raised."""
+
+    def __init__(self, call: Callable[[], Any]) -> None:
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, args=(call,), name="twin-early-crds", daemon=True)
+        self.thread.start()
+
+    def _run(self, call: Callable[[], Any]) -> None:
+        try:
+            call()
+        except BaseException as exc:  # handed to join()
+            self.error = exc
+
+    def join(self) -> None:
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+
+
 class Box:
     def __init__(self, root: Path, plan: ClusterPlan, upstream: Path | None, say: Say) -> None:
         self.root, self.plan, self.upstream, self.say = root.resolve(), plan, upstream, say
@@ -134,9 +158,15 @@ class Box:
         self.controllers = Controllers(self.root, self.state, binaries, pki, self.control.ports.apiserver)
         prerequisites = ("Namespace", "CustomResourceDefinition")
         syncer = Syncer(kube, self.controllers.wiring(), lambda line: None)
-        for component in ("kueue", "training-operator", "kuberay-operator"):
+        for component in CONTROLLER_CRDS:
             if component in apps:
                 syncer.sync([_subset(apps[component], prerequisites)])
+        # Every other Application's CRDs go in while Kueue and the training-operator start (most of
+        # that is their waiting: webhook certificates, caches), through the same server-side apply;
+        # the sync sends them again only if they changed. The API server's work on a CRD (schemas,
+        # CEL, OpenAPI) was most of the apply time.
+        rest = Syncer(kube, self.controllers.wiring(), lambda line: None)
+        early = _Background(lambda: rest.sync([_subset(a, prerequisites) for c, a in apps.items() if c not in CONTROLLER_CRDS]))
         if "kueue" in apps:
             values = self.root / "overlays" / self.plan.name / "kueue" / "values.yaml"
             self.controllers.start_kueue(kube, apps["kueue"], values)
@@ -145,6 +175,8 @@ class Box:
         if operator is not None:
             self.controllers.start_training_operator(kube, apps[operator.name], operator.namespace)
             self._stage(f"training-operator {pins.program('training-operator').version} ready", started)
+        early.join()
+        self._stage(f"{len(rest.crds_applied)} more CRDs applied meanwhile", started)
         cloud = karpenter_app(list(apps.values()))
         if cloud is not None:
             self.karpenter = start_karpenter(self.root, self.plan.cluster, cloud, kube, self.state,
@@ -153,7 +185,8 @@ class Box:
         procs = self.control.procs + self.controllers.procs + (self.karpenter.procs if self.karpenter else [])
         self.info = BoxState(self.plan.name, self.control.server, str(self.control.kubeconfig), os.getpid(),
                              {p.name: p.pid for p in procs}, self.controllers.kueue_webhook_port, findings, ready=True,
-                             karpenter=self.karpenter is not None, start_crds=dict(syncer.crds_applied))
+                             karpenter=self.karpenter is not None,
+                             start_crds={**syncer.crds_applied, **rest.crds_applied})
         self.info.save(self.state)
         kube.close()
         return self.info

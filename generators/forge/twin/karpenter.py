@@ -159,9 +159,9 @@ def karpenter_app(apps: list[Application]) -> Application | None:
 def prepare(kube: Kube, app: Application, crds: Path) -> list[str]:
     """Karpenter's CRDs, the KWOKNodeClass CRD and a KWOKNodeClass per EC2NodeClass the NodePools
     name; returns those classes' names. The NodePools come with the box's sync, rewritten."""
-    for item in app.items:
+    for item in app.items:  # as the sync applies them (the box's start applied them already: the same)
         if item.obj.get("kind") == "CustomResourceDefinition":
-            kube.apply(item.obj, manager="forge-twin")
+            kube.apply(item.obj)
     for path in sorted(crds.glob("*.yaml")):
         kube.apply(yaml.safe_load(path.read_text(encoding="utf-8")), manager="forge-twin")
     _established(kube, f"{KWOK_GROUP}/{KWOK_VERSION}", KWOK_KIND)

@@ -55,7 +55,7 @@ def reference_data(files: dict[str, bytes], chart: Path, name: str, version: str
     if not isinstance(_load(out["values.yaml"], f"{chart}/values.yaml") or {}, dict):
         raise ForgeError(f"{chart}/values.yaml: not a mapping: a chart's values are one YAML mapping")
     if "values.schema.json" in files:
-        out["values.schema.json"] = files["values.schema.json"]
+        out["values.schema.json"] = members.schema_json(files["values.schema.json"], f"{chart}/values.schema.json")
     for rel, data in sorted(files.items()):
         if rel.startswith("crds/") and rel.endswith((".yaml", ".yml")):
             out.update(_crds(data, f"{chart}/{rel}"))

@@ -196,13 +196,16 @@ def _switched_off(obj: dict[str, Any], path: str) -> bool:
 
 def _lookup(obj: Any, parts: tuple[str, ...]) -> tuple[bool, Any]:
     """Follow an Expected path (see forge.components.base.Expected for its parts)."""
-    node = obj
+    node, name = obj, ""
     for part in parts:
-        if isinstance(node, str):  # a file inside the object (ConfigMap data): read it as YAML
+        if isinstance(node, str) and name.endswith(".ini"):  # an INI file inside the object (grafana.ini)
+            node = _ini(node)
+        elif isinstance(node, str):  # a file inside the object (ConfigMap data): read it as YAML
             try:
                 node = yaml.safe_load(node)
             except yaml.YAMLError:
                 return False, None
+        name = part
         if isinstance(node, dict) and part in node:
             node = node[part]
         elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
@@ -216,6 +219,21 @@ def _lookup(obj: Any, parts: tuple[str, ...]) -> tuple[bool, Any]:
         else:
             return False, None
     return True, node
+
+
+def _ini(text: str) -> dict[str, Any]:
+    """An INI file as {section: {key: value}} (keys before the first section under ""), values as
+    the text after `=`: what Grafana reads from the grafana.ini the chart writes."""
+    out: dict[str, Any] = {"": {}}
+    section = out[""]
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("[") and line.endswith("]"):
+            section = out.setdefault(line[1:-1].strip(), {})
+        elif "=" in line and not line.startswith((";", "#")):
+            key, _, value = line.partition("=")
+            section[key.strip()] = value.strip()
+    return out
 
 
 def _has(item: Any, field: tuple[str, ...], want: str) -> bool:

@@ -9,12 +9,17 @@
   are held to the archive's rule, so a link is refused even to another file of the chart, and a
   FIFO is named from its lstat, never opened to block;
 - at most MAX_MEMBER_BYTES a file, MAX_CHART_BYTES and MAX_MEMBERS in all, counted as read
-  (a gzip bomb stops at the limit, not after).
+  (a gzip bomb stops at the limit, not after); a folder's subfolders count as members too (a
+  million empty folders would otherwise be walked to the end);
+- a folder is walked by open folders (os.fwalk, each file opened inside its folder's descriptor),
+  so a subfolder swapped for a link while the walk runs is never followed, and is refused;
+- `values.schema.json` is parsed before it is kept: JSON, one object, bounded like the YAML files.
 """
 from __future__ import annotations
 
 import errno
 import io
+import json
 import lzma
 import os
 import re
@@ -66,14 +71,14 @@ class _Tally:
     def __init__(self, origin: str) -> None:
         self.origin, self.count, self.size = origin, 0, 0
 
-    def add(self, name: str, size: int) -> None:
+    def add(self, name: str, size: int) -> None:  # a file, or a folder (size 0)
         self.count += 1
         self.size += size
         if size > MAX_MEMBER_BYTES:
             raise ChartRefused(f"{self.origin}: member {name} is more than {MAX_MEMBER_BYTES // 2**20} MiB: "
                                "no chart file is that large")
         if self.count > MAX_MEMBERS or self.size > MAX_CHART_BYTES:
-            raise ChartRefused(f"{self.origin}: more than {MAX_MEMBERS:,} files or {MAX_CHART_BYTES // 2**20} MiB "
+            raise ChartRefused(f"{self.origin}: more than {MAX_MEMBERS:,} files and folders or {MAX_CHART_BYTES // 2**20} MiB "
                                "unpacked: not a chart forge reads")
 
 
@@ -100,13 +105,14 @@ def _what_it_is(root: Path, path: Path) -> str:
     return f"a symbolic link to {_shown(str(real))}, outside the chart folder"
 
 
-def _folder_file(root: Path, path: Path, rel: str) -> bytes:
-    """The bytes of one file of a chart folder, or its refusal naming the file and the rule."""
+def _folder_file(root: Path, path: Path, rel: str, dir_fd: int) -> bytes:
+    """The bytes of one file of a chart folder (opened in its folder's descriptor `dir_fd`), or
+    its refusal naming the file and the rule."""
     where = f"{root}/{rel}"
-    if not stat.S_ISREG(os.lstat(path).st_mode):
+    if not stat.S_ISREG(os.stat(path.name, dir_fd=dir_fd, follow_symlinks=False).st_mode):
         raise ChartRefused(f"{where}: is {_what_it_is(root, path)}: {_FOLDER_RULE}")
     try:
-        return read_regular(path, MAX_MEMBER_BYTES, links=False)
+        return read_regular(path, MAX_MEMBER_BYTES, links=False, dir_fd=dir_fd)
     except OSError as exc:
         if exc.errno == errno.EMLINK:
             raise ChartRefused(f"{where}: is a hard link (one of {os.lstat(path).st_nlink} names of one file, the others "
@@ -138,16 +144,45 @@ def from_folder(root: Path) -> dict[str, bytes]:
     (the archive rule: no link, symbolic or hard, even to a file of the chart; no FIFO or device),
     refused naming the file. `root` itself, named on the command line, may be reached by a link."""
     origin, tally, out = str(root), _Tally(str(root)), {}
-    for folder, dirs, files in os.walk(root, onerror=_unreadable):
+    top = Path(os.path.realpath(root))  # os.fwalk yields nothing for a top that is a link
+    listed, walked = set(), {""}  # subfolders (relative) seen in their parent, and those walked into
+    for folder, dirs, files, dir_fd in os.fwalk(top, onerror=_unreadable):
+        here = Path(folder).relative_to(top).as_posix()
+        walked.add("" if here == "." else here)
         for name in sorted(dirs + files):
-            path = Path(folder) / name
-            rel = member_name(path.relative_to(root).as_posix(), origin)
-            if stat.S_ISDIR(os.lstat(path).st_mode):
+            rel = member_name((Path(folder) / name).relative_to(top).as_posix(), origin)
+            path = root / rel
+            if stat.S_ISDIR(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode):
+                tally.add(rel, 0)
+                listed.add(rel)
                 continue
-            data = _folder_file(root, path, rel)
+            data = _folder_file(root, path, rel, dir_fd)
             tally.add(rel, len(data))
             out[rel] = data
+    # os.fwalk never follows a subfolder swapped for a link after it was listed: it skips it
+    skipped = sorted(listed - walked)
+    if skipped:
+        raise ChartRefused(f"{root}/{skipped[0]}: changed while the chart folder was read (is "
+                           f"{_what_it_is(root, root / skipped[0])} now): {_FOLDER_RULE}")
     return dict(sorted(out.items()))
+
+
+def schema_json(data: bytes, where: str) -> bytes:
+    """A chart's values.schema.json as kept in the upstream data: a JSON object, bounded and
+    printable like the chart's YAML files (helm and `forge validate` parse it later)."""
+    if len(data) > MAX_YAML_BYTES:
+        raise ChartRefused(f"{where}: is more than {MAX_YAML_BYTES // 2**20} MiB ({len(data):,} bytes): a chart's "
+                           f"values schema may be at most {MAX_YAML_BYTES // 2**20} MiB (the largest pinned is under 1 MiB)")
+    text = textguard.decode(data, where, "a chart's values schema", datafile.DataFileError)
+    try:
+        parsed = json.loads(text)
+    except RecursionError:
+        raise ChartRefused(f"{where}: nests deeper than JSON can be read: not a values schema") from None
+    except ValueError as exc:
+        raise ChartRefused(f"{where}: not JSON ({str(exc)[:100]}): a chart's values schema is a JSON Schema document") from None
+    if not isinstance(parsed, dict):
+        raise ChartRefused(f"{where}: is a JSON {type(parsed).__name__}, not an object: a values schema is one JSON object")
+    return data
 
 
 def from_archive(data: bytes, origin: str) -> dict[str, bytes]:

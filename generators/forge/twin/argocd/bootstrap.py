@@ -74,17 +74,19 @@ def _converged(status: dict) -> bool:
 
 def reason(name: str, status: dict) -> str:
     """Argo CD's own words for why an Application is not there: its conditions, the last
-    operation's message, the health message, the first unhealthy resource's message."""
+    operation's message, the health message, the first unhealthy resource's message (one that
+    exists before one that is Missing: the root's later waves are Missing while an earlier one
+    holds them). Resources' health is in the status with the controller's --persist-resource-health."""
     words = [f"{c.get('type')}: {c.get('message')}" for c in status.get("conditions") or []]
     op = status.get("operationState") or {}
     if op.get("message"):
         words.append(f"operation {op.get('phase')}: {op['message']}")
     health = status.get("health") or {}
-    for res in status.get("resources") or []:
-        h = res.get("health") or {}
-        if h.get("status") not in (None, "Healthy"):
-            words.append(f"{res.get('kind')}/{res.get('name')} {h.get('status')}: {h.get('message', '')}")
-            break
+    unhealthy = [r for r in status.get("resources") or [] if (r.get("health") or {}).get("status") not in (None, "Healthy")]
+    res = next((r for r in unhealthy if r["health"]["status"] != "Missing"), unhealthy[0] if unhealthy else None)
+    if res is not None:
+        message = res["health"].get("message")
+        words.append(f"{res.get('kind')}/{res.get('name')} {res['health']['status']}" + (f": {message}" if message else ""))
     sync = (status.get("sync") or {}).get("status")
     return f"{name}: sync {sync}, health {health.get('status')}" + ("; " + "; ".join(words) if words else "")
 

@@ -60,6 +60,10 @@ def start_components(links: dict[str, Path], kubeconfig: Path, redis_port: int, 
     procs.append(start("argocd-application-controller", [
         str(links["argocd-application-controller"]), *out, *common, "--repo-server", f"127.0.0.1:{repo}",
         "--repo-server-plaintext", "--metrics-port", str(m2), "--app-resync", "20",
+        # Each resource's health in the Application's status (v3 keeps it only in the resource tree in
+        # Redis): the box's report of an Application that is not Healthy names the resource and Argo
+        # CD's message for it (forge.twin.argocd.bootstrap.reason). A controller setting, not deployed.
+        "--persist-resource-health",
         "--status-processors", "4", "--operation-processors", "4"], logs, env))
     procs.append(start("argocd-server", [str(links["argocd-server"]), *out, *common, "--insecure",
                                          "--address", "127.0.0.1", "--port", str(api), "--metrics-address", "127.0.0.1",

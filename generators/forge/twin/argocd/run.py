@@ -9,7 +9,8 @@ import yaml
 
 from forge.argocd.bootstrap import BY_HAND
 from forge.files.paths import ARGOCD_DIR, CLUSTERS_DIR
-from forge.twin.argocd import bootstrap, components, served
+from forge.fleet import ClusterPlan
+from forge.twin.argocd import bootstrap, components, served, stand_ins
 from forge.twin.binaries import ensure_program
 from forge.twin.pins import argocd_crds_dir
 from forge.twin.processes import Process, stop_all
@@ -19,18 +20,28 @@ def root_application(root: Path, cluster: str) -> Path:
     return root / CLUSTERS_DIR / cluster / ARGOCD_DIR / BY_HAND[-1]
 
 
-def run(root: Path, cluster: str, kubeconfig: Path, upstream: Path, work: Path, timeout: float,
+def run(root: Path, plan: ClusterPlan, kubeconfig: Path, upstream: Path, work: Path, timeout: float,
         say: Callable[[str], None]) -> bootstrap.Progress:
+    cluster = plan.name
     started = time.monotonic()
     binary = ensure_program(root, "argocd-box", say)["argocd"]
     say(f"twin argocd: Argo CD ready ({time.monotonic() - started:.1f}s)")
     procs: list[Process] = []
     try:
-        redis, redis_port = served.redis(work / "logs")
+        redis, redis_port = served.redis(root, work / "logs")
         git, git_port = served.git_daemon(work / "git", work / "logs")
         procs += [redis, git]
         repo_url = yaml.safe_load(root_application(root, cluster).read_text(encoding="utf-8"))["spec"]["source"]["repoURL"]
-        rewrites = {repo_url: f"git://127.0.0.1:{git_port}/forge"}
+        upstream_sources = stand_ins.sources(root, cluster, repo_url)
+        site = stand_ins.build_charts(root, plan, upstream, upstream_sources, work)
+        for source in upstream_sources.git:
+            stand_ins.build_git(upstream, source, work / "git")
+        charts, upstream_sources.port = stand_ins.serve(site, work / "logs")
+        procs.append(charts)
+        say(f"twin argocd: stand-in charts ({len(upstream_sources.charts)}) and Git sources "
+            f"({len(upstream_sources.git)}) from the upstream data, served on 127.0.0.1:{upstream_sources.port} "
+            "(CRDs, values and schemas only: none of the charts' workloads; docs/twin.md)")
+        rewrites = {repo_url: f"git://127.0.0.1:{git_port}/forge", **upstream_sources.rewrites(git_port)}
         for line in served.served_tree(root, work / "git", cluster, rewrites):
             say(f"twin argocd: box-only rewrite: {line}")
         bootstrap.install(kubeconfig, argocd_crds_dir(root, upstream))

@@ -2,10 +2,14 @@
 the ring refs forge owns, and Redis, Argo CD's cache.
 
 The served repository is a copy of the working tree (tracked and untracked, not ignored files) with
-one box-only commit on top: every repoURL of forge's own repository in clusters/<cluster>/argocd/
-rewritten to the box's Git server. The rewrites are returned so the box's report lists them."""
+one box-only commit on top: in clusters/<cluster>/argocd/, every repoURL of forge's own repository
+rewritten to the box's Git server, and every upstream chart repository and Git source to the box's
+stand-ins (forge.twin.argocd.stand_ins; the OCI ones' repository Secrets also get
+`insecureOCIForceHttp`, the local registry being plain HTTP). The rewrites are returned so the box's
+report lists them."""
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -41,10 +45,10 @@ def served_tree(root: Path, dest: Path, cluster: str, rewrites: dict[str, str]) 
     changed = []
     for path in sorted((work / "clusters" / cluster / "argocd").rglob("*.yaml")):
         text = path.read_text(encoding="utf-8")
-        for old, new in rewrites.items():
+        for old, new in sorted(rewrites.items(), key=lambda kv: -len(kv[0])):  # a URL before any it starts with
             if old in text:
                 text = text.replace(old, new)
-                changed.append(f"{path.relative_to(work)}: {old} -> {new}")
+                changed.append(f"{path.relative_to(work)}: {_one_line(old)} -> {_one_line(new)}")
         path.write_text(text, encoding="utf-8")
     _git(work, "init", "-q", "-b", RING_REFS[0])
     _git(work, "add", "-A")
@@ -52,6 +56,10 @@ def served_tree(root: Path, dest: Path, cluster: str, rewrites: dict[str, str]) 
     for ref in RING_REFS[1:]:
         _git(work, "branch", ref)
     return changed
+
+
+def _one_line(text: str) -> str:
+    return "; ".join(line.strip() for line in text.strip().splitlines())
 
 
 def git_daemon(dest: Path, logs: Path) -> tuple[Process, int]:
@@ -66,9 +74,25 @@ def git_daemon(dest: Path, logs: Path) -> tuple[Process, int]:
     return proc, port
 
 
-def redis(logs: Path) -> tuple[Process, int]:
+def redis_server(root: Path) -> str:
+    """The redis-server on PATH, of the version ci/tools.json pins (`redis`), else what to install."""
+    pin = json.loads((root / "ci" / "tools.json").read_text(encoding="utf-8"))["redis"]
+    found = shutil.which("redis-server")
+    if found is None:
+        raise ForgeError(f"twin argocd: redis-server is not installed (Argo CD's cache): install Debian's "
+                         f"`{pin['debian_package']}` (apt-get install {pin['debian_package']}; ci/tools.json pins {pin['version']})")
+    said = subprocess.run([found, "--version"], capture_output=True, text=True, timeout=30).stdout
+    version = next((w[2:] for w in said.split() if w.startswith("v=")), "")
+    if version != pin["version"]:
+        raise ForgeError(f"twin argocd: {found} is redis {version or '(no version)'}, ci/tools.json pins {pin['version']}: "
+                         f"install Debian's `{pin['debian_package']}` of that version, or move the pin after checking Argo CD with it")
+    return found
+
+
+def redis(root: Path, logs: Path) -> tuple[Process, int]:
+    server = redis_server(root)
     port = free_ports(1)[0]
-    proc = start("redis", ["redis-server", "--bind", "127.0.0.1", "--port", str(port), "--save", "",
+    proc = start("redis", [server, "--bind", "127.0.0.1", "--port", str(port), "--save", "",
                            "--appendonly", "no", "--protected-mode", "yes"], logs)
     wait_until(lambda: _answers(port), proc, "serving Redis", 30)
     return proc, port
