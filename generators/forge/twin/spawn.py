@@ -28,6 +28,7 @@ from typing import Any
 
 from forge.components import jupyterhub
 from forge.errors import ForgeError
+from forge.facts.versions import chart_pin
 from forge.fleet import ClusterPlan
 from forge.twin.kube import Kube
 
@@ -35,8 +36,8 @@ HOME_MOUNT = "/home/jovyan"  # singleuser.storage.homeMountPath
 CAPACITY = "10Gi"  # singleuser.storage.capacity
 ACCESS_MODES = ["ReadWriteOnce"]  # singleuser.storage.dynamic.storageAccessModes
 UID, FS_GID = 1000, 100  # singleuser.uid, singleuser.fsGid
-IMAGE = "quay.io/jupyterhub/k8s-singleuser-sample:4.4.0"  # singleuser.image
-NETWORK_TOOLS = "quay.io/jupyterhub/k8s-network-tools:4.4.0"  # singleuser.networkTools.image
+# singleuser.image and singleuser.networkTools.image: the chart's own, tagged with its version
+IMAGE, NETWORK_TOOLS = "quay.io/jupyterhub/k8s-singleuser-sample", "quay.io/jupyterhub/k8s-network-tools"
 # scheduling.userPods.tolerations (the chart's dedicated user nodes)
 USER_POD_TOLERATIONS = [{"key": "hub.jupyter.org/dedicated", "operator": "Equal", "value": "user", "effect": "NoSchedule"},
                         {"key": "hub.jupyter.org_dedicated", "operator": "Equal", "value": "user", "effect": "NoSchedule"}]
@@ -97,7 +98,8 @@ class Spawner:
                         "storageClassName": single["storage"]["dynamic"]["storageClass"]}}
         requests = {"cpu": str(o["cpu_guarantee"]), "memory": _bytes(o["mem_guarantee"])}
         limits = {"cpu": str(o["cpu_limit"]), "memory": _bytes(o["mem_limit"]), **o.get("extra_resource_limits", {})}
-        container = {"name": "notebook", "image": IMAGE, "args": ["jupyterhub-singleuser"],
+        tag = chart_pin(jupyterhub.JupyterHub.name).version
+        container = {"name": "notebook", "image": f"{IMAGE}:{tag}", "args": ["jupyterhub-singleuser"],
                      "ports": [{"name": "notebook-port", "containerPort": jupyterhub.SERVER_PORT}],
                      "env": [{"name": k, "value": v} for k, v in sorted(spawner.get("environment", {}).items())],
                      **spawner.get("extra_container_config", {}),
@@ -110,7 +112,7 @@ class Spawner:
             "containers": [container], "tolerations": [*USER_POD_TOLERATIONS, *single.get("extraTolerations", [])],
             "volumes": [{"name": f"volume-{user}", "persistentVolumeClaim": {"claimName": claim}}]}
         if (single.get("cloudMetadata") or {}).get("blockWithIptables", True):  # the chart's default
-            spec["initContainers"] = [{"name": "block-cloud-metadata", "image": NETWORK_TOOLS,
+            spec["initContainers"] = [{"name": "block-cloud-metadata", "image": f"{NETWORK_TOOLS}:{tag}",
                                        "command": ["iptables", "--append", "OUTPUT", "--protocol", "tcp", "--destination",
                                                    "169.254.169.254", "--destination-port", "80", "--jump", "DROP"],
                                        "securityContext": {"privileged": True, "runAsUser": 0, "capabilities": {"add": ["NET_ADMIN"]}}}]

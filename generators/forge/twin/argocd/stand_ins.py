@@ -198,7 +198,8 @@ def write_chart(source: ChartSource, data: Path, crds: dict[str, list[Path]], de
     for schema in sorted((data / "subcharts").glob("*/values.schema.json")):  # only subcharts with a schema add a check
         sub = folder / "charts" / schema.parent.name
         (sub / "templates").mkdir(parents=True)
-        sub_meta = {"apiVersion": "v2", "name": schema.parent.name, "version": "0.0.0",
+        # the parent's pinned version: the subchart's own is not in the upstream data, and helm needs one
+        sub_meta = {"apiVersion": "v2", "name": schema.parent.name, "version": source.version,
                     "description": f"forge stand-in: the values and schema of {source.chart}'s subchart {schema.parent.name}"}
         (sub / "Chart.yaml").write_text(yaml.safe_dump(sub_meta, sort_keys=False), encoding="utf-8")
         shutil.copyfile(schema.parent / "values.yaml", sub / "values.yaml")
