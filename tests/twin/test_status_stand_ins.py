@@ -50,9 +50,11 @@ def health_script(stand_in: StandIn) -> str:
 
 def sample(stand_in: StandIn) -> dict:
     group = stand_in.api_version.split("/")[0]
+    specs = {"ExternalSecret": {"target": {"name": "flyte-db"}},
+             "NicClusterPolicy": {"ofedDriver": {"version": "x"}, "secondaryNetwork": {"multus": {"image": "m"}}}}
     return {"apiVersion": stand_in.api_version, "kind": stand_in.kind,
             "metadata": {"name": "forge", "namespace": "flyte", "generation": 2},
-            "spec": {"target": {"name": "flyte-db"}} if stand_in.kind == "ExternalSecret" else {"group": group}}
+            "spec": specs.get(stand_in.kind, {"group": group})}
 
 
 @pytest.mark.parametrize("stand_in", STAND_INS, ids=lambda s: s.kind)
@@ -71,6 +73,13 @@ def test_external_secret_status_names_its_target_as_the_operator_does():
     assert es.status(obj)["binding"] == {"name": "flyte-db"}
     obj["spec"] = {}
     assert es.status(obj)["binding"] == {"name": "forge"}
+
+
+def test_nic_cluster_policy_lists_the_states_its_spec_asks_for_as_ready():
+    nic = next(s for s in STAND_INS if s.kind == "NicClusterPolicy")
+    states = {a["name"]: a["state"] for a in nic.status(sample(nic))["appliedStates"]}
+    assert {n for n, s in states.items() if s == "ready"} == {"state-OFED", "state-multus-cni"}
+    assert set(states.values()) == {"ready", "ignore"}
 
 
 def test_every_stood_in_kind_is_listed_in_docs_twin():

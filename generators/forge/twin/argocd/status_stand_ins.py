@@ -50,6 +50,33 @@ def _external_secret_synced(obj: dict[str, Any]) -> dict[str, Any]:
             "binding": {"name": (spec.get("target") or {}).get("name") or meta["name"]}}
 
 
+# Network Operator 26.4.1: the NicClusterPolicy spec key -> the state that deploys it (pkg/state; the
+# names its status.appliedStates carries); a state whose key the spec lacks is "ignore".
+NIC_STATES = {
+    "ofedDriver": "state-OFED", "rdmaSharedDevicePlugin": "state-RDMA-device-plugin",
+    "sriovDevicePlugin": "state-SRIOV-device-plugin", "ibKubernetes": "state-ib-kubernetes",
+    "nvIpam": "state-nv-ipam-cni", "nicFeatureDiscovery": "state-nic-feature-discovery",
+    "docaTelemetryService": "state-doca-telemetry-service",
+    "nicConfigurationOperator": "state-nic-configuration-operator", "spectrumXOperator": "state-spectrum-x-operator",
+    "secondaryNetwork.multus": "state-multus-cni", "secondaryNetwork.cniPlugins": "state-container-networking-plugins",
+    "secondaryNetwork.ipoib": "state-ipoib-cni", "secondaryNetwork.ipamPlugin": "state-whereabouts-cni",
+}
+
+
+def _nic_policy_ready(obj: dict[str, Any]) -> dict[str, Any]:
+    """Network Operator 26.4.1 once every state its spec asks for is ready (the CRD's status: state,
+    appliedStates; no conditions in this version)."""
+    spec = obj.get("spec") or {}
+
+    def asked(key: str) -> bool:
+        head, _, rest = key.partition(".")
+        value = spec.get(head)
+        return value is not None and (not rest or (isinstance(value, dict) and value.get(rest) is not None))
+
+    return {"state": "ready", "appliedStates": [{"name": name, "state": "ready" if asked(key) else "ignore"}
+                                                for key, name in NIC_STATES.items()]}
+
+
 @dataclass(frozen=True)
 class StandIn:
     api_version: str
@@ -59,15 +86,18 @@ class StandIn:
     said: str  # the state written, in the operator's words
 
     def written(self, obj: dict[str, Any]) -> bool:
-        """The object already carries a Ready condition that is True (this stand-in's, or a real operator's)."""
-        return any(c.get("type") == "Ready" and c.get("status") == "True"
-                   for c in (obj.get("status") or {}).get("conditions") or [])
+        """The object already carries the well state (this stand-in's, or a real operator's): a Ready
+        condition that is True, or `state: ready`."""
+        status = obj.get("status") or {}
+        return status.get("state") == "ready" or any(c.get("type") == "Ready" and c.get("status") == "True"
+                                                     for c in status.get("conditions") or [])
 
 
 STAND_INS: tuple[StandIn, ...] = (
     StandIn("external-secrets.io/v1", "ClusterSecretStore", "External Secrets", _store_ready, "Ready"),
     StandIn("external-secrets.io/v1", "SecretStore", "External Secrets", _store_ready, "Ready"),
     StandIn("external-secrets.io/v1", "ExternalSecret", "External Secrets", _external_secret_synced, "Ready (secret synced)"),
+    StandIn("mellanox.com/v1alpha1", "NicClusterPolicy", "the Network Operator", _nic_policy_ready, "state ready"),
 )
 
 
