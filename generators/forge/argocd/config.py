@@ -214,8 +214,8 @@ def health_key(group: str, kind: str) -> str:
 # Argo CD runs a health check with Lua's base, table and a safe os library only (v3.6.2
 # util/lua/lua.go), unless argocd-cm's `resource.customizations.useOpenLibs.<group>_<kind>` is true.
 # ClusterPolicy's per-node check reads the operator's message (string.match, string.gmatch): without
-# the key, every ClusterPolicy's health is Unknown ("attempt to index a non-table object(nil)"), and a
-# wave waits on Unknown for ever.
+# the key, a ClusterPolicy that is notReady has no health but a Lua error ("attempt to index a
+# non-table object(nil)"), and its wave waits for ever.
 OPEN_LIBS: frozenset[tuple[str, str]] = frozenset({("nvidia.com", "ClusterPolicy")})
 
 
