@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from forge.argocd.config import health_checks, health_key
+from forge.errors import ForgeError
 from forge.twin.argocd.status_stand_ins import STAND_INS, StandIn, StatusWriter
 from forge.twin.kube import ApiError
 from tests.argocd.test_bootstrap import run_health
@@ -105,7 +106,18 @@ class FakeKube:
 
     def request(self, method, path, body=None, content_type="", query=None, timeout=60):
         self.patches.append((method, path, body, content_type))
+        if self.refuse:
+            raise ApiError(422, {"message": "status.conditions[0].type: Unsupported value"})
         return {}
+
+    refuse = False
+
+
+def test_a_status_the_server_refuses_is_one_line_naming_the_object():
+    kube = FakeKube({"ClusterSecretStore": [{"metadata": {"name": "forge"}, "spec": {}}]})
+    kube.refuse = True
+    with pytest.raises(ForgeError, match=r"ClusterSecretStore/forge refused .*Unsupported value"):
+        StatusWriter(kube, print)()  # type: ignore[arg-type]
 
 
 def test_the_writer_patches_only_the_status_subresource_and_says_each_kind_once():

@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 import yaml
 
+from forge.errors import ForgeError
 from forge.twin.kube import ApiError, Kube
 
 Say = Callable[[str], None]
@@ -134,7 +135,8 @@ class StatusWriter:
         except ApiError as exc:
             if exc.status in (404, 409):
                 return  # gone, or changed since listed: the next poll sees it
-            raise
+            raise ForgeError(f"twin argocd: box-only status of {stand_in.kind}/{meta['name']} refused by the "
+                             f"box's API server: {exc.message}") from None
         if stand_in.kind not in self.said:
             self.said.add(stand_in.kind)
             self.say(f"twin argocd: box-only: status of {stand_in.kind}/{meta['name']} written as "
