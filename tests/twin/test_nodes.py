@@ -127,18 +127,24 @@ class KwokRacingApiServer:
         return list(self.nodes.values())
 
 
-def test_kwok_keeps_the_resources_of_every_pool_node_of_the_burst_cluster(clusters):
+def test_kwok_keeps_the_resources_of_every_node_the_box_registers(clusters):
     # The 100-node burst job fitted only 99 nodes: one pool node stood with kwok's 1Ti of memory,
     # created bare and given its status by a second request that kwok's own status write overtook.
-    cluster = clusters["h200-burst"]
-    pools = {o["metadata"]["name"]: o for o in generated_dir("overlays/h200-burst/karpenter", "nodepool-")}
-    nodes, _ = node_objects(cluster, [], "v1.34.4", [], pools)
+    nodes, _ = node_objects(clusters["h200"], [], "v1.34.4", [])
     server = KwokRacingApiServer()
     register_nodes(server, copy.deepcopy(nodes))
     standing = server.kwok_initializes()
     assert nodes_not_as_made(nodes, standing) == []
-    pool = [n for n in standing if n["metadata"]["labels"].get("karpenter.sh/nodepool") == "h200-reserved"]
-    assert len(pool) == 100 and all(n["status"]["allocatable"]["memory"] == "2048Gi" for n in pool)
+    gpu = [n for n in standing if n["status"]["allocatable"].get("nvidia.com/gpu")]
+    assert len(gpu) >= 16 and all(n["status"]["allocatable"]["memory"] != "1Ti" for n in gpu)
+
+
+def test_a_cloud_clusters_box_makes_only_its_system_pools_nodes(clusters):
+    # Issue 32: the box made every node a pool may make (116 p5e, 10 m7i) before any scenario, so
+    # a job found its nodes standing; Karpenter makes those now, for pods that wait for them.
+    nodes, findings = node_objects(clusters["h200-burst"], [], "v1.34.4", [])
+    assert [n["metadata"]["name"] for n in nodes] == ["system-001", "system-002", "system-003"] and findings == []
+    assert all("karpenter.sh/nodepool" not in n["metadata"]["labels"] for n in nodes)
 
 
 def test_a_node_standing_with_other_resources_than_the_box_gave_it_is_named():

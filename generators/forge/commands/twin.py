@@ -4,8 +4,8 @@
     forge twin apply CLUSTER       sync every Application into it as Argo CD would; list refusals
     forge twin run CLUSTER [S...]  apply, then run the cluster's scenarios (all, or those named)
     forge twin upgrade CLUSTER --base REF   apply REF's output, then the working tree's over it
-    forge twin karpenter CLUSTER   start Karpenter (kwok provider) in the box that is up: a pending
-                                   pod of a pool makes a node, and the node goes with the pod
+    forge twin karpenter CLUSTER   a cloud cluster's box that is up runs Karpenter (kwok provider):
+                                   a pending pod of a pool makes a node, and the node goes with the pod
     forge twin argocd CLUSTER      the real Argo CD (optional build) converges the box that is up
                                    from a git daemon of the working tree, as docs/bootstrap.md says
     forge twin down [CLUSTER]      stop a box (all of them without CLUSTER)
@@ -124,6 +124,8 @@ def _print_sync(report: SyncReport, state: BoxState) -> bool:
         click.echo(f"refused by nfd-master: {line}")
     for aside in report.set_aside:
         click.echo(f"set aside: {aside}")
+    for changed in report.box_only:
+        click.echo(f"box-only: {changed}")
     for refusal in report.refused:
         click.echo(f"refused: {refusal}")
     if report.already:
@@ -267,8 +269,9 @@ def upgrade(root: Path, cluster: str, ref: str, upstream: Path | None) -> None:
 @no_render_option
 @user_errors
 def karpenter(root: Path, cluster: str, pool: str, upstream: Path | None, no_render: bool) -> None:
-    """Run the real Karpenter (its kwok provider) against CLUSTER's box that is up (`forge twin up`):
-    a pod that only POOL takes makes a NodeClaim and a Ready node, removed after the pod is deleted."""
+    """Check the real Karpenter (its kwok provider) that CLUSTER's box runs (`forge twin up`, a
+    cloud cluster): a pod that only POOL takes makes a NodeClaim and a Ready node, removed after
+    the pod is deleted. The cluster's NodePools are synced first, as `forge twin apply` syncs them."""
     from forge.twin import karpenter as kp
 
     upstream = _need_upstream(upstream)
@@ -280,15 +283,19 @@ def karpenter(root: Path, cluster: str, pool: str, upstream: Path | None, no_ren
         _render(root)
     apps = applications(root, plan, upstream, None)
     obj = kp.rendered_pool(apps, pool)
+    if not state.karpenter:
+        raise ForgeError(f"the box of {cluster} runs no Karpenter: it was started before the box ran it; "
+                         f"`forge twin down {cluster}` and `forge twin up {cluster}` again")
     gpus = next((p.instance.gpu_count for p in plan.cluster.pools if p.name == pool), 0)
     pki = Pki(state_folder(root, cluster) / "pki")
     kube = connect(state.server, pki.token(), pki.ca)
-    running = kp.start_karpenter(root, plan, kube, state_folder(root, cluster), int(state.server.rpartition(":")[2]),
-                                 apps, say)
     try:
+        app = kp.karpenter_app(apps)
+        assert app is not None  # rendered_pool found the pool in it
+        if not _print_sync(_syncer(kube, state, plan).sync([app]), state):
+            sys.exit(EXIT_FOUND)
         made = kp.burst(kube, obj, gpus, say)
     finally:
-        running.close()
         kube.close()
     click.echo(f"karpenter {cluster}/{pool}: node made {made.made_seconds:.1f}s after the pod, "
                f"removed {made.removed_seconds:.1f}s after it was deleted")

@@ -389,8 +389,8 @@ POOL_ROLES = {"system": ("system",), "gpu": ("gpu",), "cpu": ()}
 
 
 def pool_nodes(pool: NodePool) -> list[NodeModel]:
-    """One NodeModel per node the pool may make (max_count): quotas, the largest admissible job
-    and the fleet in a box's nodes all follow the pool's maximum."""
+    """One NodeModel per node the pool may make (max_count): quotas and the largest admissible job
+    follow the pool's maximum (the fleet in a box makes only the system pool's; Karpenter the rest)."""
     model = pool_model(pool)
     profile = instance_profile(model.instance)
     width = max(3, len(str(pool.max_count)))

@@ -3,9 +3,12 @@ etcd's data, state.json), its processes, and the order they start in:
 
 1. the programs, built or found in the cache (forge.twin.binaries);
 2. etcd and kube-apiserver; then kube-controller-manager, kube-scheduler and kwok;
-3. the inventory's Node objects (forge.twin.nodes), Ready once kwok takes them;
+3. the inventory's Node objects (forge.twin.nodes), Ready once kwok takes them: on a cloud
+   cluster only the system pool's (its managed node group);
 4. the Namespaces and CRDs the box's controllers need, from their Applications, applied as
-   Argo CD would (forge.twin.sync); then Kueue and the training-operator.
+   Argo CD would (forge.twin.sync); then Kueue and the training-operator;
+5. on a cloud cluster, Karpenter with its kwok provider (forge.twin.karpenter), which makes the
+   other pools' nodes for pending pods and removes them once empty.
 `forge twin apply` then syncs every Application. The box ends with the process that owns it: the
 `forge twin` command itself, or, after `forge twin up`, a detached supervisor that `forge twin
 down` stops (forge.twin.supervise).
@@ -28,6 +31,7 @@ from forge.fleet import ClusterPlan
 from forge.twin.binaries import ensure_binaries
 from forge.twin.controllers import Controllers
 from forge.twin.controlplane import ControlPlane, Ports
+from forge.twin.karpenter import PROGRAM as KARPENTER_PROGRAM, Karpenter, karpenter_app, start_karpenter
 from forge.twin.kube import Kube, connect
 from forge.twin.nodes import node_objects
 from forge.twin.pins import box_pins
@@ -55,6 +59,7 @@ class BoxState:
     nfd_findings: list[str] = field(default_factory=list)
     ready: bool = False
     error: str = ""
+    karpenter: bool = False  # Karpenter runs in the box (a cloud cluster's): NodePools are applied rewritten
     # CRD name -> digest of what `up` applied, for this process's first sync only (never saved:
     # another process cannot know that nothing changed them since).
     start_crds: dict[str, str] = field(default_factory=dict)
@@ -79,7 +84,7 @@ def box_syncer(kube: Kube, state: "BoxState", plan: ClusterPlan, say: Callable[[
     and only what the cluster serves accepted (`forge bench` times the same apply `forge twin run` does).
     The first one made after `up` takes the CRDs `up` applied (later ones cannot know them unchanged)."""
     start, state.start_crds = state.start_crds, {}
-    return Syncer(kube, Controllers.wiring_for(state.kueue_webhook_port), say, plan.cluster.served, start)
+    return Syncer(kube, Controllers.wiring_for(state.kueue_webhook_port, state.karpenter), say, plan.cluster.served, start)
 
 
 def state_folder(root: Path, cluster: str) -> Path:
@@ -126,6 +131,7 @@ class Box:
         self.state = state_folder(self.root, plan.name)
         self.control: ControlPlane | None = None
         self.controllers: Controllers | None = None
+        self.karpenter: Karpenter | None = None
         self.info: BoxState | None = None
 
     def _stage(self, what: str, started: float) -> None:
@@ -147,8 +153,8 @@ class Box:
         self.control.start_controllers()
         self._stage("kube-controller-manager, kube-scheduler and kwok ready", started)
         kube = connect(self.control.server, pki.token(), pki.ca)
-        findings = self._nodes(kube, apps, pins.kubernetes.version)
-        self._stage(f"{len(self.plan.cluster.nodes)} nodes Ready", started)
+        made, findings = self._nodes(kube, apps, pins.kubernetes.version)
+        self._stage(f"{made} nodes Ready", started)
         self.controllers = Controllers(self.root, self.state, binaries, pki, self.control.ports.apiserver)
         prerequisites = ("Namespace", "CustomResourceDefinition")
         syncer = Syncer(kube, self.controllers.wiring(), lambda line: None)
@@ -171,18 +177,23 @@ class Box:
             self._stage(f"training-operator {pins.program('training-operator').version} ready", started)
         early.join()
         self._stage(f"{len(rest.crds_applied)} more CRDs applied meanwhile", started)
-        procs = self.control.procs + self.controllers.procs
+        cloud = karpenter_app(list(apps.values()))
+        if cloud is not None:
+            self.karpenter = start_karpenter(self.root, self.plan.cluster, cloud, kube, self.state,
+                                             self.control.ports.apiserver, self.say)
+            self._stage(f"Karpenter {pins.program(KARPENTER_PROGRAM).version} ready", started)
+        procs = self.control.procs + self.controllers.procs + (self.karpenter.procs if self.karpenter else [])
         self.info = BoxState(self.plan.name, self.control.server, str(self.control.kubeconfig), os.getpid(),
                              {p.name: p.pid for p in procs}, self.controllers.kueue_webhook_port, findings, ready=True,
+                             karpenter=self.karpenter is not None,
                              start_crds={**syncer.crds_applied, **rest.crds_applied})
         self.info.save(self.state)
         kube.close()
         return self.info
 
-    def _nodes(self, kube: Kube, apps: dict[str, Application], version: str) -> list[str]:
+    def _nodes(self, kube: Kube, apps: dict[str, Application], version: str) -> tuple[int, list[str]]:
         rules = [(i.obj, i.where) for a in apps.values() for i in a.items if i.obj.get("kind") == "NodeFeatureRule"]
-        pools = {i.obj["metadata"]["name"]: i.obj for a in apps.values() for i in a.items if i.obj.get("kind") == "NodePool"}
-        nodes, findings = node_objects(self.plan.cluster, rules, version, self.plan.components, pools)
+        nodes, findings = node_objects(self.plan.cluster, rules, version, self.plan.components)
         register_nodes(kube, nodes)
         deadline = time.monotonic() + NODES_READY_TIMEOUT
         while True:
@@ -193,7 +204,7 @@ class Box:
                 if wrong:
                     raise ForgeError(f"twin: {len(wrong)} node(s) Ready without the resources the box gave them: "
                                      f"{'; '.join(wrong[:5])} (see {self.state / 'logs' / 'kwok.log'})")
-                return findings
+                return len(nodes), findings
             if time.monotonic() > deadline:
                 raise ForgeError(f"twin: {len(ready)} of {len(nodes)} nodes Ready after {NODES_READY_TIMEOUT:.0f}s: "
                                  f"kwok does not take them (see {self.state / 'logs' / 'kwok.log'})")
@@ -201,6 +212,8 @@ class Box:
 
     def down(self) -> None:
         """Stop every process, newest first (the controllers before the API server they call)."""
+        if self.karpenter:
+            self.karpenter.close()
         started_in_order = (self.control.procs if self.control else []) + (self.controllers.procs if self.controllers else [])
         stop_all(started_in_order)
         if self.controllers:

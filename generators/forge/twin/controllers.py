@@ -177,11 +177,11 @@ class Controllers:
         wait_until(lambda: _http_ok(f"http://127.0.0.1:{health}/readyz"), proc, "ready", READY_TIMEOUT)
         wait_until(lambda: _ca_injected(kube), proc, "serving its webhooks (CA bundle injected)", READY_TIMEOUT)
 
-    def wiring(self) -> Wiring:
-        return self.wiring_for(self.kueue_webhook_port)
+    def wiring(self, karpenter: bool = False) -> Wiring:
+        return self.wiring_for(self.kueue_webhook_port, karpenter)
 
     @staticmethod
-    def wiring_for(kueue_webhook_port: int) -> Wiring:
+    def wiring_for(kueue_webhook_port: int, karpenter: bool = False) -> Wiring:
         """How forge's objects meet this box's controllers (see the module's docstring)."""
         replaced = {("Service", KUEUE_NAMESPACE, KUEUE_WEBHOOK_SERVICE): "the box's ExternalName to its Kueue process",
                     ("Service", TO_NAMESPACE, TO_SERVICE): "the box's ExternalName to its training-operator process",
@@ -189,7 +189,7 @@ class Controllers:
         replaced |= {(k, "", f"kueue-{n}"): "wired to the box's Kueue process"
                      for k, n in (("MutatingWebhookConfiguration", "mutating-webhook-configuration"),
                                   ("ValidatingWebhookConfiguration", "validating-webhook-configuration"))}
-        return Wiring({(KUEUE_NAMESPACE, KUEUE_WEBHOOK_SERVICE): kueue_webhook_port}, replaced)
+        return Wiring({(KUEUE_NAMESPACE, KUEUE_WEBHOOK_SERVICE): kueue_webhook_port}, replaced, karpenter)
 
     # ---- training-operator ------------------------------------------------------------------------
 

@@ -1,22 +1,26 @@
 """Karpenter in the box: the real Karpenter core (ci/tools.json twin.karpenter-box) with its kwok
-cloud provider makes and removes a cloud cluster's nodes from forge's rendered NodePools.
+cloud provider makes and removes a cloud cluster's nodes from forge's rendered NodePools. A cloud
+cluster's box starts it after Kueue (forge.twin.box), a process of the box like the others, and
+makes only the system pool's nodes (forge.twin.nodes): every other node is Karpenter's.
 
 The provider launches no instance: a NodeClaim becomes a Node object annotated
 `kwok.x-k8s.io/node: fake`, which the box's kwok takes and keeps Ready (forge.twin.controlplane),
 and deleting the NodeClaim deletes the Node. What it offers is a list of instance types, written
 here from forge's hardware catalogue (generators/forge/facts/catalogue/hardware.yaml) into the box's
 folder: for each instance type a Karpenter pool of the cluster uses, its CPUs, memory, pods,
-GPUs and EFA interfaces, and an offering per capacity type those pools ask for (spot, on-demand;
-`reserved` is not offered: the provider knows no capacity reservations), in one zone of the
+GPUs and EFA interfaces, and an offering per capacity type those pools ask for, in one zone of the
 cluster's region, at the catalogue's on-demand price (0 where it has none: spot prices, p5e).
 
-Box-only rewrites, each said as it is made:
+Box-only rewrites, each said as it is made (the box's sync applies the NodePools rewritten,
+forge.twin.sync.Wiring, and lists each change):
 - NodePools point to a KWOKNodeClass of the same name instead of their EC2NodeClass (the provider
-  serves only KWOKNodeClass, and nodeClassRef's group and kind are immutable: each NodePool is
-  deleted and created again);
+  serves only KWOKNodeClass, and nodeClassRef's group and kind are immutable, so the sync must
+  apply them so from the first);
 - `consolidateAfter` is CONSOLIDATE_AFTER, so that an empty node goes in seconds, not 10-30 min;
-- the nodes the box made for the pools (forge.twin.nodes, one per node a pool may have) are
-  deleted: Karpenter makes the pools' nodes from here on. The system pool's stay.
+- a pool of capacity type `reserved` asks `on-demand` instead: the kwok provider knows no capacity
+  reservations (its main package sets no reservation-ID label, which Karpenter's reserved offerings
+  need), so on-demand offerings of the same instance type stand for the reservation, within the
+  pool's own limits and weight.
 
 Karpenter binds its health and metrics servers to every interface (":8081"): it runs in the
 box's jail (forge.twin.jail), its own network namespace, and reaches the API server through a
@@ -38,7 +42,6 @@ from typing import Any, Callable
 import yaml
 
 from forge.errors import ForgeError
-from forge.fleet import ClusterPlan
 from forge.model.cluster import ClusterModel
 from forge.twin.binaries import ensure_program
 from forge.twin.controlplane import kubeconfig_text
@@ -58,6 +61,11 @@ HEALTH_PORT = 8081  # inside the jail (Karpenter's default)
 READY_TIMEOUT = 120.0
 EXTENDED = {"gpu_count": "nvidia.com/gpu", "efa_interfaces": "vpc.amazonaws.com/efa"}
 DEFAULT_PODS = 110  # the kwok provider's own default, where the catalogue has no max_pods
+CAPACITY_TYPE = "karpenter.sh/capacity-type"
+NODECLAIM = ("karpenter.sh/v1", "NodeClaim")
+HEARTBEAT_SECONDS = 10
+# box only: the capacity type the box offers for one a pool asks (the module's docstring)
+BOX_CAPACITY_TYPE = {"reserved": "on-demand"}
 
 
 def zone(cluster: ClusterModel) -> str:
@@ -72,7 +80,8 @@ def instance_types(cluster: ClusterModel) -> list[dict[str, Any]]:
     asked: dict[str, tuple[Any, set[str]]] = {}
     for pool in cluster.pools:
         if pool.karpenter:
-            asked.setdefault(pool.instance.key, (pool.instance, set()))[1].add(pool.capacity_type)
+            offered = BOX_CAPACITY_TYPE.get(pool.capacity_type, pool.capacity_type)
+            asked.setdefault(pool.instance.key, (pool.instance, set()))[1].add(offered)
     out = []
     for key, (inst, capacity_types) in sorted(asked.items()):
         resources = {"cpu": str(inst.cpu_threads), "memory": f"{inst.memory_gib}Gi",
@@ -82,7 +91,7 @@ def instance_types(cluster: ClusterModel) -> list[dict[str, Any]]:
                       "Available": True,
                       "Requirements": [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": [ct]},
                                        {"key": "topology.kubernetes.io/zone", "operator": "In", "values": [zone(cluster)]}]}
-                     for ct in sorted(capacity_types - {"reserved"})]
+                     for ct in sorted(capacity_types)]
         if offerings:
             out.append({"name": key, "offerings": offerings, "architecture": "amd64",
                         "operatingSystems": ["linux"], "resources": resources})
@@ -96,14 +105,23 @@ def write_instance_types(cluster: ClusterModel, folder: Path) -> Path:
     return path
 
 
-def box_node_pool(obj: dict[str, Any]) -> dict[str, Any]:
-    """A rendered NodePool as the box applies it (the module's docstring)."""
+def box_node_pool(obj: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """A rendered NodePool as the box applies it (the module's docstring), and what was changed."""
     pool = copy.deepcopy(obj)
-    pool["metadata"] = {"name": obj["metadata"]["name"], "labels": (obj["metadata"].get("labels") or {})}
-    ref = pool["spec"]["template"]["spec"]["nodeClassRef"]
-    pool["spec"]["template"]["spec"]["nodeClassRef"] = {"group": KWOK_GROUP, "kind": KWOK_KIND, "name": ref["name"]}
+    spec = pool["spec"]["template"]["spec"]
+    ref = spec["nodeClassRef"]
+    spec["nodeClassRef"] = {"group": KWOK_GROUP, "kind": KWOK_KIND, "name": ref["name"]}
+    changes = [f"nodeClassRef {ref.get('kind')} -> {KWOK_KIND} {ref['name']}"]
+    before = (obj["spec"].get("disruption") or {}).get("consolidateAfter")
     pool["spec"].setdefault("disruption", {})["consolidateAfter"] = CONSOLIDATE_AFTER
-    return pool
+    changes.append(f"consolidateAfter {before} -> {CONSOLIDATE_AFTER}")
+    for req in spec.get("requirements") or []:
+        if req.get("key") == CAPACITY_TYPE and set(req.get("values") or []) & set(BOX_CAPACITY_TYPE):
+            was = list(req["values"])
+            req["values"] = sorted({BOX_CAPACITY_TYPE.get(v, v) for v in was})
+            changes.append(f"capacity-type {','.join(was)} -> {','.join(req['values'])} (the kwok provider "
+                           "knows no capacity reservations)")
+    return pool, "; ".join(changes)
 
 
 def _established(kube: Kube, api_version: str, kind: str, timeout: float = 60.0) -> None:
@@ -121,8 +139,7 @@ class Karpenter:
 
     procs: list[Process] = field(default_factory=list)
     relays: list[TcpToUnix | UnixToTcp] = field(default_factory=list)
-    pools: list[str] = field(default_factory=list)
-    removed_nodes: int = 0
+    pools: list[str] = field(default_factory=list)  # the NodePools Karpenter makes nodes for
 
     def close(self) -> None:
         stop_all(self.procs)
@@ -134,69 +151,45 @@ class Karpenter:
         self.procs, self.relays = [], []
 
 
-def _karpenter_app(apps: list[Application]) -> Application:
-    found = [a for a in apps if a.component == "karpenter"]
-    if not found:
-        raise ForgeError("twin karpenter: the cluster has no karpenter component (a cloud cluster's): nothing to run")
-    return found[0]
+def karpenter_app(apps: list[Application]) -> Application | None:
+    """The cluster's karpenter Application (a cloud cluster's), else None."""
+    return next((a for a in apps if a.component == "karpenter"), None)
 
 
-def prepare(kube: Kube, app: Application, crds: Path, say: Say) -> list[str]:
-    """Karpenter's CRDs and the KWOKNodeClass CRD, a KWOKNodeClass per EC2NodeClass, and the
-    box's NodePools; returns the NodePools' names."""
-    for item in app.items:
+def prepare(kube: Kube, app: Application, crds: Path) -> list[str]:
+    """Karpenter's CRDs, the KWOKNodeClass CRD and a KWOKNodeClass per EC2NodeClass the NodePools
+    name; returns those classes' names. The NodePools come with the box's sync, rewritten."""
+    for item in app.items:  # as the sync applies them (the box's start applied them already: the same)
         if item.obj.get("kind") == "CustomResourceDefinition":
-            kube.apply(item.obj, manager="forge-twin")
+            kube.apply(item.obj)
     for path in sorted(crds.glob("*.yaml")):
         kube.apply(yaml.safe_load(path.read_text(encoding="utf-8")), manager="forge-twin")
     _established(kube, f"{KWOK_GROUP}/{KWOK_VERSION}", KWOK_KIND)
     _established(kube, "karpenter.sh/v1", "NodePool")
     kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}, manager="forge-twin")
     pools = [i.obj for i in app.items if i.obj.get("kind") == "NodePool"]
-    for name in sorted({p["spec"]["template"]["spec"]["nodeClassRef"]["name"] for p in pools}):
+    classes = sorted({p["spec"]["template"]["spec"]["nodeClassRef"]["name"] for p in pools})
+    for name in classes:
         # Ready as soon as created: the CRD defaults its status to a Ready condition (on AWS the
         # EC2NodeClass controller sets Ready once subnets, security groups, AMI and role resolve).
         kube.apply({"apiVersion": f"{KWOK_GROUP}/{KWOK_VERSION}", "kind": KWOK_KIND, "metadata": {"name": name},
                     "spec": {}}, manager="forge-twin")
-    for obj in pools:
-        name = obj["metadata"]["name"]
-        kube.delete("karpenter.sh/v1", "NodePool", name)  # nodeClassRef's group and kind are immutable
-        deadline = time.monotonic() + 60
-        while kube.get("karpenter.sh/v1", "NodePool", name) is not None:
-            if time.monotonic() > deadline:
-                raise ForgeError(f"twin karpenter: NodePool {name} was not deleted after 60s")
-            time.sleep(0.2)
-        pool = box_node_pool(obj)
-        kube.create({"apiVersion": "karpenter.sh/v1", "kind": "NodePool", **pool})
-        before = obj["spec"].get("disruption", {}).get("consolidateAfter")
-        say(f"twin karpenter: box-only: NodePool {name}: nodeClassRef EC2NodeClass -> {KWOK_KIND} {name}; "
-            f"consolidateAfter {before} -> {CONSOLIDATE_AFTER}")
-    return sorted(p["metadata"]["name"] for p in pools)
+    return classes
 
 
-def hand_over_nodes(kube: Kube, pools: list[str], say: Say) -> int:
-    """Delete the nodes the box made for Karpenter's pools (forge.twin.nodes): Karpenter makes them now."""
-    made = [n for n in kube.list("v1", "Node", selector=f"karpenter.sh/nodepool in ({','.join(pools)})")
-            if not (n["spec"].get("providerID") or "").startswith("kwok://")]
-    for node in made:
-        kube.delete("v1", "Node", node["metadata"]["name"])
-    say(f"twin karpenter: box-only: {len(made)} node(s) the box made for pools {', '.join(pools)} deleted: "
-        "Karpenter makes those pools' nodes")
-    return len(made)
-
-
-def start_karpenter(root: Path, plan: ClusterPlan, kube: Kube, state: Path, server_port: int,
-                    upstream_apps: list[Application], say: Say) -> Karpenter:
-    """Build (once) and start Karpenter against the cluster's box that is up (state: its folder)."""
+def start_karpenter(root: Path, cluster: ClusterModel, app: Application, kube: Kube, state: Path, server_port: int,
+                    say: Say) -> Karpenter:
+    """Build (once) and start Karpenter in a cloud cluster's box (state: its folder)."""
     started = time.monotonic()
     binary = ensure_program(root, PROGRAM, say)[BINARY]
-    say(f"twin karpenter: Karpenter ready to start ({time.monotonic() - started:.1f}s)")
     work = state / "karpenter"
-    types = write_instance_types(plan.cluster, work)
+    types = write_instance_types(cluster, work)
     running = Karpenter()
     try:
-        running.pools = prepare(kube, _karpenter_app(upstream_apps), binary.parent / "data" / "kwok" / "apis" / "crds", say)
-        running.removed_nodes = hand_over_nodes(kube, running.pools, say)
+        running.pools = sorted(i.obj["metadata"]["name"] for i in app.items if i.obj.get("kind") == "NodePool")
+        classes = prepare(kube, app, binary.parent / "data" / "kwok" / "apis" / "crds")
+        say(f"twin karpenter: box-only: {KWOK_KIND} {', '.join(classes)} (the kwok provider serves no EC2NodeClass); "
+            f"the box makes no node of pools {', '.join(running.pools)}: Karpenter makes them")
         unshare = shutil.which("unshare")
         if unshare is None:
             raise ForgeError("twin karpenter: Karpenter listens on every interface and runs in its own network "
@@ -318,7 +311,32 @@ def burst(kube: Kube, pool: dict[str, Any], gpus: int, say: Say, timeout: float 
 
 
 def rendered_pool(apps: list[Application], name: str) -> dict[str, Any]:
-    for item in _karpenter_app(apps).items:
+    app = karpenter_app(apps)
+    if app is None:
+        raise ForgeError("twin karpenter: the cluster has no karpenter component (a cloud cluster's): nothing to run")
+    for item in app.items:
         if item.obj.get("kind") == "NodePool" and item.obj["metadata"]["name"] == name:
             return item.obj
     raise ForgeError(f"twin karpenter: no NodePool {name} in the rendered output")
+
+
+def nodes_removed(kube: Kube, started: float, seconds: float, say: Say) -> tuple[str, bool]:
+    """After a scenario's cleanup (begun at `started`, time.monotonic()): wait until Karpenter has
+    removed every node it made (no NodeClaim, no Node of a NodePool); (what it did, for the
+    scenario's outcome, '' if it made none; whether they went within `seconds`)."""
+    made = len(kube.list(*NODECLAIM))
+    said = time.monotonic()
+    while True:
+        claims = kube.list(*NODECLAIM)
+        nodes = kube.list("v1", "Node", selector="karpenter.sh/nodepool")
+        now = time.monotonic()
+        if not claims and not nodes:
+            return (f"cleanup: {made} Karpenter nodes, the last removed {now - started:.1f}s after the scenario's "
+                    "jobs were deleted" if made else ""), True
+        if now - started > seconds:
+            return (f"cleanup: {len(claims)} NodeClaims and {len(nodes)} Karpenter nodes (of {made}) still there "
+                    f"{seconds:.0f}s after the scenario's jobs were deleted"), False
+        if now - said >= HEARTBEAT_SECONDS:
+            said = now
+            say(f"twin run: waiting {now - started:.0f}s for Karpenter to remove {len(claims)} NodeClaims")
+        time.sleep(2.0)

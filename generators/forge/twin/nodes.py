@@ -9,10 +9,10 @@ leave them, with the allocatable the device plugins would advertise.
 - GPU nodes also get what GPU Feature Discovery and the GPU Operator set (`nvidia.com/gpu.*`,
   `nvidia.com/mig.strategy`, `nvidia.com/mig.config.state=success`: the layout applied).
 - Control-plane nodes get the role label and the NoSchedule taint kubeadm sets.
-- A cloud pool's nodes (one per node up to the pool's max_count: the box stands for Karpenter's
-  capacity at its maximum) get what Karpenter puts on the nodes it makes: the rendered NodePool's
-  template labels and taints, karpenter.sh/nodepool, karpenter.sh/capacity-type and the instance
-  type; the system pool's nodes (the managed node group) the labels the inventory asks it to carry.
+- On a cloud cluster only the system pool's nodes (the managed node group, up to its max_count)
+  are made, with the labels the inventory asks it to carry: the nodes of Karpenter's pools are
+  made by the real Karpenter in the box (forge.twin.karpenter) when pods wait for them, from the
+  rendered NodePools, as on EKS.
 - Allocatable is forge.model.capacity's per-node figure (threads, GiB, whole GPUs, each MIG profile,
   each RDMA resource): the same numbers the queues were sized from. Pods: the kubelet's 110.
 """
@@ -133,25 +133,18 @@ def node_features(cluster: ClusterModel, node: NodeModel, components: Iterable[C
     return out
 
 
-def karpenter_results(node: NodeModel, node_pools: dict[str, dict[str, Any]]) -> tuple[dict[str, str], list[dict[str, str]]]:
-    """The labels and taints of a cloud pool's node, as Karpenter (or the managed node group) sets them."""
-    assert node.pool is not None
+def system_pool_results(node: NodeModel) -> tuple[dict[str, str], list[dict[str, str]]]:
+    """The labels and taints of a system pool's node, as the managed node group sets them."""
+    assert node.pool is not None and not node.pool.karpenter
     made = {"node.kubernetes.io/instance-type": node.pool.instance.key, "karpenter.sh/capacity-type": node.pool.capacity_type}
-    if not node.pool.karpenter:
-        return {**node.labels, **made}, [dict(t.model_dump(exclude_defaults=True)) for t in node.taints]
-    obj = node_pools.get(node.pool.name)
-    if obj is None:
-        raise ForgeError(f"twin: node {node.name} is of pool {node.pool.name}, which has no NodePool in the rendered output")
-    template = obj["spec"]["template"]
-    labels = {**(template.get("metadata") or {}).get("labels", {}), **made, "karpenter.sh/nodepool": node.pool.name}
-    return labels, [dict(t) for t in template["spec"].get("taints") or []]
+    return {**node.labels, **made}, [dict(t.model_dump(exclude_defaults=True)) for t in node.taints]
 
 
 def node_object(cluster: ClusterModel, node: NodeModel, rules: list[tuple[dict[str, Any], str]], version: str,
                 findings: list[str], components: Iterable[Component] = (), known: frozenset[str] = frozenset(),
-                node_pools: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+                ) -> dict[str, Any]:
     if node.pool is not None:
-        labels, taints = karpenter_results(node, node_pools or {})
+        labels, taints = system_pool_results(node)
     else:
         labels, taints, found = nfd_results(rules, node.name, node_features(cluster, node, components), known)
         findings += found
@@ -174,12 +167,16 @@ def node_object(cluster: ClusterModel, node: NodeModel, rules: list[tuple[dict[s
     }
 
 
+def box_nodes(cluster: ClusterModel) -> list[NodeModel]:
+    """The nodes the box makes: every inventory node, but none of a Karpenter pool (Karpenter's)."""
+    return [n for n in cluster.nodes if n.pool is None or not n.pool.karpenter]
+
+
 def node_objects(cluster: ClusterModel, rules: list[tuple[dict[str, Any], str]], version: str,
-                 components: Iterable[Component] = (), node_pools: dict[str, dict[str, Any]] | None = None,
-                 ) -> tuple[list[dict[str, Any]], list[str]]:
-    """Every node's object, and what nfd-master would refuse of forge's rules (`node_pools`: the
-    rendered Karpenter NodePools by name, for a cloud cluster's pools)."""
+                 components: Iterable[Component] = ()) -> tuple[list[dict[str, Any]], list[str]]:
+    """The object of every node the box makes (box_nodes), and what nfd-master would refuse of
+    forge's rules."""
     findings: list[str] = []
     components = list(components)
     known = frozenset(f for n in cluster.nodes for f in node_features(cluster, n, components))
-    return [node_object(cluster, n, rules, version, findings, components, known, node_pools) for n in cluster.nodes], findings
+    return [node_object(cluster, n, rules, version, findings, components, known) for n in box_nodes(cluster)], findings

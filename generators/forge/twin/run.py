@@ -19,6 +19,7 @@ from forge.twin.flows import ENGINE, ENGINE_PROGRAM, Flow, FlowJudge
 from forge.twin.binaries import ensure_program
 from forge.twin.box import state_folder
 from forge.twin.cleanup import clean
+from forge.twin.karpenter import NODECLAIM, nodes_removed
 from forge.twin.kube import ApiError, Kube
 from forge.twin.peers import Peers
 from forge.twin.day import Day
@@ -38,6 +39,10 @@ CLEANUP_SECONDS = 120.0
 # minutes) found nothing more and was most of a fleet's scenario time.
 HOLD_SECONDS = 30.0
 KUEUE = "kueue.x-k8s.io/v1beta2"
+# A cloud cluster's box: how long after a scenario's cleanup Karpenter may take to remove the last
+# node it made (consolidateAfter 5 s in the box, then forge's disruption budgets: 10% of a pool's
+# nodes at a time: 100 p5e nodes took 716 s on 2 shared cores)
+KARPENTER_SECONDS = 900.0
 JOB_NAME_LABEL = "training.kubeflow.org/job-name"
 
 
@@ -81,6 +86,14 @@ class Runner:
         # (a plain pod's goes within a poll of its eviction on a busy machine), so it still counts.
         self.workload_uids: dict[str, str] = {}
         self.projects = {ns["metadata"]["name"] for ns in kube.list("v1", "Namespace", selector=FLYTE_PROJECT_LABEL)}
+        self.met = 0.0  # when the last step's expectations were first all met (time.monotonic())
+        self._karpenter: bool | None = None
+
+    def karpenter(self) -> bool:
+        """Whether Karpenter makes this box's nodes (a cloud cluster's box serves NodeClaims)."""
+        if self._karpenter is None:
+            self._karpenter = any(p.karpenter for p in self.plan.cluster.pools) and self.kube.resource(*NODECLAIM) is not None
+        return self._karpenter
 
     # ---- what the controllers did -------------------------------------------------------------------
 
@@ -265,31 +278,41 @@ class Runner:
 
     def run(self, scenario: Scenario) -> Outcome:
         started = time.monotonic()
+        try:
+            outcome = self._steps(scenario, started)
+        finally:
+            self.day.restore()  # nodes back and node tests gone before the scenario's jobs are deleted
+            removed, gone = self.cleanup(scenario.name)
+        if removed:
+            outcome.lines.append(removed)
+        outcome.passed = outcome.passed and gone
+        return outcome
+
+    def _steps(self, scenario: Scenario, started: float) -> Outcome:
         lines: list[str] = []
         subs: dict[str, Submitted] = {}
         self.watched = {}  # by job name: another scenario's job of the same name is another job
         infra = self.infrastructure_pods()
-        try:
-            for number, step in enumerate(scenario.steps, 1):
-                problem = self._before(step, subs)
-                if problem:
-                    return Outcome(scenario.name, False, [f"step {number}: {problem}"], time.monotonic() - started)
-                for job in step.submit:
-                    try:
-                        subs[job.name] = self.submit(job, scenario.name)
-                    except ApiError as exc:
-                        return Outcome(scenario.name, False, [f"step {number}: job {job.name} refused: {exc.message}"],
-                                       time.monotonic() - started)
-                problem = self._rollout(step) if step.rollout else None
-                problem = problem or self._node_test(step, subs) or self._wait(step.expect, step.within, subs, infra)
-                problem = problem or self._flows(step.flows)
-                if problem:
-                    return Outcome(scenario.name, False, [f"step {number}: {problem}"], time.monotonic() - started)
-                lines.append(f"step {number}: {len(step.expect)} expectations held")
-            return Outcome(scenario.name, True, lines, time.monotonic() - started)
-        finally:
-            self.day.restore()  # nodes back and node tests gone before the scenario's jobs are deleted
-            self.cleanup(scenario.name)
+        for number, step in enumerate(scenario.steps, 1):
+            problem = self._before(step, subs)
+            if problem:
+                return Outcome(scenario.name, False, [f"step {number}: {problem}"], time.monotonic() - started)
+            submitted = time.monotonic()
+            for job in step.submit:
+                try:
+                    subs[job.name] = self.submit(job, scenario.name)
+                except ApiError as exc:
+                    return Outcome(scenario.name, False, [f"step {number}: job {job.name} refused: {exc.message}"],
+                                   time.monotonic() - started)
+            problem = self._rollout(step) if step.rollout else None
+            problem = problem or self._node_test(step, subs) or self._wait(step.expect, step.within, subs, infra)
+            problem = problem or self._flows(step.flows)
+            if problem:
+                return Outcome(scenario.name, False, [f"step {number}: {problem}"], time.monotonic() - started)
+            made = f" ({len(self.kube.list(*NODECLAIM))} nodes made by Karpenter)" if self.karpenter() else ""
+            lines.append(f"step {number}: {len(step.expect)} expectations held {self.met - submitted:.1f}s after "
+                         f"its submissions{made}")
+        return Outcome(scenario.name, True, lines, time.monotonic() - started)
 
     def _flows(self, flows: list[Flow]) -> str | None:
         if not flows:
@@ -353,6 +376,7 @@ class Runner:
             if not problems:
                 met = now if met is None else met
                 if not holds or now > min(deadline, met + HOLD_SECONDS):
+                    self.met = met
                     return None
             if now > deadline:
                 return f"after {within}s: {problems[0]}\n{self.diagnose(subs)}"
@@ -361,12 +385,16 @@ class Runner:
                 self.say(f"twin run: waiting {now - started:.0f}s of {within}s: {problems[0] if problems else 'pending holds'}")
             time.sleep(POLL_SECONDS)
 
-    def cleanup(self, scenario: str) -> None:
+    def cleanup(self, scenario: str) -> tuple[str, bool]:
         """Delete what the scenario left and wait until the cluster is idle again
-        (forge.twin.cleanup), so the next scenario starts on an idle cluster."""
+        (forge.twin.cleanup), so the next scenario starts on an idle cluster; where Karpenter makes
+        the nodes, until it has removed every node it made too. Returns what Karpenter did (a
+        line of the outcome, else '') and whether its nodes are gone (a failure if not)."""
+        started = time.monotonic()
         seconds, left = clean(self.kube, self.projects, f"{SUBMITTED_LABEL}={scenario}", CLEANUP_SECONDS)
         self.spawner.clean(scenario)
         if left:
             self.say(f"twin run: {scenario}: not idle after {seconds:.0f}s: {left}")
         else:
             self.say(f"twin run: {scenario}: cleaned up in {seconds:.1f}s")
+        return nodes_removed(self.kube, started, KARPENTER_SECONDS, self.say) if self.karpenter() else ("", True)

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from forge.facts.kube_apis import Served
+from forge.twin.karpenter import box_node_pool
 from forge.twin.kube import ApiError, Kube
 from forge.twin.served import REASON as NOT_SERVED, not_served
 from forge.twin.sources import Application, Item
@@ -87,9 +88,10 @@ class SetAside:
     app: str
     item: Item
     why: str
+    applied: bool = False  # applied changed for the box (Wiring.rewrite): `why` says how
 
     def __str__(self) -> str:
-        return f"{self.item.where}: {self.item.ident} (Application {self.app}): set aside: {self.why}"
+        return f"{self.item.where}: {self.item.ident} (Application {self.app}): {'applied as' if self.applied else 'set aside:'} {self.why}"
 
 
 @dataclass
@@ -97,6 +99,7 @@ class SyncReport:
     applied: int = 0
     refused: list[Refusal] = field(default_factory=list)
     set_aside: list[SetAside] = field(default_factory=list)
+    box_only: list[SetAside] = field(default_factory=list)  # applied, rewritten for the box
     seconds: float = 0.0
     # CRDs the box applied, identical, when it started (Kueue's and the training operators', which
     # its controllers need first): a real sync applies each once, so the box does not again.
@@ -251,6 +254,9 @@ class Syncer:
             obj, why = self.wiring.for_box(item.obj)
             if why:
                 report.set_aside.append(SetAside(app, item, why))
+            if obj is not None and (change := self.wiring.rewrite(obj)):
+                obj = change[0]
+                report.box_only.append(SetAside(app, item, change[1], applied=True))
             if obj is not None and self._held(obj):
                 report.already += 1
             elif obj is not None:
@@ -343,11 +349,21 @@ def _explain(exc: ApiError) -> str:
 class Wiring:
     """How objects meet the box: which the box replaces or cannot serve, and how it rewrites them."""
 
-    def __init__(self, served_webhooks: dict[tuple[str, str], int], replaced: dict[tuple[str, str, str], str]) -> None:
+    def __init__(self, served_webhooks: dict[tuple[str, str], int], replaced: dict[tuple[str, str, str], str],
+                 karpenter: bool = False) -> None:
         # (service namespace, service name) -> the 127.0.0.1 port its server listens on in the box
         self.served = served_webhooks
         # (kind, namespace, name) -> why the box applies its own instead
         self.replaced = replaced
+        # the box runs Karpenter with its kwok provider (a cloud cluster's box, forge.twin.karpenter)
+        self.karpenter = karpenter
+
+    def rewrite(self, obj: dict[str, Any]) -> tuple[dict[str, Any], str] | None:
+        """An object as the box applies it and the change (in the sync's report), or None: where
+        Karpenter runs, a NodePool as forge.twin.karpenter.box_node_pool makes it."""
+        if self.karpenter and obj.get("kind") == "NodePool" and str(obj.get("apiVersion", "")).startswith("karpenter.sh/"):
+            return box_node_pool(obj)
+        return None
 
     def for_box(self, obj: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
         kind = str(obj.get("kind"))
