@@ -89,3 +89,28 @@ def test_a_malformed_box_pin_is_one_error_naming_the_field(tmp_path, change, fie
     with pytest.raises(ForgeError) as caught:
         box_pins(tmp_path)
     assert str(caught.value).startswith(f"ci/tools.json: {field}: must be ") and "\n" not in str(caught.value)
+
+
+def test_argo_cds_repo_server_gets_a_standalone_kustomize_of_the_pinned_line(tmp_path):
+    """The repo server runs `kustomize edit add label` for the training-operator's commonLabels; the
+    kubectl shim of tools/bin refuses every verb but build and version (seen in the box:
+    ComparisonError '... only build and version are supported'). twin.kustomize-box is a standalone
+    kustomize of the line ci/tools.json kustomize.version_prefix pins, linked first on the
+    components' PATH, built only on request."""
+    import json
+
+    from forge.twin.argocd.components import link_names
+
+    pins = box_pins(REPO)
+    kustomize = pins.program("kustomize-box")
+    assert kustomize not in pins.programs and kustomize in pins.optional
+    assert kustomize.package(".") == "sigs.k8s.io/kustomize/kustomize/v5" and kustomize.binary(".") == "kustomize"
+    line = json.loads((REPO / "ci" / "tools.json").read_text(encoding="utf-8"))["kustomize"]["version_prefix"]
+    assert kustomize.version.startswith(line + "."), (kustomize.version, line)
+    argocd, built = tmp_path / "argocd", tmp_path / "kustomize"
+    (tmp_path / "data" / "hack").mkdir(parents=True)
+    (tmp_path / "data" / "hack" / "git-verify-wrapper.sh").write_text("#!/bin/sh\n", encoding="utf-8")
+    for f in (argocd, built):
+        f.write_text("", encoding="utf-8")
+    links = link_names(argocd, tmp_path / "bin", built)
+    assert links["kustomize"].resolve() == built and links["argocd-repo-server"].resolve() == argocd

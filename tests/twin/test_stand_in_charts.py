@@ -180,3 +180,18 @@ def test_a_chart_without_upstream_data_is_named(tmp_path):
         stand_ins.build_charts(REPO, plan, tmp_path / "upstream", served, tmp_path / "work")
     assert str(caught.value) == (f"{tmp_path / 'upstream' / 'alluxio-0.6.54'}: no such folder: the upstream data has "
                                  "nothing for a100-alluxio's chart alluxio 0.6.54 (set FORGE_UPSTREAM to the upstream chart data)")
+
+
+@pytest.mark.parametrize("cluster", CLUSTERS)
+def test_a_chart_installs_crds_only_where_its_project_allows_them(cluster, upstream):
+    """The real Argo CD refused Loki's stand-in ("CustomResourceDefinition is not permitted in project
+    forge-a100-loki"): its upstream data holds its disabled subcharts' CRDs (grafana-agent-operator,
+    rollout-operator). A component whose AppProject allows no CRD gets none from its chart."""
+    from forge.twin.sources import chart_crds
+
+    plan = {p.name: p for p in load_fleet(REPO)}[cluster]
+    with_crds = {c.name for c in plan.components if chart_crds(REPO, c, upstream, plan)}
+    assert "loki" not in with_crds and {"external-secrets", "kueue", "prometheus-crds"} <= with_crds
+    crd = ("apiextensions.k8s.io", "CustomResourceDefinition")
+    refused = [c.name for c in plan.components if c.name in with_crds and crd not in c.cluster_kinds]
+    assert not refused

@@ -85,8 +85,25 @@ return hs
 # once; a child that drifts OutOfSync after a successful sync is judged by its health, so one
 # field a controller rewrites does not hold every later root sync. Progressing, not Degraded: a
 # Degraded child fails the root's sync operation, and the root would retry it only by backoff.
+# The root syncs itself too (root-application.yaml is in its own path, wave 0), and its sync waits for
+# that wave's health, which this check gives: judged by the rule above, the root is OutOfSync with its
+# own operation Running, so it waited for itself for ever and no wave after 0 was ever created (seen in
+# the box, "waiting for healthy state of argoproj.io/Application/a100-root"). So an Application that
+# Argo CD tracks as its own resource (its tracking-id annotation, or the instance label, names it) is
+# Healthy: nothing else waits on the root, and Argo CD leaves a self-referenced Application out of its
+# own health (v3.6.2 controller/health.go, isSelfReferencedApp). Compared whole, with `..` only: Argo
+# CD runs health checks without Lua's string library (util/lua/lua.go opens base, table, os only;
+# `string.sub` made every child Application's health Unknown in the box).
 APPLICATION_HEALTH = """\
 local hs = {status = "Progressing", message = ""}
+local meta = obj.metadata or {}
+local tracking = (meta.annotations or {})["argocd.argoproj.io/tracking-id"]
+if meta.name ~= nil and (tracking == meta.name .. ":argoproj.io/Application:" .. (meta.namespace or "") .. "/" .. meta.name
+    or (meta.labels or {})["app.kubernetes.io/instance"] == meta.name) then
+  hs.status = "Healthy"
+  hs.message = "manages itself: its own sync does not wait for itself"
+  return hs
+end
 if obj.status == nil then
   return hs
 end
@@ -194,12 +211,26 @@ def health_key(group: str, kind: str) -> str:
     return f"resource.customizations.health.{group}_{kind}"
 
 
+# Argo CD runs a health check with Lua's base, table and a safe os library only (v3.6.2
+# util/lua/lua.go), unless argocd-cm's `resource.customizations.useOpenLibs.<group>_<kind>` is true.
+# ClusterPolicy's per-node check reads the operator's message (string.match, string.gmatch): without
+# the key, a ClusterPolicy that is notReady has no health but a Lua error ("attempt to index a
+# non-table object(nil)"), and its wave waits for ever.
+OPEN_LIBS: frozenset[tuple[str, str]] = frozenset({("nvidia.com", "ClusterPolicy")})
+
+
+def open_libs_key(group: str, kind: str) -> str:
+    return f"resource.customizations.useOpenLibs.{group}_{kind}"
+
+
 def health_checks() -> dict[str, str]:
-    """argocd-cm key -> Lua health script."""
+    """argocd-cm key -> Lua health script (and "true" for the scripts that need Lua's libraries)."""
     out = {health_key("argoproj.io", "Application"): APPLICATION_HEALTH}
     for (group, kind), degraded in STATE_KINDS.items():
         out[health_key(group, kind)] = _STATE_HEALTH.format(kind=kind, degraded=_degraded(degraded),
                                                             per_node=_per_node(group, kind), mark=PER_NODE_MARK)
+        if (group, kind) in OPEN_LIBS:
+            out[open_libs_key(group, kind)] = "true"
     return out
 
 

@@ -108,7 +108,7 @@ def box_pins(root: Path) -> BoxPins:
             raise ForgeError(f"{TOOLS_FILE}: twin: must be a mapping of the box's programs, not {str(twin)[:60]!r}")
         programs = tuple(_program(root, name, twin.get(name)) for name in
                          ("kubernetes", "etcd", "kueue", "training-operator", "kwok", "cyclonus"))
-        optional = tuple(_program(root, name, twin[name]) for name in ("argocd-box", "karpenter-box"))
+        optional = tuple(_program(root, name, twin[name]) for name in ("argocd-box", "kustomize-box", "karpenter-box"))
         major, minor = (int(x) for x in str(twin["go_min"]).split("."))
         return BoxPins((major, minor), programs, optional)
     except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:

@@ -76,10 +76,19 @@ def _crd_files(folder: Path, groups: set[str] | None, skip: set[str]) -> list[Pa
     return out
 
 
+CRD_KIND = ("apiextensions.k8s.io", "CustomResourceDefinition")
+
+
 def chart_crds(root: Path, component: Component, upstream: Path, plan: ClusterPlan) -> list[Item]:
     """The CRDs `component`'s chart (or remote base) installs, from its upstream data: of its
     declared CRD groups, or, when it declares none, every CRD there that no other component owns
-    (a chart that bundles another's CRDs, as the GPU Operator does NFD's, leaves them to it)."""
+    (a chart that bundles another's CRDs, as the GPU Operator does NFD's, leaves them to it). None
+    where the component's AppProject allows no CRD (its `cluster_kinds`): Argo CD would refuse one,
+    and the chart installs none with forge's values (Loki 7.3.0's CRDs are those of its
+    grafana-agent-operator and rollout-operator subcharts, both off; the real Argo CD refused the
+    stand-in's: "CustomResourceDefinition is not permitted in project forge-a100-loki")."""
+    if CRD_KIND not in component.cluster_kinds:
+        return runtime_crds(upstream, component)
     remote = component.remote_base(plan.cluster)
     if component.chart:
         folder = upstream / chart_pins(root)[component.chart].data_dir_name / "crds"

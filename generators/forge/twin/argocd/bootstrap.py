@@ -10,6 +10,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from forge.errors import ForgeError
 
@@ -91,11 +92,15 @@ def reason(name: str, status: dict) -> str:
     return f"{name}: sync {sync}, health {health.get('status')}" + ("; " + "; ".join(words) if words else "")
 
 
-def converge(kubeconfig: Path, progress: Progress, timeout: float, say) -> dict[str, dict]:
+def converge(kubeconfig: Path, progress: Progress, timeout: float, say,
+             each_poll: Callable[[], None] | None = None) -> dict[str, dict]:
     """Poll until every Application (the root and its children) is Synced and Healthy; fail with
-    every Application that is not, each with Argo CD's reason."""
+    every Application that is not, each with Argo CD's reason. `each_poll` runs before each look
+    (the box's status stand-ins, forge.twin.argocd.status_stand_ins)."""
     deadline = time.monotonic() + timeout
     while True:
+        if each_poll is not None:
+            each_poll()
         states = _states(kubeconfig)
         for name, status in sorted(states.items()):
             if name not in progress.seen and _converged(status):

@@ -25,12 +25,15 @@ COMPONENTS = ("argocd-repo-server", "argocd-application-controller", "argocd-ser
 SCRIPTS = ("git-verify-wrapper.sh",)
 
 
-def link_names(binary: Path, folder: Path) -> dict[str, Path]:
+def link_names(binary: Path, folder: Path, kustomize: Path | None = None) -> dict[str, Path]:
     """`folder` (first on the components' PATH): links to the binary under each component's name,
-    and the module's scripts, copied executable (Go's module cache keeps no mode bits)."""
+    the module's scripts, copied executable (Go's module cache keeps no mode bits), and the
+    standalone kustomize (ci/tools.json twin.kustomize-box), which the repo server runs by name for
+    an Application's kustomize options (`kustomize edit add label`), where the PATH's kustomize may
+    be tools/bin's kubectl shim (build and version only)."""
     folder.mkdir(parents=True, exist_ok=True)
     links = {}
-    for name in (*COMPONENTS, "argocd-applicationset-controller", *SCRIPTS):
+    for name in (*COMPONENTS, "argocd-applicationset-controller", *SCRIPTS, *(("kustomize",) if kustomize else ())):
         link = folder / name
         if link.is_symlink() or link.exists():
             link.unlink()
@@ -38,7 +41,7 @@ def link_names(binary: Path, folder: Path) -> dict[str, Path]:
             shutil.copyfile(binary.parent / "data" / "hack" / name, link)
             link.chmod(0o755)
         else:
-            link.symlink_to(binary)
+            link.symlink_to(kustomize if name == "kustomize" else binary)
         links[name] = link
     return links
 

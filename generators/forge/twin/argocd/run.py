@@ -10,7 +10,7 @@ import yaml
 from forge.argocd.bootstrap import BY_HAND
 from forge.files.paths import ARGOCD_DIR, CLUSTERS_DIR
 from forge.fleet import ClusterPlan
-from forge.twin.argocd import bootstrap, components, served, stand_ins
+from forge.twin.argocd import bootstrap, components, served, stand_ins, status_stand_ins
 from forge.twin.binaries import ensure_program
 from forge.twin.pins import argocd_crds_dir
 from forge.twin.processes import Process, stop_all
@@ -25,7 +25,8 @@ def run(root: Path, plan: ClusterPlan, kubeconfig: Path, upstream: Path, work: P
     cluster = plan.name
     started = time.monotonic()
     binary = ensure_program(root, "argocd-box", say)["argocd"]
-    say(f"twin argocd: Argo CD ready ({time.monotonic() - started:.1f}s)")
+    kustomize = ensure_program(root, "kustomize-box", say)["kustomize"]
+    say(f"twin argocd: Argo CD and kustomize ready ({time.monotonic() - started:.1f}s)")
     procs: list[Process] = []
     try:
         redis, redis_port = served.redis(root, work / "logs")
@@ -47,7 +48,7 @@ def run(root: Path, plan: ClusterPlan, kubeconfig: Path, upstream: Path, work: P
         bootstrap.install(kubeconfig, argocd_crds_dir(root, upstream))
         say(f"twin argocd: box-only: https://kubernetes.default.svc is the box's API server "
             f"(ARGOCD_FAKE_IN_CLUSTER=true, KUBECONFIG={kubeconfig})")
-        started_procs, api = components.start_components(components.link_names(binary, work / "bin"), kubeconfig,
+        started_procs, api = components.start_components(components.link_names(binary, work / "bin", kustomize), kubeconfig,
                                                          redis_port, work / "logs")
         procs += started_procs
         say(f"twin argocd: Redis :{redis_port}, Git :{git_port}, Argo CD API :{api} (127.0.0.1)")
@@ -58,7 +59,11 @@ def run(root: Path, plan: ClusterPlan, kubeconfig: Path, upstream: Path, work: P
             bootstrap.kubectl(kubeconfig, "apply", "--server-side", "-f", str(folder / name))
             say(f"twin argocd: applied {name} (by hand, docs/bootstrap.md)")
         say(f"twin argocd: root Application applied; waiting for every Application to be Synced and Healthy")
-        bootstrap.converge(kubeconfig, progress, timeout, say)
+        writer = status_stand_ins.StatusWriter(status_stand_ins.kube_from(kubeconfig), say)
+        try:
+            bootstrap.converge(kubeconfig, progress, timeout, say, each_poll=writer)
+        finally:
+            writer.kube.close()
         say(f"twin argocd: converged {time.monotonic() - progress.started:.0f}s after the root Application; order: "
             + ", ".join(n for _, n in progress.order))
         return progress
