@@ -41,7 +41,9 @@ def test_shipped_scenario(boxes, box_programs, cluster, name):
 
 def test_every_fleet_ships_the_seeds_scenarios():
     for cluster in CLUSTERS:
-        fabric = {"busy-node-test", "driver-rollout-gated", "doca-rollout-gated"} if cluster == "h200" else set()  # a100 has no compute fabric
+        # a100 has no compute fabric and runs no JupyterHub
+        fabric = {"busy-node-test", "driver-rollout-gated", "doca-rollout-gated", "developer-pod-two-spawns"} \
+            if cluster == "h200" else set()
         assert {n for c, n in SHIPPED if c == cluster} == {
             "pretrain-whole-pool", "thirty-sweeps", "urgent-finetune-preempts-batch", "mig-slices", "network-flows",
             "busy-pretrain", "busy-urgent-finetune", "busy-node-not-ready", *fabric}
