@@ -26,7 +26,7 @@ from forge.twin.day import Day
 from forge.twin.scenario import WHOLE_POOL, Expect, Job, Scenario, Step
 from forge.twin.spawn import Spawner
 from forge.twin.submit import SUBMITTED_LABEL, Propeller, build, namespace_of
-from forge.twin.workloads import condition as _condition, is_true as _true, shortfall as _shortfall, whole_pool
+from forge.twin.workloads import condition, is_true, shortfall, whole_pool
 
 POLL_SECONDS = 0.5
 HEARTBEAT_SECONDS = 10
@@ -111,7 +111,7 @@ class Runner:
         for obj, wl in zip(sub.objects, out):
             if wl:
                 self.workload_uids[obj["metadata"]["uid"]] = wl["metadata"]["uid"]
-            if wl and (_true(wl, "Preempted") or (_condition(wl, "Evicted") or {}).get("reason") == "Preempted"):
+            if wl and (is_true(wl, "Preempted") or (condition(wl, "Evicted") or {}).get("reason") == "Preempted"):
                 self.preempted.add(obj["metadata"]["uid"])
         return out
 
@@ -145,7 +145,7 @@ class Runner:
         if expect.infrastructure_untouched:
             now = {p["metadata"]["uid"]: p for p in self.kube.list("v1", "Pod") if p["metadata"]["namespace"] not in self.projects}
             gone = [name for uid, name in infra.items() if uid not in now or now[uid]["metadata"].get("deletionTimestamp")
-                    or _true(now[uid], "DisruptionTarget")]
+                    or is_true(now[uid], "DisruptionTarget")]
             if gone:
                 return f"infrastructure pods evicted or gone: {', '.join(sorted(gone)[:10])}"
         if expect.job is None:
@@ -156,19 +156,19 @@ class Runner:
         if expect.never_preempted and (broken := self._judge_kept(expect.job, sub)):
             return broken
         wls = self.workloads(sub)
-        admitted = [w for w in wls if w and _true(w, "Admitted")]
+        admitted = [w for w in wls if w and is_true(w, "Admitted")]
         want = len(wls) if expect.admitted == "all" else expect.admitted
         queue = f"ClusterQueue of {namespace_of(sub.job)}"
         if want is not None and len(admitted) < want:
-            waiting = next((w for w in wls if w and not _true(w, "Admitted")), None)
-            said = (_condition(waiting, "QuotaReserved") or {}).get("message", "") if waiting else "no Workload yet"
+            waiting = next((w for w in wls if w and not is_true(w, "Admitted")), None)
+            said = (condition(waiting, "QuotaReserved") or {}).get("message", "") if waiting else "no Workload yet"
             if waiting:
                 queue = f"ClusterQueue {((waiting.get('status') or {}).get('admission') or {}).get('clusterQueue') or self._queue_of(waiting)}"
-            return f"job {expect.job}: {len(admitted)} of {len(wls)} admitted, want {want} ({queue}: {said}{_shortfall(said)})"
+            return f"job {expect.job}: {len(admitted)} of {len(wls)} admitted, want {want} ({queue}: {said}{shortfall(said)})"
         if expect.pending and admitted:
             return f"job {expect.job}: {len(admitted)} admitted, want none"
         if expect.pending_reason:
-            said = " ".join((_condition(w, "QuotaReserved") or {}).get("message", "") for w in wls if w)
+            said = " ".join((condition(w, "QuotaReserved") or {}).get("message", "") for w in wls if w)
             if expect.pending_reason not in said:
                 return f"job {expect.job}: pending reason {expect.pending_reason!r} not seen (Kueue says: {said or 'nothing'})"
         if expect.preempted is not None:
@@ -197,9 +197,9 @@ class Runner:
         now = {p["metadata"]["uid"]: p for p in self.pods(sub)}
         seen = self.watched.setdefault(name, {})
         gone = [n for uid, n in seen.items() if uid not in now or now[uid]["metadata"].get("deletionTimestamp")
-                or _true(now[uid], "DisruptionTarget")]
+                or is_true(now[uid], "DisruptionTarget")]
         if gone:
-            said = "; ".join(f"{n}: {(_condition(now[u], 'DisruptionTarget') or {}).get('message', 'deleted')}" if u in now else f"{n}: deleted"
+            said = "; ".join(f"{n}: {(condition(now[u], 'DisruptionTarget') or {}).get('message', 'deleted')}" if u in now else f"{n}: deleted"
                              for u, n in seen.items() if n in gone)
             return f"job {name}: pods evicted or gone: {said[:400]}"
         seen.update({uid: p["metadata"]["name"] for uid, p in now.items() if (p.get("spec") or {}).get("nodeName")})

@@ -5,21 +5,16 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from forge.diff.amounts import quantity
 from forge.fleet import ClusterPlan
 from forge.model.capacity import MEMORY, capacity, node_resources
-
-
-def _amount(quantity: str) -> float:
-    units = {"m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
-    found = re.fullmatch(r"([0-9.]+)([A-Za-z]*)", quantity)
-    return float(found[1]) * units.get(found[2], 1) if found else 0.0
 
 
 def whole_pool(plan: ClusterPlan, resources: dict[str, str]) -> int:
     """Nodes of the largest pool whose allocatable holds one replica of `resources`."""
     def fits(node) -> bool:
         have = node_resources(plan.cluster, node)
-        return all(_amount(q) <= (have.get(r, 0) * (2**30 if r == MEMORY else 1)) for r, q in resources.items())
+        return all(float(quantity(q) or 0) <= (have.get(r, 0) * (2**30 if r == MEMORY else 1)) for r, q in resources.items())
     return max((sum(1 for n in pool.nodes if fits(n)) for pool in capacity(plan.cluster).pools), default=0)
 
 
